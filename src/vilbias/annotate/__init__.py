@@ -1,0 +1,1 @@
+"""LLM-as-annotator: prompts, backends, hierarchical voting and the call store."""

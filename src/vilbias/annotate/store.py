@@ -1,0 +1,222 @@
+"""``annotations.sqlite``: every annotation call, raw and parsed (DESIGN §3).
+
+One row per (item, prompt, annotator, sample, prompt version, annotator fingerprint). The store
+is the annotate stage's memory: a re-run asks only for the keys it lacks, and a process killed
+mid-run loses at most the calls in flight (each call is committed on its own, WAL journal).
+
+The ``active`` table records which prompt versions and annotators the latest ``vilbias annotate``
+run used; :meth:`AnnotationStore.votes` returns only those calls, so a new prompt or annotator set
+changes the build only where it was asked.
+
+Schema version 1 (see ``docs/workdir.md``)::
+
+    calls(item_id, prompt, annotator, fingerprint, sample, prompt_version,
+          model, raw, label, tone, techniques_json, rationale, error, latency_s, created_at)
+    image_descriptions(image_sha256, annotator, description, created_at)
+    active(prompt, prompt_version, annotators_json, samples)
+    meta(key, value)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vilbias.annotate.voting import Vote
+from vilbias.workdir import ANNOTATIONS, utcnow
+
+STORE_SCHEMA_VERSION = 1
+PROMPTS = ("text", "multimodal")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS calls(
+    item_id TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    prompt_version TEXT NOT NULL,
+    model TEXT,
+    raw TEXT,
+    label TEXT,
+    tone TEXT,
+    techniques_json TEXT,
+    rationale TEXT,
+    error TEXT,
+    latency_s REAL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY(item_id, prompt, annotator, fingerprint, sample, prompt_version)
+);
+CREATE TABLE IF NOT EXISTS image_descriptions(
+    image_sha256 TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    description TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY(image_sha256, annotator)
+);
+CREATE TABLE IF NOT EXISTS active(
+    prompt TEXT PRIMARY KEY,
+    prompt_version TEXT NOT NULL,
+    annotators_json TEXT NOT NULL,
+    samples INTEGER NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class CallKey:
+    item_id: str
+    prompt: str
+    annotator: str
+    fingerprint: str
+    sample: int
+    prompt_version: str
+
+
+@dataclass(frozen=True)
+class ActiveAnnotator:
+    name: str
+    fingerprint: str
+    """Hash of what makes this annotator's answers what they are (backend, model, params)."""
+
+
+class AnnotationStore:
+    """Thread-safe access to a workdir's ``annotations.sqlite``."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
+        elif int(row[0]) != STORE_SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path}: annotation store schema {row[0]}, expected {STORE_SCHEMA_VERSION}")
+
+    @classmethod
+    def for_workdir(cls, workdir: str | os.PathLike) -> AnnotationStore:
+        return cls(Path(workdir) / ANNOTATIONS)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> AnnotationStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def record_call(
+        self,
+        key: CallKey,
+        *,
+        model: str = "",
+        raw: str | None = None,
+        label: str | None = None,
+        tone: str | None = None,
+        techniques: dict[str, bool] | None = None,
+        rationale: str | None = None,
+        error: str | None = None,
+        latency_s: float | None = None,
+    ) -> None:
+        """Store one call (its own transaction). A repeated key replaces the earlier row."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO calls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    key.item_id, key.prompt, key.annotator, key.fingerprint, key.sample, key.prompt_version,
+                    model, raw, label, tone, json.dumps(techniques) if techniques is not None else None,
+                    rationale, error, latency_s, utcnow(),
+                ),
+            )
+
+    def existing_keys(self) -> set[CallKey]:
+        """Keys of calls that got an answer (raw text). Failed calls are asked again."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version FROM calls WHERE raw IS NOT NULL"
+            ).fetchall()
+        return {CallKey(*r) for r in rows}
+
+    def iter_calls(self) -> Iterator[dict[str, Any]]:
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM calls ORDER BY item_id, prompt, annotator, sample")
+            cols = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        for r in rows:
+            yield dict(zip(cols, r, strict=True))
+
+    # -- the active configuration ---------------------------------------------------------
+
+    def set_active(self, prompt: str, prompt_version: str, annotators: list[ActiveAnnotator], samples: int) -> None:
+        payload = json.dumps([{"name": a.name, "fingerprint": a.fingerprint} for a in annotators])
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO active VALUES(?,?,?,?)", (prompt, prompt_version, payload, samples)
+            )
+
+    def active(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT prompt, prompt_version, annotators_json, samples FROM active").fetchall()
+        return {
+            p: {"prompt_version": v, "annotators": [ActiveAnnotator(**a) for a in json.loads(aj)], "samples": s}
+            for p, v, aj, s in rows
+        }
+
+    def votes(self) -> dict[str, dict[str, list[Vote]]]:
+        """``{item_id: {prompt: [Vote, ...]}}`` for the active prompts and annotators.
+
+        A missing sample (never asked, or failed) is an abstention, so every item has
+        M×K ballots per prompt once annotation has run, and fewer only where calls are missing.
+        """
+        active = self.active()
+        out: dict[str, dict[str, list[Vote]]] = defaultdict(lambda: {p: [] for p in PROMPTS})
+        for prompt, cfg in active.items():
+            fingerprints = {a.name: a.fingerprint for a in cfg["annotators"]}
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT item_id, annotator, fingerprint, sample, label, techniques_json, rationale "
+                    "FROM calls WHERE prompt=? AND prompt_version=? AND sample < ?",
+                    (prompt, cfg["prompt_version"], cfg["samples"]),
+                ).fetchall()
+            seen: dict[str, set[tuple[str, int]]] = defaultdict(set)
+            for item_id, annotator, fp, sample, label, tj, rationale in rows:
+                if fingerprints.get(annotator) != fp:
+                    continue
+                seen[item_id].add((annotator, sample))
+                techniques = json.loads(tj) if tj else {}
+                out[item_id][prompt].append(Vote(annotator, sample, label, techniques, rationale or ""))
+            for item_id, done in seen.items():
+                for a in cfg["annotators"]:
+                    for k in range(cfg["samples"]):
+                        if (a.name, k) not in done:
+                            out[item_id][prompt].append(Vote(a.name, k, None))
+        return dict(out)
+
+    # -- image descriptions ---------------------------------------------------------------
+
+    def image_description(self, image_sha256: str, annotator: str) -> str | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT description FROM image_descriptions WHERE image_sha256=? AND annotator=?", (image_sha256, annotator)
+            ).fetchone()
+        return row[0] if row else None
+
+    def set_image_description(self, image_sha256: str, annotator: str, description: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO image_descriptions VALUES(?,?,?,?)", (image_sha256, annotator, description, utcnow())
+            )

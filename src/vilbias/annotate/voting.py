@@ -1,0 +1,104 @@
+"""Hierarchical majority voting (DESIGN §1 Annotation), as pure functions.
+
+Each of M annotators answers the same item K times. :func:`majority_vote` over an annotator's K
+samples gives its answer; :func:`majority_vote` over the M answers gives the final label. A
+label needs a strict majority of *all* ballots at its level, abstentions (unparseable answers,
+failed calls) included: with K=3, ``[biased, biased, None]`` is ``biased`` but ``[biased, None,
+None]`` is no majority. An item with a tie or no majority at either level is flagged for review
+and stays out of the build until a reviewer settles it.
+
+The rationale of the final answer is taken from the annotator in the majority whose own vote was
+the strongest (most samples for the final label; ties go to the annotator listed first), from its
+first sample with that label and a non-empty rationale. Techniques are those that a majority of
+annotators judged present, each annotator's judgement being the majority of its samples.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+LABELS = ("not_biased", "biased")
+
+
+def majority_vote(ballots: Sequence[str | None]) -> str | None:
+    """The label holding a strict majority of ``ballots`` (``None`` = abstention), else None."""
+    counts = Counter(b for b in ballots if b is not None)
+    if not counts:
+        return None
+    (label, n), *rest = counts.most_common(2)
+    if rest and rest[0][1] == n:
+        return None
+    return label if n * 2 > len(ballots) else None
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One call's parsed answer. ``label`` is None for an abstention."""
+
+    annotator: str
+    sample: int
+    label: str | None
+    techniques: dict[str, bool] = field(default_factory=dict)
+    rationale: str = ""
+
+    def ballot(self) -> dict[str, Any]:
+        """The public ``{annotator, sample, label}`` entry of the dataset's ``votes`` column."""
+        return {"annotator": self.annotator, "sample": self.sample, "label": self.label}
+
+
+@dataclass(frozen=True)
+class VoteResult:
+    label: str | None
+    """Final label, or None when the item is flagged."""
+    flagged: bool
+    reason: str | None
+    """``tie`` (as many annotators for each label), ``no_majority`` (too many annotators without
+    a majority of their own), ``no_votes``; None when decided."""
+    annotator_labels: dict[str, str | None]
+    agreement: float | None
+    """Share of non-abstaining votes (all M×K) that agree with the final label."""
+    rationale: str
+    rationale_from: str | None
+    techniques: list[str]
+
+
+def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = None) -> VoteResult:
+    """Two-level majority over ``votes`` (any order). ``annotators`` fixes their precedence
+    (config order); by default the order in which they first appear."""
+    if annotators is None:
+        annotators = list(dict.fromkeys(v.annotator for v in votes))
+    by_annotator: dict[str, list[Vote]] = {a: [] for a in annotators}
+    for v in votes:
+        by_annotator.setdefault(v.annotator, []).append(v)
+    for vs in by_annotator.values():
+        vs.sort(key=lambda v: v.sample)
+    if not votes:
+        return VoteResult(None, True, "no_votes", {}, None, "", None, [])
+
+    annotator_labels = {a: majority_vote([v.label for v in vs]) for a, vs in by_annotator.items()}
+    final = majority_vote(list(annotator_labels.values()))
+    valid = [v for v in votes if v.label is not None]
+    if final is None:
+        counts = Counter(lab for lab in annotator_labels.values() if lab is not None)
+        reason = "tie" if len(counts) == 2 and len(set(counts.values())) == 1 else "no_majority"
+        return VoteResult(None, True, reason, annotator_labels, None, "", None, [])
+
+    agreement = sum(v.label == final for v in valid) / len(valid)
+    majority = [a for a, lab in annotator_labels.items() if lab == final]
+    strength = {a: sum(v.label == final for v in by_annotator[a]) for a in majority}
+    chosen = max(majority, key=lambda a: (strength[a], -list(by_annotator).index(a)))
+    rationale = next((v.rationale for v in by_annotator[chosen] if v.label == final and v.rationale.strip()), "")
+
+    techniques: list[str] = []
+    names = list(dict.fromkeys(t for v in votes for t in v.techniques))
+    for t in names:
+        judged = [
+            majority_vote([("present" if v.techniques.get(t) else "absent") if v.label is not None else None for v in vs])
+            for vs in by_annotator.values()
+        ]
+        if sum(j == "present" for j in judged) * 2 > len(judged):
+            techniques.append(t)
+    return VoteResult(final, False, None, annotator_labels, agreement, rationale, chosen, techniques)

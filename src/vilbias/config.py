@@ -1,0 +1,94 @@
+"""Command-line flags from config dataclasses.
+
+Every stage takes a config dataclass; its fields carry their help text in
+``field(metadata={"help": ...})``. :func:`add_dataclass_arguments` turns those fields into
+argparse options so the CLI never repeats them, and :func:`dataclass_from_args` builds the
+config back from the parsed namespace. Booleans become ``--flag/--no-flag`` pairs, lists take
+several values (``--feed A --feed B`` or ``--feed A B``), and ``metadata={"flag": "--x"}``
+renames an option where the contract (DESIGN §8) fixes its spelling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return tp, False
+
+
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """Add one option per field of the dataclass ``cls`` to ``parser``.
+
+    Fields with ``metadata={"positional": True}`` become positional arguments; fields with
+    ``metadata={"cli": False}`` are left out (they are set from Python only).
+    """
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if not f.init or f.metadata.get("cli", True) is False:
+            continue
+        tp, _ = _unwrap_optional(hints[f.name])
+        kwargs: dict[str, Any] = {"help": f.metadata.get("help", ""), "dest": f.name}
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+            kwargs["required"] = True
+        names = [f.metadata.get("flag", "--" + f.name.replace("_", "-"))]
+        names += list(f.metadata.get("aliases", ()))
+        origin = typing.get_origin(tp)
+        if tp is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif origin in (list, tuple):
+            (item,) = typing.get_args(tp)[:1] or (str,)
+            kwargs["type"] = Path if item is Path else item
+            kwargs["nargs"] = "+"
+            kwargs["action"] = "extend"
+            default = None if default in ((), []) else default
+        elif origin is typing.Literal:
+            kwargs["choices"] = list(typing.get_args(tp))
+            kwargs["type"] = type(kwargs["choices"][0])
+        else:
+            kwargs["type"] = tp
+        if "choices" in f.metadata:
+            kwargs["choices"] = f.metadata["choices"]
+        if f.metadata.get("positional"):
+            kwargs.pop("dest")
+            kwargs.pop("required", None)
+            if origin in (list, tuple):
+                kwargs.pop("action")
+                kwargs["nargs"] = "+" if default is None else "*"
+            parser.add_argument(f.name, default=default, **kwargs)
+            continue
+        parser.add_argument(*names, default=default, **kwargs)
+
+
+def dataclass_from_args(cls: type[T], args: argparse.Namespace | dict[str, Any]) -> T:
+    """Build ``cls`` from parsed arguments, ignoring names that are not its fields.
+
+    List fields that argparse left as ``None`` fall back to the field's default factory.
+    """
+    values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in values or not f.init:
+            continue
+        v = values[f.name]
+        if v is None and f.default_factory is not dataclasses.MISSING:
+            continue
+        kwargs[f.name] = v
+    return cls(**kwargs)

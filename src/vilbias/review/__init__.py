@@ -1,0 +1,1 @@
+"""Human review of annotations: export sheets, import verdicts, agreement statistics."""

@@ -1,0 +1,209 @@
+"""The pipeline's working directory: its files, their schema, and safe ways to write them.
+
+A workdir is what one stage leaves for the next (DESIGN §3)::
+
+    workdir/
+      workdir.json            {"schema_version": "1.0", "created_at": ...}
+      articles.jsonl          one Article per kept item          (ingest)
+      images/<sha256>.<ext>   original image bytes, content-addressed (ingest)
+      ingest_errors.jsonl     one IngestError per failed fetch    (ingest)
+      annotations.sqlite      every LLM call, raw and parsed      (annotate)
+      reviews/                exported sheets, verdicts.jsonl     (review)
+
+The exact field lists are in ``docs/workdir.md``; :data:`SCHEMA_VERSION` is bumped whenever a
+field is added (minor) or changes meaning (major). Readers accept any minor version of their
+major version.
+
+Writers append whole lines with a single ``write`` on a file opened in append mode and flush
+them, so a process killed at any moment leaves at most one torn *last* line, which
+:func:`read_jsonl` skips with a warning. Files that are rewritten as a whole go through
+:func:`atomic_write`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1.0"
+
+ARTICLES = "articles.jsonl"
+IMAGES = "images"
+INGEST_ERRORS = "ingest_errors.jsonl"
+ANNOTATIONS = "annotations.sqlite"
+REVIEWS = "reviews"
+MANIFEST = "workdir.json"
+
+
+class WorkdirError(ValueError):
+    """The workdir is missing, of an unknown schema version, or holds a malformed record."""
+
+
+@dataclass
+class Article:
+    """One kept news item: an article and its first image. A line of ``articles.jsonl``."""
+
+    unique_id: str
+    """Stable id: ``sha256(canonical url)[:16]``; the same article always gets the same id."""
+    url: str
+    """Canonical URL (rel=canonical / og:url, tracking parameters removed)."""
+    outlet: str
+    headline: str
+    article_text: str
+    image_path: str
+    """Relative to the workdir: ``images/<sha256>.<ext>``."""
+    source_url: str = ""
+    """The URL the article was fetched from (after redirects), before canonicalisation."""
+    feed_url: str = ""
+    published: str | None = None
+    """ISO 8601, or None when the page gives no date."""
+    image_url: str = ""
+    image_caption: str = ""
+    fetched_at: str = ""
+    """ISO 8601 UTC time of the fetch. Orders rows for the stable split (DESIGN §4)."""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Article:
+        missing = [k for k in ("unique_id", "url", "headline", "article_text", "image_path") if not d.get(k)]
+        if missing:
+            raise WorkdirError(f"article record {d.get('unique_id', '?')!r} lacks {', '.join(missing)}")
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class IngestError:
+    """A line of ``ingest_errors.jsonl``: one failed attempt at one URL."""
+
+    url: str
+    stage: str
+    """``feed`` | ``resolve`` | ``article`` | ``image``."""
+    reason: str
+    feed_url: str = ""
+    attempt: int = 1
+    at: str = field(default_factory=lambda: utcnow())
+
+
+def utcnow() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def unique_id_for(canonical_url: str) -> str:
+    """The stable item id of a canonical URL."""
+    return hashlib.sha256(canonical_url.encode("utf-8")).hexdigest()[:16]
+
+
+def init_workdir(workdir: str | os.PathLike) -> Path:
+    """Create ``workdir`` (or check an existing one's schema version) and return it."""
+    root = Path(workdir)
+    (root / IMAGES).mkdir(parents=True, exist_ok=True)
+    manifest = root / MANIFEST
+    if manifest.exists():
+        check_schema(root)
+    else:
+        atomic_write(manifest, json.dumps({"schema_version": SCHEMA_VERSION, "created_at": utcnow()}, indent=2) + "\n")
+    return root
+
+
+def check_schema(workdir: str | os.PathLike) -> None:
+    manifest = Path(workdir) / MANIFEST
+    if not manifest.exists():
+        return  # workdirs written before the manifest existed are read as 1.x
+    version = json.loads(manifest.read_text())["schema_version"]
+    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise WorkdirError(
+            f"{workdir} has workdir schema {version}, this vilbias reads {SCHEMA_VERSION}: "
+            "re-run the pipeline with a matching vilbias version"
+        )
+
+
+def append_jsonl(path: str | os.PathLike, record: dict[str, Any]) -> None:
+    """Append one record as a whole line; a kill leaves at most a torn last line."""
+    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        _repair_torn_tail(fd, path)
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def _repair_torn_tail(fd: int, path: str | os.PathLike) -> None:
+    """If a killed writer left a last line without its newline, end it so the next record
+    starts on a line of its own (the torn line is then skipped by readers)."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        if f.read(1) != b"\n":
+            os.write(fd, b"\n")
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSONL file, skipping (and logging) torn or malformed lines."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError:
+                logger.warning("%s:%d: skipping a torn or malformed line", path, lineno)
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def read_articles(workdir: str | os.PathLike) -> Iterator[Article]:
+    """Yield the workdir's articles in the order they were ingested, first copy of an id wins."""
+    check_schema(workdir)
+    seen: set[str] = set()
+    for record in read_jsonl(Path(workdir) / ARTICLES):
+        article = Article.from_dict(record)
+        if article.unique_id in seen:
+            continue
+        seen.add(article.unique_id)
+        yield article
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write a whole file so readers see the old or the new content, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def store_image(workdir: str | os.PathLike, data: bytes, ext: str) -> str:
+    """Store original image bytes content-addressed; return the workdir-relative path."""
+    digest = hashlib.sha256(data).hexdigest()
+    rel = f"{IMAGES}/{digest}.{ext.lower().lstrip('.')}"
+    target = Path(workdir) / rel
+    if not target.exists():
+        atomic_write(target, data)
+    return rel
