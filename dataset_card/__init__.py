@@ -1,0 +1,1 @@
+"""Dataset card template and its static sections (rendered by ``vilbias build``)."""

@@ -1,0 +1,1 @@
+"""The BiasCorpus dataset builder (features, configs, split generation)."""

@@ -1,0 +1,1 @@
+"""The Gradio Space (app.py) and the ``vilbias demo`` command."""

@@ -1,0 +1,31 @@
+"""Suite-wide settings: offline, single-threaded, caches in a temp dir.
+
+These environment variables must be set before huggingface_hub/datasets/transformers are
+imported (they read them at import time), which is why they are set here at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+_CACHE = tempfile.mkdtemp(prefix="vilbias-tests-hf-")
+for key, value in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_XET": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "MPLBACKEND": "Agg",
+    "GRADIO_ANALYTICS_ENABLED": "False",
+    "HF_HOME": os.path.join(_CACHE, "home"),
+    "HF_DATASETS_CACHE": os.path.join(_CACHE, "datasets"),
+    "HF_HUB_CACHE": os.path.join(_CACHE, "hub"),
+}.items():
+    os.environ[key] = value
+# A token from the developer's environment must never reach the loopback servers or logs.
+os.environ.pop("HF_TOKEN", None)
+os.environ.pop("OPENAI_API_KEY", None)
