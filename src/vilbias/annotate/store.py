@@ -23,7 +23,6 @@ import json
 import os
 import sqlite3
 import threading
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,29 +181,52 @@ class AnnotationStore:
         A missing sample (never asked, or failed) is an abstention, so every item has
         M×K ballots per prompt once annotation has run, and fewer only where calls are missing.
         """
+        return dict(self.iter_votes())
+
+    def iter_votes(self) -> Iterator[tuple[str, dict[str, list[Vote]]]]:
+        """Like :meth:`votes`, streamed item by item in ``item_id`` order (memory stays flat
+        in corpus size: the build uses this)."""
         active = self.active()
-        out: dict[str, dict[str, list[Vote]]] = defaultdict(lambda: {p: [] for p in PROMPTS})
-        for prompt, cfg in active.items():
-            fingerprints = {a.name: a.fingerprint for a in cfg["annotators"]}
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT item_id, annotator, fingerprint, sample, label, techniques_json, rationale "
-                    "FROM calls WHERE prompt=? AND prompt_version=? AND sample < ?",
-                    (prompt, cfg["prompt_version"], cfg["samples"]),
-                ).fetchall()
-            seen: dict[str, set[tuple[str, int]]] = defaultdict(set)
-            for item_id, annotator, fp, sample, label, tj, rationale in rows:
-                if fingerprints.get(annotator) != fp:
+        specs = {p: ({a.name: a.fingerprint for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
+        # A separate connection: the stream must not hold the lock other threads write under.
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            cur = db.execute(
+                "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale "
+                "FROM calls ORDER BY item_id"
+            )
+            current: str | None = None
+            bucket: dict[str, list[Vote]] = {}
+            for item_id, prompt, annotator, fp, sample, version, label, tj, rationale in cur:
+                if item_id != current:
+                    if current is not None:
+                        yield current, self._complete(bucket, specs)
+                    current, bucket = item_id, {p: [] for p in PROMPTS}
+                spec = specs.get(prompt)
+                if spec is None or spec[0].get(annotator) != fp:
                     continue
-                seen[item_id].add((annotator, sample))
-                techniques = json.loads(tj) if tj else {}
-                out[item_id][prompt].append(Vote(annotator, sample, label, techniques, rationale or ""))
-            for item_id, done in seen.items():
-                for a in cfg["annotators"]:
-                    for k in range(cfg["samples"]):
-                        if (a.name, k) not in done:
-                            out[item_id][prompt].append(Vote(a.name, k, None))
-        return dict(out)
+                cfg = spec[1]
+                if version != cfg["prompt_version"] or sample >= cfg["samples"]:
+                    continue
+                bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
+            if current is not None:
+                yield current, self._complete(bucket, specs)
+        finally:
+            db.close()
+
+    @staticmethod
+    def _complete(bucket: dict[str, list[Vote]], specs: dict[str, tuple[dict[str, str], dict[str, Any]]]) -> dict[str, list[Vote]]:
+        """Fill never-answered samples of a prompt the item was asked under as abstentions."""
+        for prompt, (_, cfg) in specs.items():
+            votes = bucket.setdefault(prompt, [])
+            if not votes:
+                continue
+            done = {(v.annotator, v.sample) for v in votes}
+            for a in cfg["annotators"]:
+                for k in range(cfg["samples"]):
+                    if (a.name, k) not in done:
+                        votes.append(Vote(a.name, k, None))
+        return bucket
 
     # -- image descriptions ---------------------------------------------------------------
 
