@@ -1,0 +1,148 @@
+"""The dataset card, rendered from the data (DESIGN §4 Card).
+
+Statistics come from the build plan; the template is ``dataset_card/README.md.jinja``. The YAML
+header carries ``configs:`` (data files per config and split, as ``push_to_hub`` writes them) and
+``dataset_info:`` (features with ClassLabel names and the ``image`` dtype, split sizes), so the
+folder loads with ``load_dataset(folder, config)`` and on the Hub alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from vilbias import LABEL_NAMES, __version__
+
+CHANGELOG_START = "<!-- changelog:start -->"
+CHANGELOG_END = "<!-- changelog:end -->"
+PLOT_PATH = "assets/label_by_outlet.png"
+
+
+def cohen_kappa(a: list[int], b: list[int]) -> float | None:
+    """Cohen's kappa of two label lists (None when undefined: fewer than 2 items)."""
+    n = len(a)
+    if n < 2:
+        return None
+    labels = sorted(set(a) | set(b))
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[k] * cb[k] for k in labels) / (n * n)
+    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
+
+
+def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
+    """Figures the card states, from the plan (rows, cells, reviews, annotation summary)."""
+    rows = list(plan.rows.values())
+    n = len(rows)
+    biased = sum(r.label for r in rows)
+    table = []
+
+    def add(config: str, split: str, members: Iterable[Any]) -> None:
+        members = list(members)
+        b = sum(r.label for r in members)
+        table.append({"config": config, "split": split, "rows": len(members), "biased": b, "not_biased": len(members) - b, "share": b / len(members) if members else 0.0})
+
+    for split in ("train", "validation", "test"):
+        add("default", split, (r for r in rows if r.split == split))
+    for k in range(5):
+        add(f"fold_{k}", "train", (r for r in rows if r.fold != k))
+        add(f"fold_{k}", "test", (r for r in rows if r.fold == k))
+    outlets = Counter(r.outlet for r in rows)
+    outlet_biased = Counter(r.outlet for r in rows if r.label == 1)
+    top = [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)]
+    reviewed = [r for r in rows if r.review != "unreviewed"]
+    pairs = [(automated_labels[r.unique_id], r.label) for r in reviewed if automated_labels.get(r.unique_id) is not None]
+    kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+    agreements = [r.agreement for r in rows if r.agreement is not None]
+    ann = plan.annotation
+    return {
+        "n_rows": n,
+        "n_biased": biased,
+        "n_not_biased": n - biased,
+        "biased_share": biased / n if n else 0.0,
+        "n_outlets": len(outlets),
+        "split_table": table,
+        "top_outlets": top,
+        "split_report": plan.split_report,
+        "annotation": ann,
+        "tie_rate": ann["items_flagged"] / ann["items_annotated"] if ann.get("items_annotated") else 0.0,
+        "n_flagged_excluded": len(plan.flagged),
+        "mean_agreement": sum(agreements) / len(agreements) if agreements else 0.0,
+        "unanimous_share": sum(a == 1.0 for a in agreements) / len(agreements) if agreements else 0.0,
+        "n_reviewed": len(reviewed),
+        "review_counts": dict(Counter(r.review for r in reviewed)),
+        "kappa": kappa,
+        "kappa_n": len(pairs),
+    }
+
+
+def plot_label_by_outlet(plan: Any, path: Path, top: int = 15) -> None:
+    """Horizontal stacked bars: rows per outlet split by label (the card's figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(plan.rows.values())
+    counts = Counter(r.outlet or "(unknown)" for r in rows)
+    outlets = [o for o, _ in counts.most_common(top)][::-1]
+    biased = [sum(1 for r in rows if (r.outlet or "(unknown)") == o and r.label == 1) for o in outlets]
+    not_biased = [counts[o] - b for o, b in zip(outlets, biased, strict=True)]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(outlets) + 1.4), dpi=110)
+    ax.barh(outlets, biased, color="#d1495b", label=LABEL_NAMES[1])
+    ax.barh(outlets, not_biased, left=biased, color="#00798c", label=LABEL_NAMES[0])
+    for y, (b, nb) in enumerate(zip(biased, not_biased, strict=True)):
+        ax.text(b + nb, y, f" {b / (b + nb):.0%} biased", va="center", fontsize=8)
+    ax.set_xlabel("articles")
+    ax.set_title("Label share by outlet")
+    ax.legend(loc="lower right", frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_xlim(0, max(counts[o] for o in outlets) * 1.25 if outlets else 1)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def render_card(
+    card_data: Any,
+    stats: dict[str, Any],
+    *,
+    repo_id: str,
+    version: str,
+    changelog: str,
+    is_sample: bool,
+    pretty_name: str,
+) -> Any:
+    """The :class:`huggingface_hub.DatasetCard` for a build, from the Jinja template."""
+    from huggingface_hub import DatasetCard
+
+    from vilbias.loading_script.biascorpus import SFT_ARTICLE_WORDS
+
+    template = files("vilbias.dataset_card") / "README.md.jinja"
+    return DatasetCard.from_template(
+        card_data,
+        template_str=template.read_text(encoding="utf-8"),
+        pretty_name=pretty_name,
+        repo_id=repo_id,
+        version=version,
+        changelog=changelog,
+        is_sample=is_sample,
+        vilbias_version=__version__,
+        built_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
+        sft_words=SFT_ARTICLE_WORDS,
+        **stats,
+    )
+
+
+def replace_changelog(card_text: str, changelog: str) -> str:
+    """Swap the text between the changelog markers (used again at publish time)."""
+    head, sep, rest = card_text.partition(CHANGELOG_START)
+    if not sep:
+        raise ValueError("the card has no changelog section markers")
+    _, sep2, tail = rest.partition(CHANGELOG_END)
+    return f"{head}{CHANGELOG_START}\n{changelog.strip()}\n{CHANGELOG_END}{tail}"

@@ -1,0 +1,30 @@
+"""``vilbias build``: build the Hub-layout dataset folder.
+
+    vilbias build                                   # embedded sample -> ./vilbias
+    vilbias build --workdir work --output ./vilbias
+    vilbias build --sentences babe.csv --output ./babe
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from vilbias.build import BuildConfig, build, format_report
+from vilbias.config import add_dataclass_arguments, dataclass_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_dataclass_arguments(parser, BuildConfig)
+
+
+def main(args: argparse.Namespace) -> int:
+    config = dataclass_from_args(BuildConfig, args)
+    report = build(config)
+    print(format_report(report))
+    out = str(config.output)
+    name = out if out.startswith(("/", ".")) or "/" in out else out
+    print("\nLoad it with:")
+    print("  from datasets import load_dataset")
+    for cfg in ("", ', "fold_3"', ', "sft"') if "configs" in report and "sft" in report["configs"] else ("",):
+        print(f'  load_dataset("{name}"{cfg})')
+    return 0

@@ -1,0 +1,173 @@
+"""The split policy (DESIGN §4), as pure functions.
+
+Every row gets a *cell*: a split (train/validation/test, 80/10/10) and a cross-validation fold
+(0-4). ``default`` uses the split, ``fold_K`` uses the fold (test = fold K, train = the rest).
+
+- **Deterministic from the data alone**: rows are visited in a canonical order — the time they
+  entered the corpus (``fetched_at``), then ``unique_id`` — and nothing random is drawn.
+- **Stable across versions**: a row's cell depends only on rows visited before it. Ingestion
+  only appends (a new article has a later ``fetched_at``), so growing the corpus never moves an
+  existing row. Changes in the middle (a relabel, an item admitted late by a reviewer) could
+  shift later rows; passing the previous release as ``pinned`` freezes every row it had.
+- **Label-stratified**: a new group goes to the cell whose share of its label stratum is
+  furthest below target (largest deficit), so every split and every fold tracks the corpus's
+  label balance row by row, not just in expectation.
+- **Group-aware**: a row that shares an image (same bytes, or perceptual hashes within
+  :data:`PHASH_MAX_DISTANCE` bits) or a story (canonical URL, normalised headline) with an
+  earlier row joins that row's cell. If it links rows that already sit in different cells
+  (possible only when a late row bridges two groups, or with pins), it follows the earliest one
+  and the group is reported as not kept whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+SPLIT_SHARES: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 0.1}
+N_FOLDS = 5
+PHASH_MAX_DISTANCE = 4
+"""Near-identical images: re-encodes, small crops and resizes of one photo land within 4 of
+64 bits; unrelated photos sit around 32."""
+_PHASH_BANDS = PHASH_MAX_DISTANCE + 1  # pigeonhole: within d bits => some band of d+1 matches
+
+
+@dataclass(frozen=True)
+class SplitItem:
+    unique_id: str
+    label: int
+    """The stratum (the task label's class id)."""
+    order: str = ""
+    """Canonical order key, normally ``fetched_at``."""
+    image_sha256: str | None = None
+    phash: int | None = None
+    story_keys: tuple[str, ...] = ()
+    """Keys of the story the row tells (canonical URL, normalised headline)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    split: str
+    fold: int
+
+
+@dataclass
+class SplitReport:
+    groups: int = 0
+    multi_row_groups: int = 0
+    largest_group: int = 0
+    rows_linked_by: dict[str, int] = field(default_factory=lambda: {"image": 0, "near_image": 0, "story": 0})
+    not_kept_whole: list[list[str]] = field(default_factory=list)
+    pinned: int = 0
+
+
+def story_keys(url: str, headline: str) -> tuple[str, ...]:
+    """Story identity of a row: its canonical URL and its headline with case, punctuation and
+    spacing normalised (the same wire story republished under two URLs shares a headline)."""
+    norm = re.sub(r"[^a-z0-9]+", " ", headline.lower()).strip()
+    keys = [f"url:{url}"] if url else []
+    if len(norm.split()) >= 4:  # too-short headlines ("Live updates") are not an identity
+        keys.append("headline:" + hashlib.sha1(norm.encode()).hexdigest())
+    return tuple(keys)
+
+
+def _informative(phash: int | None) -> bool:
+    # Flat or near-flat images hash to (almost) all zeros or ones; they are not "the same photo".
+    return phash is not None and 4 <= phash.bit_count() <= 60
+
+
+def _bands(phash: int) -> list[tuple[int, int]]:
+    width = 64 // _PHASH_BANDS + 1
+    return [(i, (phash >> (i * width)) & ((1 << width) - 1)) for i in range(_PHASH_BANDS)]
+
+
+def _tiebreak(unique_id: str, cell: Cell) -> str:
+    return hashlib.sha256(f"{unique_id}|{cell.split}|{cell.fold}".encode()).hexdigest()
+
+
+def assign_splits(
+    items: Iterable[SplitItem],
+    *,
+    pinned: Mapping[str, Cell] | None = None,
+    shares: Mapping[str, float] = SPLIT_SHARES,
+    n_folds: int = N_FOLDS,
+) -> tuple[dict[str, Cell], SplitReport]:
+    """Assign every item a :class:`Cell`. Returns ``({unique_id: Cell}, SplitReport)``."""
+    pinned = pinned or {}
+    ordered = sorted(items, key=lambda it: (it.order or "", it.unique_id))
+    cells = [Cell(s, f) for s in shares for f in range(n_folds)]
+    target = {c: shares[c.split] / n_folds for c in cells}
+    counts: dict[int, dict[Cell, int]] = defaultdict(lambda: dict.fromkeys(cells, 0))
+    totals: dict[int, int] = defaultdict(int)
+
+    by_sha: dict[str, int] = {}
+    by_story: dict[str, int] = {}
+    by_band: dict[tuple[int, int], list[int]] = defaultdict(list)
+    phashes: list[int | None] = []
+    group_of: list[int] = []  # row index -> group id (the index of the group's first row)
+    cell_of_row: list[Cell] = []
+    group_size: dict[int, int] = defaultdict(int)
+    report = SplitReport()
+    out: dict[str, Cell] = {}
+
+    for i, it in enumerate(ordered):
+        linked: dict[int, str] = {}  # earlier row -> how it is linked
+        if it.image_sha256 and it.image_sha256 in by_sha:
+            linked.setdefault(by_sha[it.image_sha256], "image")
+        for key in it.story_keys:
+            if key in by_story:
+                linked.setdefault(by_story[key], "story")
+        if _informative(it.phash):
+            for band in _bands(it.phash):
+                for j in by_band.get(band, ()):
+                    if j not in linked and (phashes[j] ^ it.phash).bit_count() <= PHASH_MAX_DISTANCE:
+                        linked[j] = "near_image"
+
+        linked_cells = {cell_of_row[j] for j in linked}
+        if it.unique_id in pinned:
+            cell = pinned[it.unique_id]
+            report.pinned += 1
+        elif linked:
+            cell = cell_of_row[min(linked)]
+        else:
+            deficit = {c: target[c] * (totals[it.label] + 1) - counts[it.label][c] for c in cells}
+            best = max(deficit.values())
+            cell = min((c for c in cells if deficit[c] >= best - 1e-9), key=lambda c: _tiebreak(it.unique_id, c))
+
+        groups = {group_of[j] for j in linked}
+        group = min(groups) if groups else i
+        if len(groups) > 1:
+            # Merge the groups this row bridges (rows keep their cells; only identity merges).
+            for j in range(i):
+                if group_of[j] in groups:
+                    group_of[j] = group
+            for g in groups - {group}:
+                group_size[group] += group_size.pop(g)
+        if linked_cells - {cell}:
+            members = [ordered[j].unique_id for j in range(i) if group_of[j] == group] + [it.unique_id]
+            report.not_kept_whole.append(members)
+        for how in set(linked.values()):
+            report.rows_linked_by[how] += 1
+
+        group_of.append(group)
+        group_size[group] += 1
+        cell_of_row.append(cell)
+        phashes.append(it.phash)
+        counts[it.label][cell] += 1
+        totals[it.label] += 1
+        out[it.unique_id] = cell
+        if it.image_sha256:
+            by_sha.setdefault(it.image_sha256, i)
+        for key in it.story_keys:
+            by_story.setdefault(key, i)
+        if _informative(it.phash):
+            for band in _bands(it.phash):
+                by_band[band].append(i)
+
+    report.groups = len(group_size)
+    report.multi_row_groups = sum(1 for n in group_size.values() if n > 1)
+    report.largest_group = max(group_size.values(), default=0)
+    return out, report
