@@ -1,0 +1,245 @@
+"""Sentence corpora in BABE's published format -> a text-only dataset repo (DESIGN §1, §8).
+
+    vilbias build --sentences final_labels_SG2.csv --output ./babe
+    vilbias train classifier --dataset ./babe --cv
+
+Input: the CSV that BABE (Spinde et al., 2021) publishes — semicolon-separated, UTF-8 with a
+byte-order mark, header ``text;news_link;outlet;topic;type;label_bias;label_opinion;biased_words``;
+``label_bias`` is ``Biased``, ``Non-biased`` or ``No agreement``; ``biased_words`` is a Python
+list literal (``['word', 'other']`` or ``[]``).
+
+Output: the same layout as the main corpus (DESIGN §4): ``default`` with train/validation/test
+(80/10/10) in ``data/``, ``fold_0`` ... ``fold_4`` (train/test) in ``fold_K/``, a README.md
+whose YAML carries ``configs:`` and ``dataset_info:``. Columns: ``unique_id``, ``text``,
+``news_link``, ``outlet``, ``topic``, ``type``, ``label`` (ClassLabel
+``["not_biased", "biased"]``), ``label_opinion``, ``biased_words``.
+
+Rules: ``No agreement`` rows are excluded and counted (BABE's own protocol drops them); an
+exact repeat of a row (same text, link and label) is kept once and counted; the same sentence
+and link with different labels is an error, as is any other label value or a malformed
+``biased_words``. Splits and folds come from :func:`vilbias.build.splits.assign_splits`:
+stratified by label, deterministic from the data (rows ordered by ``unique_id``), and the same
+sentence text (after case and space normalisation) never straddles two cells.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import logging
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from vilbias import LABEL_NAMES
+from vilbias.build.splits import N_FOLDS, SplitItem, assign_splits
+
+logger = logging.getLogger(__name__)
+
+BABE_COLUMNS = ("text", "news_link", "outlet", "topic", "type", "label_bias", "label_opinion", "biased_words")
+LABEL_MAP = {"Biased": 1, "Non-biased": 0}
+NO_AGREEMENT = "No agreement"
+
+
+def _features():
+    from datasets import ClassLabel, Features, List, Value
+
+    return Features(
+        {
+            "unique_id": Value("string"),
+            "text": Value("string"),
+            "news_link": Value("string"),
+            "outlet": Value("string"),
+            "topic": Value("string"),
+            "type": Value("string"),
+            "label": ClassLabel(names=LABEL_NAMES),
+            "label_opinion": Value("string"),
+            "biased_words": List(Value("string")),
+        }
+    )
+
+
+def _parse_words(raw: str, line: int) -> list[str]:
+    raw = (raw or "").strip()
+    if not raw:
+        return []
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError) as e:
+        raise ValueError(f"line {line}: biased_words is not a list literal: {raw[:80]!r}") from e
+    if not isinstance(value, (list, tuple)) or not all(isinstance(w, str) for w in value):
+        raise ValueError(f"line {line}: biased_words must be a list of strings, got {raw[:80]!r}")
+    return list(value)
+
+
+def _norm_text(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip().lower())
+
+
+def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict]:
+    """Parse a BABE-format CSV into rows (label as class id) and a count of what was dropped.
+
+    Raises:
+        ValueError: a missing column, an unknown ``label_bias``, a malformed ``biased_words``,
+            an empty text, or one sentence given two different labels.
+    """
+    rows: dict[str, dict] = {}
+    counts = Counter()
+    with open(csv_path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f, delimiter=";")
+        missing = [c for c in BABE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(
+                f"{csv_path}: missing column(s) {missing}; expected BABE's semicolon-separated header "
+                f"{';'.join(BABE_COLUMNS)} (found {reader.fieldnames})"
+            )
+        for line, rec in enumerate(reader, start=2):
+            counts["rows_read"] += 1
+            label_raw = (rec["label_bias"] or "").strip()
+            if label_raw == NO_AGREEMENT:
+                counts["excluded_no_agreement"] += 1
+                continue
+            if label_raw not in LABEL_MAP:
+                raise ValueError(
+                    f"line {line}: label_bias {label_raw!r} is not one of {[*LABEL_MAP, NO_AGREEMENT]}"
+                )
+            text = (rec["text"] or "").strip()
+            if not text:
+                raise ValueError(f"line {line}: empty text")
+            link = (rec["news_link"] or "").strip()
+            uid = hashlib.sha256(f"{link}\n{text}".encode()).hexdigest()[:20]
+            row = {
+                "unique_id": uid,
+                "text": text,
+                "news_link": link,
+                "outlet": (rec["outlet"] or "").strip(),
+                "topic": (rec["topic"] or "").strip(),
+                "type": (rec["type"] or "").strip(),
+                "label": LABEL_MAP[label_raw],
+                "label_opinion": (rec["label_opinion"] or "").strip(),
+                "biased_words": _parse_words(rec["biased_words"], line),
+            }
+            if uid in rows:
+                if rows[uid]["label"] != row["label"]:
+                    raise ValueError(f"line {line}: this sentence and link appear earlier with a different label")
+                counts["duplicates_dropped"] += 1
+                continue
+            rows[uid] = row
+    return list(rows.values()), {k: counts[k] for k in ("rows_read", "excluded_no_agreement", "duplicates_dropped")}
+
+
+def write_repo(output_dir: Path, configs: dict, features, body: str) -> None:
+    """Write ``{config: {split: Dataset}}`` as a Hub-layout Parquet repo with a README whose
+    YAML has ``configs:`` and ``dataset_info:`` (the layout ``push_to_hub`` produces)."""
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    infos = {}
+    card_configs = []
+    for name, splits in configs.items():
+        folder = "data" if name == "default" else name
+        # Old shards of a previous build would otherwise be picked up by the split globs.
+        shutil.rmtree(output_dir / folder, ignore_errors=True)
+        split_dict = SplitDict()
+        for split, ds in splits.items():
+            path = output_dir / folder / f"{split}-00000-of-00001.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ds.to_parquet(str(path))
+            split_dict.add(SplitInfo(name=split, num_bytes=path.stat().st_size, num_examples=len(ds)))
+        infos[name] = DatasetInfo(features=features, splits=split_dict, config_name=name)
+        card_configs.append(
+            {
+                "config_name": name,
+                "data_files": [{"split": s, "path": f"{folder}/{s}-*"} for s in splits],
+                **({"default": True} if name == "default" else {}),
+            }
+        )
+    card_data = DatasetCardData(configs=card_configs)
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}").save(output_dir / "README.md")
+
+
+def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
+    """Build a text-only sentence corpus repo from a BABE-format CSV.
+
+    Args:
+        csv_path: the labelled sentences (see the module docstring for the format).
+        output_dir: where the repo folder is written (created; its ``data/`` and ``fold_K/``
+            folders are replaced).
+
+    Returns:
+        A report: rows read, kept, excluded as ``No agreement``, duplicates dropped, label
+        counts, and per split/fold the row count and biased share.
+    """
+    from datasets import Dataset
+
+    csv_path, output_dir = Path(csv_path), Path(output_dir)
+    rows, counts = read_sentences(csv_path)
+    if not rows:
+        raise ValueError(f"{csv_path}: no labelled sentences left after excluding {NO_AGREEMENT!r} rows")
+    items = [
+        SplitItem(
+            unique_id=r["unique_id"],
+            label=r["label"],
+            order=r["unique_id"],
+            story_keys=("text:" + hashlib.sha1(_norm_text(r["text"]).encode()).hexdigest(),),
+        )
+        for r in rows
+    ]
+    cells, split_report = assign_splits(items)
+    rows.sort(key=lambda r: r["unique_id"])
+    features = _features()
+
+    def subset(pred) -> Dataset:
+        return Dataset.from_list([r for r in rows if pred(cells[r["unique_id"]])], features=features)
+
+    configs = {"default": {s: subset(lambda c, s=s: c.split == s) for s in ("train", "validation", "test")}}
+    for k in range(N_FOLDS):
+        configs[f"fold_{k}"] = {"train": subset(lambda c, k=k: c.fold != k), "test": subset(lambda c, k=k: c.fold == k)}
+
+    def share(ds) -> dict:
+        n = len(ds)
+        return {"rows": n, "biased_share": round(sum(ds["label"]) / n, 4) if n else None}
+
+    report = {
+        **counts,
+        "rows_kept": len(rows),
+        "label_counts": {name: sum(1 for r in rows if r["label"] == i) for i, name in enumerate(LABEL_NAMES)},
+        "default": {s: share(ds) for s, ds in configs["default"].items()},
+        "folds": {f"fold_{k}": share(configs[f"fold_{k}"]["test"]) for k in range(N_FOLDS)},
+        "groups_not_kept_whole": len(split_report.not_kept_whole),
+        "output": str(output_dir),
+    }
+    body = _card_body(csv_path.name, report)
+    write_repo(output_dir, configs, features, body)
+    logger.info("built %d sentences (%d excluded as No agreement) into %s", len(rows), counts["excluded_no_agreement"], output_dir)
+    return report
+
+
+def _card_body(source: str, report: dict) -> str:
+    lines = [
+        "# Sentence-level media bias corpus",
+        "",
+        f"Built by `vilbias build --sentences {source}` from labelled sentences in BABE's format.",
+        f"{report['rows_kept']} sentences kept ({report['label_counts']['biased']} biased, "
+        f"{report['label_counts']['not_biased']} not biased); {report['excluded_no_agreement']} "
+        f"`No agreement` rows excluded; {report['duplicates_dropped']} duplicate rows dropped.",
+        "",
+        "| config | split | rows | biased share |",
+        "|---|---|---|---|",
+    ]
+    for split, s in report["default"].items():
+        lines.append(f"| default | {split} | {s['rows']} | {s['biased_share']} |")
+    for fold, s in report["folds"].items():
+        lines.append(f"| {fold} | test | {s['rows']} | {s['biased_share']} |")
+    lines += [
+        "",
+        "Folds are stratified by label and deterministic from the data. BABE's protocol: "
+        "`vilbias train classifier --dataset <this folder> --cv` (stratified 5-fold, macro-F1).",
+        "",
+    ]
+    return "\n".join(lines)
