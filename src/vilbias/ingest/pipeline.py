@@ -1,0 +1,422 @@
+"""The ingest stage: feeds in, ``articles.jsonl`` + ``images/`` out (DESIGN §3).
+
+For every feed item: resolve a Google News link to the publisher, fetch the page, extract it,
+filter it (multimedia, non-article, too few sentences, duplicate URL or text), then take the
+first image candidate that downloads and validates, store its original bytes content-addressed
+and append the :class:`~vilbias.workdir.Article` line. Everything not kept is one line of
+``ingest_errors.jsonl`` with a reason code, so a re-run knows what was decided.
+
+Resumption: a re-run skips every item whose feed link is already in ``articles.jsonl`` or has a
+permanent reason in ``ingest_errors.jsonl``; items that failed for a transient reason (timeout,
+5xx, 429, dropped connection) are tried again until they have failed ``max_attempts`` runs.
+Records are whole appended lines and images are written atomically before the line that names
+them, so a kill at any moment loses nothing written and leaves no half record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from vilbias.images import InvalidImage, validate_image
+from vilbias.ingest.extract import Extracted, content_hash, count_sentences, decode_html, extract_article
+from vilbias.ingest.feeds import FeedError, FeedItem, is_google_news_link, parse_feed, resolve_google_news
+from vilbias.ingest.net import DEFAULT_USER_AGENT, FetchFailed, Fetcher, FetchSettings, Resolver
+from vilbias.ingest.urls import canonicalize_url, is_http_url
+from vilbias.workdir import (
+    ARTICLES,
+    INGEST_ERRORS,
+    Article,
+    IngestError,
+    append_jsonl,
+    init_workdir,
+    read_jsonl,
+    store_image,
+    unique_id_for,
+    utcnow,
+)
+
+logger = logging.getLogger(__name__)
+
+# Reasons an item is dropped for good: retrying cannot change the outcome.
+FILTER_REASONS = (
+    "too_few_sentences", "multimedia", "not_an_article", "not_html", "no_usable_image",
+    "duplicate_url", "duplicate_content",
+)
+_HTML_TYPES = ("text/html", "application/xhtml+xml", "")
+
+
+@dataclass
+class IngestConfig:
+    """Settings of ``vilbias ingest``; every field is also a command-line flag."""
+
+    workdir: Path = field(metadata={"help": "Workdir to create or resume (articles.jsonl, images/, ingest_errors.jsonl)."})
+    feed: list[str] = field(default_factory=list, metadata={"help": "Feed URL (RSS/Atom, Google News RSS); repeatable."})
+    feeds_file: Path | None = field(default=None, metadata={"help": "File with one feed URL per line (# comments allowed)."})
+    max_items: int | None = field(
+        default=None, metadata={"help": "Stop once the workdir holds this many articles (counts earlier runs)."}
+    )
+    min_sentences: int = field(default=20, metadata={"help": "Drop articles with fewer sentences (paper: 20)."})
+    allow_private_addresses: bool = field(
+        default=False,
+        metadata={"help": "Allow fetching from loopback/private/link-local addresses (tests, intranets)."},
+    )
+    concurrency: int = field(default=32, metadata={"help": "Requests in flight over all hosts."})
+    per_host: int = field(default=4, metadata={"help": "Requests in flight per host."})
+    rate: float = field(default=5.0, metadata={"help": "Request starts per second per host (0: unlimited)."})
+    timeout: float = field(default=20.0, metadata={"help": "Seconds for connect and each read; a request gets 3x."})
+    max_retries: int = field(default=3, metadata={"help": "In-run retries on 429/5xx/timeouts, with backoff and jitter."})
+    max_attempts: int = field(
+        default=3, metadata={"help": "Runs in which a transiently failing URL is tried before it is given up."}
+    )
+    max_retry_after: float = field(
+        default=60.0, metadata={"help": "Longest Retry-After honoured in-run; longer fails the item until the next run."}
+    )
+    ignore_robots: bool = field(default=False, metadata={"help": "Do not obey robots.txt (only for sites you own)."})
+    user_agent: str = field(default=DEFAULT_USER_AGENT, metadata={"help": "User-Agent header; keep it honest."})
+    workers: int = field(
+        default=0,
+        metadata={"help": "Processes for extraction and image checks (0: one background thread)."},
+    )
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    resolver: Resolver | None = field(default=None, metadata={"cli": False, "help": "Host name -> addresses hook."})
+    backoff: float = field(default=0.5, metadata={"cli": False, "help": "First retry delay in seconds."})
+
+    def feed_urls(self) -> list[str]:
+        urls = list(self.feed)
+        if self.feeds_file is not None:
+            path = Path(self.feeds_file)
+            if not path.is_file():
+                raise FileNotFoundError(f"--feeds-file {path} does not exist")
+            urls += [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        return list(dict.fromkeys(urls))
+
+    def validate(self) -> list[str]:
+        """Check the settings before any work starts; returns the feed URLs."""
+        urls = self.feed_urls()
+        if not urls:
+            raise ValueError("give at least one --feed URL or a --feeds-file")
+        bad = [u for u in urls if not is_http_url(u)]
+        if bad:
+            raise ValueError(f"feed URLs must be absolute http(s) URLs: {', '.join(bad)}")
+        if self.min_sentences < 1:
+            raise ValueError("--min-sentences must be at least 1")
+        if self.max_items is not None and self.max_items < 1:
+            raise ValueError("--max-items must be at least 1")
+        if self.per_host < 1 or self.concurrency < 1:
+            raise ValueError("--per-host and --concurrency must be at least 1")
+        if self.timeout <= 0 or self.max_retries < 0 or self.max_attempts < 1 or self.rate < 0:
+            raise ValueError("--timeout must be positive, --max-retries and --rate non-negative, --max-attempts >= 1")
+        return urls
+
+    def fetch_settings(self) -> FetchSettings:
+        return FetchSettings(
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_retry_after=self.max_retry_after,
+            per_host=self.per_host,
+            concurrency=self.concurrency,
+            rate=self.rate,
+            user_agent=self.user_agent,
+            obey_robots=not self.ignore_robots,
+            allow_private=self.allow_private_addresses,
+            resolver=self.resolver,
+        )
+
+
+@dataclass
+class IngestSummary:
+    """What one run did. ``dropped`` counts filter decisions, ``failed`` fetch failures, both
+    by reason code."""
+
+    feeds: int = 0
+    feeds_failed: int = 0
+    items_seen: int = 0
+    """Distinct item links over all feeds."""
+    already_done: int = 0
+    """Skipped: kept or decided in an earlier run."""
+    given_up: int = 0
+    """Skipped: failed transiently in ``max_attempts`` earlier runs."""
+    fetched: int = 0
+    """Article pages downloaded."""
+    kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)
+    articles_total: int = 0
+    """Articles in the workdir after the run."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def format(self) -> str:
+        lines = [
+            f"feeds            {self.feeds} ({self.feeds_failed} failed)",
+            f"items seen       {self.items_seen}",
+            f"already done     {self.already_done}",
+            f"given up         {self.given_up}",
+            f"pages fetched    {self.fetched}",
+            f"kept             {self.kept} (workdir now holds {self.articles_total})",
+        ]
+        for title, counts in (("dropped", self.dropped), ("failed", self.failed)):
+            lines.append(f"{title:<16} {sum(counts.values())}")
+            lines += [f"  {reason:<22} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+        return "\n".join(lines)
+
+
+class _Drop(Exception):
+    """An item is not kept; ``reason`` says why, ``stage`` where it was decided."""
+
+    def __init__(self, stage: str, reason: str, detail: str = "", *, retryable: bool = False):
+        super().__init__(reason)
+        self.stage, self.reason, self.detail, self.retryable = stage, reason, detail, retryable
+
+
+def analyse_page(content: bytes, charset: str | None, url: str, min_sentences: int) -> tuple[Extracted, int]:
+    """Decode, extract and count sentences (the CPU-bound part; runs in a worker)."""
+    extracted = extract_article(decode_html(content, charset), url)
+    return extracted, count_sentences(extracted.text, stop_at=min_sentences)
+
+
+def check_image(data: bytes):
+    return validate_image(data)
+
+
+class _State:
+    """What the workdir already holds, loaded once at the start of a run."""
+
+    def __init__(self, root: Path, max_attempts: int):
+        self.urls: set[str] = set()
+        self.hashes: set[str] = set()
+        self.done_links: set[str] = set()
+        self.retry_counts: Counter[str] = Counter()
+        self.articles = 0
+        for rec in read_jsonl(root / ARTICLES):
+            if not rec.get("unique_id") or not rec.get("url"):
+                continue
+            self.articles += 1 if rec["url"] not in self.urls else 0
+            self.urls.add(rec["url"])
+            self.hashes.add(content_hash(rec.get("article_text", "")))
+            for key in ("item_url", "source_url", "url"):
+                if rec.get(key):
+                    self.done_links.add(rec[key])
+        for rec in read_jsonl(root / INGEST_ERRORS):
+            if rec.get("stage") == "feed" or not rec.get("url"):
+                continue
+            if rec.get("retryable"):
+                self.retry_counts[rec["url"]] += 1
+            else:
+                self.done_links.add(rec["url"])
+        self.given_up = {u for u, n in self.retry_counts.items() if n >= max_attempts}
+
+
+def ingest(config: IngestConfig) -> IngestSummary:
+    """Run the ingest stage (see the module docstring); returns the run's summary.
+
+    Example::
+
+        from vilbias.ingest import IngestConfig, ingest
+        summary = ingest(IngestConfig(workdir="work", feed=["https://example.com/rss.xml"]))
+        print(summary.format())
+    """
+    feed_urls = config.validate()
+    return asyncio.run(_Run(config, feed_urls).run())
+
+
+class _Run:
+    def __init__(self, config: IngestConfig, feed_urls: list[str]):
+        self.config = config
+        self.feed_urls = feed_urls
+        self.root = init_workdir(config.workdir)
+        self.state = _State(self.root, config.max_attempts)
+        self.summary = IngestSummary(feeds=len(feed_urls), articles_total=self.state.articles)
+        self.claimed_urls: set[str] = set()
+        self.claimed_hashes: set[str] = set()
+
+    async def run(self) -> IngestSummary:
+        from tqdm.auto import tqdm
+
+        cfg = self.config
+        if cfg.workers > 0:
+            executor: concurrent.futures.Executor = concurrent.futures.ProcessPoolExecutor(cfg.workers)
+        else:
+            executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vilbias-ingest")
+        self.executor = executor
+        try:
+            async with Fetcher(cfg.fetch_settings()) as fetcher:
+                self.fetcher = fetcher
+                items = await self._read_feeds(tqdm)
+                todo = self._select(items)
+                if todo:
+                    bar = tqdm(total=len(todo), desc="articles", unit="item", disable=not cfg.progress)
+                    queue: asyncio.Queue[FeedItem] = asyncio.Queue()
+                    for item in todo:
+                        queue.put_nowait(item)
+                    # Enough workers to keep every host's slots busy; the fetcher enforces limits.
+                    n_workers = min(len(todo), cfg.concurrency * 2)
+                    await asyncio.gather(*(self._worker(queue, bar) for _ in range(n_workers)))
+                    bar.close()
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+        self.summary.articles_total = self.state.articles
+        logger.info("ingest done:\n%s", self.summary.format())
+        return self.summary
+
+    async def _read_feeds(self, tqdm) -> list[FeedItem]:
+        bar = tqdm(total=len(self.feed_urls), desc="feeds", unit="feed", disable=not self.config.progress)
+
+        async def one(url: str) -> list[FeedItem]:
+            try:
+                response = await self.fetcher.get(
+                    url, kind="feed", accept="application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5"
+                )
+                return parse_feed(response.content, url, response.headers.get("content-type"))
+            except (FetchFailed, FeedError) as e:
+                reason = e.reason if isinstance(e, FetchFailed) else "bad_feed"
+                detail = e.detail if isinstance(e, FetchFailed) else str(e)
+                self.summary.feeds_failed += 1
+                self._record(url, "feed", reason, detail, url, retryable=getattr(e, "retryable", False), count=False)
+                logger.warning("feed %s failed: %s", url, reason)
+                return []
+            finally:
+                bar.update(1)
+
+        results = await asyncio.gather(*(one(u) for u in self.feed_urls))
+        bar.close()
+        return [item for items in results for item in items]
+
+    def _select(self, items: list[FeedItem]) -> list[FeedItem]:
+        seen: set[str] = set()
+        todo = []
+        for item in items:
+            if item.link in seen:
+                continue
+            seen.add(item.link)
+            self.summary.items_seen += 1
+            if item.link in self.state.done_links:
+                self.summary.already_done += 1
+            elif item.link in self.state.given_up:
+                self.summary.given_up += 1
+            else:
+                todo.append(item)
+        return todo
+
+    def _full(self) -> bool:
+        return self.config.max_items is not None and self.state.articles >= self.config.max_items
+
+    async def _worker(self, queue: asyncio.Queue, bar) -> None:
+        while not queue.empty() and not self._full():
+            item = queue.get_nowait()
+            try:
+                await self._process(item)
+            except _Drop as d:
+                self._record(item.link, d.stage, d.reason, d.detail, item.feed_url, retryable=d.retryable)
+            bar.update(1)
+            bar.set_postfix(kept=self.summary.kept, refresh=False)
+
+    def _record(self, url, stage, reason, detail, feed_url, *, retryable: bool, count: bool = True) -> None:
+        if count:
+            bucket = self.summary.failed if retryable or reason not in FILTER_REASONS else self.summary.dropped
+            bucket[reason] = bucket.get(reason, 0) + 1
+        error = IngestError(url=url, stage=stage, reason=reason, feed_url=feed_url, attempt=self.state.retry_counts[url] + 1)
+        # detail and retryable extend the IngestError line (docs/ingest.md).
+        append_jsonl(self.root / INGEST_ERRORS, {**asdict(error), "detail": detail[:500], "retryable": retryable})
+
+    async def _process(self, item: FeedItem) -> None:
+        loop = asyncio.get_running_loop()
+        link = item.link
+        if is_google_news_link(link):
+            try:
+                link = await resolve_google_news(link, self.fetcher)
+            except FetchFailed as e:
+                raise _Drop("resolve", e.reason, e.detail, retryable=e.retryable) from None
+        try:
+            early = canonicalize_url(link)
+        except ValueError as e:
+            raise _Drop("resolve", "bad_url", str(e)) from None
+        if early in self.state.urls or early in self.claimed_urls:
+            # The feed link is already a kept article's canonical URL: no need to fetch it.
+            raise _Drop("article", "duplicate_url", early)
+        try:
+            page = await self.fetcher.get(link, accept="text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+        except FetchFailed as e:
+            raise _Drop("article", e.reason, e.detail, retryable=e.retryable) from None
+        self.summary.fetched += 1
+        if page.content_type not in _HTML_TYPES:
+            raise _Drop("article", "not_html", page.content_type)
+        extracted, n_sentences = await loop.run_in_executor(
+            self.executor, analyse_page, page.content, page.charset, page.url, self.config.min_sentences
+        )
+        if extracted.page_kind == "multimedia":
+            raise _Drop("article", "multimedia", extracted.kind_detail)
+        if extracted.page_kind == "non_article":
+            raise _Drop("article", "not_an_article", extracted.kind_detail)
+        if n_sentences < self.config.min_sentences:
+            raise _Drop("article", "too_few_sentences", f"{n_sentences} < {self.config.min_sentences}")
+        digest = extracted.content_hash
+        # Claim URL and text before the first await below, so two copies racing through
+        # the workers cannot both be kept.
+        if extracted.url in self.state.urls or extracted.url in self.claimed_urls:
+            raise _Drop("article", "duplicate_url", extracted.url)
+        if digest in self.state.hashes or digest in self.claimed_hashes:
+            raise _Drop("article", "duplicate_content", extracted.url)
+        self.claimed_urls.add(extracted.url)
+        self.claimed_hashes.add(digest)
+        try:
+            await self._keep(item, extracted, page.url, digest)
+        finally:
+            self.claimed_urls.discard(extracted.url)
+            self.claimed_hashes.discard(digest)
+
+    async def _keep(self, item: FeedItem, extracted: Extracted, source_url: str, digest: str) -> None:
+        loop = asyncio.get_running_loop()
+        reasons: list[str] = []
+        transient = False
+        for candidate in extracted.images:
+            try:
+                response = await self.fetcher.get(candidate.url, kind="image", accept="image/*")
+            except FetchFailed as e:
+                reasons.append(f"{candidate.url}: {e.reason}")
+                transient = transient or e.retryable
+                continue
+            if response.content_type in ("image/svg+xml",) or response.content_type.startswith("text/"):
+                reasons.append(f"{candidate.url}: {response.content_type}")
+                continue
+            try:
+                info = await loop.run_in_executor(self.executor, check_image, response.content)
+            except InvalidImage as e:
+                reasons.append(f"{candidate.url}: {e.reason}")
+                continue
+            if self._full():
+                return
+            image_path = store_image(self.root, response.content, info.ext)
+            article = Article(
+                unique_id=unique_id_for(extracted.url),
+                url=extracted.url,
+                outlet=extracted.outlet or item.outlet,
+                headline=extracted.headline or item.title,
+                article_text=extracted.text,
+                image_path=image_path,
+                source_url=source_url,
+                feed_url=item.feed_url,
+                published=extracted.published or item.published,
+                image_url=candidate.url,
+                image_caption=candidate.caption,
+                fetched_at=utcnow(),
+            )
+            # item_url extends the Article line so a re-run recognises the feed link (a Google
+            # News link differs from every URL of the article itself).
+            append_jsonl(self.root / ARTICLES, {**article.to_dict(), "item_url": item.link})
+            self.state.urls.add(extracted.url)
+            self.state.hashes.add(digest)
+            self.state.done_links.add(item.link)
+            self.state.articles += 1
+            self.summary.kept += 1
+            return
+        detail = "; ".join(reasons) if reasons else "no image candidates on the page"
+        # If a candidate only failed transiently the page may still yield an image next run.
+        raise _Drop("image", "no_usable_image", detail, retryable=transient)
