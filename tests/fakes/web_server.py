@@ -136,7 +136,10 @@ class WebServer:
             server.close()
             for w in list(self._writers):
                 w.close()
-            await asyncio.sleep(0)
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in others:
+                t.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)

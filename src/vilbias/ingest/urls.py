@@ -57,7 +57,7 @@ def strip_amp(url: str) -> str:
         m = re.match(r"^/[a-z]/(s/)?(.+)$", path)
         if m:
             return ("https://" if m.group(1) else "http://") + m.group(2)
-    if host.startswith("amp."):
+    if host.startswith("amp.") and "." in host[4:]:  # amp.example.com, not amp.com
         host = host[4:]
     new_path = _AMP_PATH_SUFFIX.sub("", path) or "/"
     new_path = _AMP_PATH_PREFIX.sub("", new_path)
