@@ -1,0 +1,79 @@
+"""Shared Hub plumbing for the publish commands: tokens, clear errors, revisions.
+
+The token comes from ``HF_TOKEN`` or the ``huggingface_hub`` login (``hf auth login``), through
+:func:`huggingface_hub.get_token`. It is passed to the client and nowhere else: no message, log
+line or file written here ever contains it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+logger = logging.getLogger(__name__)
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+MISSING_TOKEN = (
+    "no Hugging Face token found: set HF_TOKEN or run `hf auth login` (a token with write access "
+    "is needed to publish)"
+)
+
+
+class HubAuthError(PermissionError):
+    """The token is missing or the Hub refused it."""
+
+
+def resolve_token(token: str | None = None) -> str:
+    """Return ``token``, else the one from ``HF_TOKEN`` or the saved login.
+
+    Raises:
+        HubAuthError: when there is none.
+    """
+    from huggingface_hub import get_token
+
+    token = token or get_token()
+    if not token:
+        raise HubAuthError(MISSING_TOKEN)
+    return token
+
+
+def check_token(api, token: str) -> str:
+    """Ask the Hub who ``token`` belongs to; return the user name.
+
+    Raises:
+        HubAuthError: when the Hub rejects the token (the message never includes it).
+    """
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        return api.whoami(token=token)["name"]
+    except HfHubHTTPError as e:
+        status = getattr(e.response, "status_code", None)
+        if status in (401, 403):
+            raise HubAuthError(
+                f"the Hub at {api.endpoint} rejected the token (HTTP {status}): check HF_TOKEN or "
+                "run `hf auth login` again with a token that has write access"
+            ) from None
+        raise
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """``"1.2.3"`` or ``"v1.2.3"`` -> ``(1, 2, 3)``.
+
+    Raises:
+        ValueError: for anything that is not a semantic version ``X.Y.Z``.
+    """
+    m = _VERSION_RE.match(version.strip())
+    if not m:
+        raise ValueError(f"version {version!r} is not a semantic version X.Y.Z (e.g. 1.0.0)")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+def version_tags(tag_names: list[str]) -> dict[tuple[int, int, int], str]:
+    """The ``vX.Y.Z`` tags among ``tag_names``, keyed by parsed version."""
+    out = {}
+    for name in tag_names:
+        if name.startswith("v") and _VERSION_RE.match(name):
+            out[parse_version(name)] = name
+    return out

@@ -1,0 +1,277 @@
+"""Push a trained model (weights or adapters + processor/tokenizer) with its model card.
+
+The training code calls :func:`push_model` after saving its output folder; the CLI does the same
+from a folder a run left behind::
+
+    vilbias publish model --repo-id ORG/vilbias-roberta-lora --source outputs/roberta-lora
+
+The card is rendered from ``templates/model_card.md`` with ``ModelCard.from_template``: base
+model, the dataset repo and the exact revision trained on, method and hyperparameters, the
+trainable-parameter share, evaluation results as ``model-index``, intended use, limitations and a
+usage snippet that loads the checkpoint and runs one prediction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from vilbias.publish.hub import check_token, resolve_token
+
+logger = logging.getLogger(__name__)
+
+CARD_INFO_FILE = "vilbias_card.json"
+"""What a training run writes next to its weights so ``vilbias publish model`` can render the card."""
+
+PEFT_METHODS = ("lora", "qlora", "adapter", "prompt_tuning")
+
+# What a model repo needs: weights/adapters, configs, tokenizer/processor files, the card.
+# Optimizer states, checkpoints and TensorBoard runs stay local.
+ALLOW_PATTERNS = [
+    "*.safetensors", "*.json", "*.txt", "*.model", "*.jinja", "*.md", "*.gguf",
+    "pytorch_model*.bin", "adapter_model.bin", "*.tiktoken", "*.py",
+]
+IGNORE_PATTERNS = [
+    "checkpoint-*", "checkpoint-*/**", "runs/**", "**/.ipynb_checkpoints/**", "optimizer.*",
+    "scheduler.*", "rng_state*", "trainer_state.json", "training_args.bin", "**/__pycache__/**",
+]
+
+DEFAULT_INTENDED_USE = (
+    "Research on directional framing in multimodal news: labelling a news item (headline, article "
+    "text and its lead image) as `biased` or `not_biased`, and studying how models reason about "
+    "textual and visual cues. It is not a fact-checker (bias here is framing, not "
+    "misinformation) and must not be used to rate outlets or people without human review."
+)
+DEFAULT_LIMITATIONS = (
+    "- Trained on English-language, mostly Western outlets; it transfers poorly to other "
+    "languages and media systems.\n"
+    "- Labels are binary and come from LLM annotators with majority voting, so the model inherits "
+    "their biases; human review covered only part of the data.\n"
+    "- Judging bias is subjective: treat predictions as a signal for analysis, not a verdict.\n"
+    "- Scores reported here were measured on the dataset revision named above; other revisions "
+    "or domains will differ."
+)
+
+
+@dataclass
+class ModelCardInfo:
+    """Everything the model card states, collected by the training code.
+
+    ``eval_results`` entries are dicts with ``metric_type`` (e.g. ``"f1"``), ``metric_name``
+    (display name, optional), ``value``, ``split`` and ``config`` (defaults to
+    ``dataset_config``).
+    """
+
+    base_model: str = field(metadata={"help": "Hub id (or path) of the model that was fine-tuned."})
+    dataset: str = field(metadata={"help": "Dataset repo id (or local path) trained on."})
+    method: str = field(metadata={"help": "lora | qlora | full | prompt_tuning | adapter | classifier-..."})
+    task: str = field(default="text-classification", metadata={"help": "pipeline_tag: text-classification or image-text-to-text."})
+    dataset_config: str = field(default="default", metadata={"help": "Dataset config trained on."})
+    dataset_revision: str | None = field(default=None, metadata={"help": "Exact dataset revision (tag or commit) trained on."})
+    hyperparameters: dict[str, Any] = field(default_factory=dict, metadata={"help": "Training settings to report."})
+    trainable_params: int | None = field(default=None, metadata={"help": "Parameters updated by training."})
+    total_params: int | None = field(default=None, metadata={"help": "All parameters of the model."})
+    peak_memory_mb: float | None = field(default=None, metadata={"help": "Peak accelerator/host memory of the run."})
+    wall_time_s: float | None = field(default=None, metadata={"help": "Training wall time."})
+    eval_results: list[dict[str, Any]] = field(default_factory=list, metadata={"help": "Metrics, see class docstring."})
+    usage_snippet: str = field(default="", metadata={"help": "Python that loads the checkpoint and predicts once; generated when empty."})
+    license: str = field(default="apache-2.0", metadata={"help": "License of the weights."})
+    language: list[str] = field(default_factory=lambda: ["en"], metadata={"help": "Languages."})
+    tags: list[str] = field(default_factory=list, metadata={"help": "Extra Hub tags."})
+    library_name: str | None = field(default=None, metadata={"help": "peft for adapter methods, else transformers, unless set."})
+    model_name: str | None = field(default=None, metadata={"help": "Card title and model-index name; the repo name when empty."})
+    summary: str = field(default="", metadata={"help": "One paragraph on what the model does."})
+    intended_use: str = field(default=DEFAULT_INTENDED_USE, metadata={"help": "Intended use section."})
+    limitations: str = field(default=DEFAULT_LIMITATIONS, metadata={"help": "Limitations section."})
+
+    def save(self, folder: str | Path) -> Path:
+        """Write this info as ``vilbias_card.json`` in ``folder`` (read back by :meth:`load`)."""
+        path = Path(folder) / CARD_INFO_FILE
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=2, default=str) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, folder: str | Path) -> ModelCardInfo:
+        """Read ``vilbias_card.json`` from ``folder``.
+
+        Raises:
+            FileNotFoundError: with what to do when the folder has none.
+        """
+        path = Path(folder) / CARD_INFO_FILE
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} not found: the training commands write it next to the weights; for a "
+                f"folder trained elsewhere, write one with ModelCardInfo(...).save({str(folder)!r})"
+            )
+        data = json.loads(path.read_text(encoding="utf-8"))
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{path}: unknown fields {unknown}")
+        return cls(**data)
+
+
+def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
+    if info.task == "image-text-to-text":
+        return (
+            "from PIL import Image\n"
+            "from transformers import AutoModelForImageTextToText, AutoProcessor\n\n"
+            f'processor = AutoProcessor.from_pretrained("{repo_id}")\n'
+            f'model = AutoModelForImageTextToText.from_pretrained("{repo_id}")\n'
+            "messages = [{\"role\": \"user\", \"content\": [\n"
+            "    {\"type\": \"image\"},\n"
+            "    {\"type\": \"text\", \"text\": \"Headline: ...\\n\\nArticle: ...\\n\\n"
+            "Does this content exhibit bias? Please explain your reasoning.\"},\n"
+            "]}]\n"
+            "prompt = processor.apply_chat_template(messages, add_generation_prompt=True)\n"
+            'inputs = processor(text=prompt, images=[Image.open("news.jpg")], return_tensors="pt")\n'
+            "output = model.generate(**inputs, max_new_tokens=128)\n"
+            "print(processor.decode(output[0, inputs['input_ids'].shape[1]:], skip_special_tokens=True))"
+        )
+    return (
+        "from transformers import pipeline\n\n"
+        f'classifier = pipeline("text-classification", model="{repo_id}")\n'
+        'print(classifier("Headline: ...\\n\\nArticle text ..."))  # [{\'label\': \'biased\', \'score\': ...}]'
+    )
+
+
+def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
+    """Render the model card for ``info`` from ``templates/model_card.md``.
+
+    Args:
+        info: what the card states.
+        repo_id: the model repo, used for the title and the generated usage snippet.
+
+    Returns:
+        `huggingface_hub.ModelCard` with ``model-index``, ``base_model``, ``datasets``,
+        ``license``, ``pipeline_tag`` and ``library_name`` in its YAML.
+    """
+    from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+    name = info.model_name or (repo_id.split("/")[-1] if repo_id else f"{info.base_model.split('/')[-1]}-vilbias")
+    ref = repo_id or name
+    dataset_is_repo = "/" in info.dataset and not Path(info.dataset).exists()
+    eval_results = [
+        EvalResult(
+            task_type=info.task,
+            dataset_type=info.dataset,
+            dataset_name=info.dataset,
+            dataset_config=r.get("config") or info.dataset_config,
+            dataset_split=r["split"],
+            dataset_revision=info.dataset_revision,
+            metric_type=r["metric_type"],
+            metric_name=r.get("metric_name"),
+            metric_value=float(r["value"]),
+        )
+        for r in info.eval_results
+    ]
+    library = info.library_name or ("peft" if info.method in PEFT_METHODS else "transformers")
+    card_data = ModelCardData(
+        model_name=name,
+        base_model=info.base_model,
+        datasets=[info.dataset] if dataset_is_repo else None,
+        eval_results=eval_results or None,
+        language=info.language,
+        library_name=library,
+        license=info.license,
+        pipeline_tag=info.task,
+        tags=["vilbias", "media-bias", info.method, *info.tags],
+    )
+    if info.trainable_params is not None and info.total_params:
+        share = 100.0 * info.trainable_params / info.total_params
+        trainable_line = f"{info.trainable_params:,} of {info.total_params:,} ({share:.3g}%)"
+    else:
+        trainable_line = "not recorded"
+    summary = info.summary or (
+        f"`{info.base_model}` fine-tuned with {info.method} to tell whether a news item exhibits "
+        "directional framing (`biased` / `not_biased`)"
+        + (" and explain why." if info.task == "image-text-to-text" else ".")
+    )
+    template = resources.files("vilbias.publish").joinpath("templates/model_card.md").read_text(encoding="utf-8")
+    return ModelCard.from_template(
+        card_data,
+        template_str=template,
+        model_name=name,
+        summary=summary,
+        base_model=info.base_model,
+        dataset=info.dataset,
+        dataset_is_repo=dataset_is_repo,
+        dataset_config=info.dataset_config,
+        dataset_revision=info.dataset_revision,
+        method=info.method,
+        task=info.task,
+        trainable_line=trainable_line,
+        peak_memory_mb=info.peak_memory_mb,
+        wall_time_s=info.wall_time_s,
+        hyperparameters=info.hyperparameters,
+        eval_results=info.eval_results,
+        usage_snippet=(info.usage_snippet or _default_usage_snippet(ref, info)).strip(),
+        intended_use=info.intended_use.strip(),
+        limitations=info.limitations.strip(),
+    )
+
+
+def _check_model_folder(source: Path) -> None:
+    if not source.is_dir():
+        raise FileNotFoundError(f"model folder {source} does not exist")
+    weights = [p for pattern in ("*.safetensors", "pytorch_model*.bin", "adapter_model.bin", "*.gguf") for p in source.glob(pattern)]
+    if not weights:
+        raise FileNotFoundError(
+            f"{source} holds no weights (*.safetensors, pytorch_model*.bin, adapter_model.bin, *.gguf): "
+            "point --source at the folder save_pretrained wrote"
+        )
+
+
+def push_model(
+    source_dir: str | Path,
+    repo_id: str,
+    *,
+    info: ModelCardInfo,
+    token: str | None = None,
+    private: bool = False,
+    commit_message: str | None = None,
+) -> str:
+    """Render the card into ``source_dir/README.md`` and upload the folder as one commit.
+
+    Args:
+        source_dir: the folder ``save_pretrained`` wrote (weights or adapters, config,
+            processor/tokenizer files).
+        repo_id: ``ORG/NAME`` of the model repo (created if missing).
+        info: what the card states.
+        token: Hub token; ``HF_TOKEN`` or the saved login when omitted.
+        private: create the repo private (an existing repo keeps its visibility).
+        commit_message: defaults to "Upload <method> model trained on <dataset>@<revision>".
+
+    Returns:
+        The commit id on ``main`` holding the upload.
+    """
+    from huggingface_hub import HfApi
+
+    source = Path(source_dir)
+    _check_model_folder(source)
+    token = resolve_token(token)
+    api = HfApi()
+    check_token(api, token)
+    card = render_model_card(info, repo_id)
+    card.save(source / "README.md")
+    info.save(source)
+    api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True, token=token)
+    message = commit_message or (
+        f"Upload {info.method} model trained on {info.dataset}@{info.dataset_revision or 'unpinned'}"
+    )
+    commit = api.upload_folder(
+        repo_id=repo_id,
+        repo_type="model",
+        folder_path=source,
+        allow_patterns=ALLOW_PATTERNS,
+        ignore_patterns=IGNORE_PATTERNS,
+        commit_message=message,
+        token=token,
+    )
+    logger.info("pushed %s to %s (commit %s)", source, repo_id, commit.oid)
+    return commit.oid
