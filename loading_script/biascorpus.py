@@ -34,7 +34,14 @@ from tqdm.auto import tqdm
 from vilbias import LABEL_NAMES, QUESTION
 from vilbias.annotate.store import PROMPTS, ActiveAnnotator, AnnotationStore, CallKey
 from vilbias.annotate.voting import VoteResult, hierarchical_vote
-from vilbias.build.splits import N_FOLDS, SPLIT_SHARES, Cell, SplitItem, SplitReport, assign_splits, story_keys
+from vilbias.build.splits import (
+    N_FOLDS,
+    SPLIT_SHARES,
+    Cell,
+    SplitItem,
+    assign_splits,
+    story_keys,
+)
 from vilbias.images import InvalidImage, validate_image
 from vilbias.review.verdicts import load_verdicts, resolve_review
 from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl

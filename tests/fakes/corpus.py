@@ -17,7 +17,14 @@ import numpy as np
 from PIL import Image
 
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore
-from vilbias.workdir import ARTICLES, Article, append_jsonl, init_workdir, store_image, unique_id_for
+from vilbias.workdir import (
+    ARTICLES,
+    Article,
+    append_jsonl,
+    init_workdir,
+    store_image,
+    unique_id_for,
+)
 
 ANNOTATORS = ["ann_a", "ann_b", "ann_c"]
 OUTLETS = ["Harbor Ledger", "Midland Courier", "Capital Dispatch", "Northwind Times", "Civic Wire"]
