@@ -1,1 +1,11 @@
-"""LLM-as-annotator: prompts, backends, hierarchical voting and the call store."""
+"""LLM-as-annotator: prompts, backends, hierarchical voting and the call store.
+
+    vilbias annotate --workdir work                       # the embedded SmolLM2, K=3
+    vilbias annotate --workdir work --annotators annotators.yaml --samples 3
+
+From Python: ``annotate(AnnotateConfig(workdir="work"))``. See ``docs/annotate.md``.
+"""
+
+from vilbias.annotate.pipeline import DEFAULT_ANNOTATORS, AnnotateConfig, AnnotatorSpec, annotate, load_annotators
+
+__all__ = ["DEFAULT_ANNOTATORS", "AnnotateConfig", "AnnotatorSpec", "annotate", "load_annotators"]

@@ -150,6 +150,38 @@ class AnnotationStore:
             ).fetchall()
         return {CallKey(*r) for r in rows}
 
+    def answered(self, item_id: str) -> set[tuple[str, str, str, int, str]]:
+        """``(prompt, annotator, fingerprint, sample, prompt_version)`` of the item's answered
+        calls (an indexed lookup: the primary key starts with ``item_id``)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT prompt, annotator, fingerprint, sample, prompt_version FROM calls "
+                "WHERE item_id=? AND raw IS NOT NULL",
+                (item_id,),
+            ).fetchall()
+        return {tuple(r) for r in rows}
+
+    def call_counts(self) -> dict[tuple[str, str], dict[str, int]]:
+        """``{(prompt, annotator): {"calls", "answered", "unparseable", "failed"}}`` over the
+        active prompt versions, annotators and samples. ``unparseable`` calls got an answer
+        without a recognisable label; ``failed`` calls got none (they are asked again)."""
+        out: dict[tuple[str, str], dict[str, int]] = {}
+        for prompt, cfg in self.active().items():
+            for a in cfg["annotators"]:
+                with self._lock:
+                    calls, answered, unparseable = self._db.execute(
+                        "SELECT COUNT(*), COUNT(raw), SUM(raw IS NOT NULL AND label IS NULL) FROM calls "
+                        "WHERE prompt=? AND prompt_version=? AND annotator=? AND fingerprint=? AND sample < ?",
+                        (prompt, cfg["prompt_version"], a.name, a.fingerprint, cfg["samples"]),
+                    ).fetchone()
+                out[(prompt, a.name)] = {
+                    "calls": calls,
+                    "answered": answered,
+                    "unparseable": unparseable or 0,
+                    "failed": calls - answered,
+                }
+        return out
+
     def iter_calls(self) -> Iterator[dict[str, Any]]:
         with self._lock:
             cur = self._db.execute("SELECT * FROM calls ORDER BY item_id, prompt, annotator, sample")

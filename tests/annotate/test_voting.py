@@ -1,0 +1,108 @@
+import pytest
+
+from vilbias.annotate.voting import Vote, hierarchical_vote, majority_vote
+
+B, N = "biased", "not_biased"
+
+
+@pytest.mark.parametrize(
+    "ballots, expected",
+    [
+        ([B, B, B], B),
+        ([B, B, N], B),
+        ([B, N, N], N),
+        ([B, B, None], B),  # an abstention does not stop a 2-of-3 majority
+        ([B, None, None], None),  # one vote of three is no majority
+        ([B, N, None], None),  # tie among the votes cast
+        ([None, None, None], None),
+        ([B, N], None),
+        ([], None),
+    ],
+)
+def test_majority_vote(ballots, expected):
+    assert majority_vote(ballots) == expected
+
+
+def votes(**labels):
+    """votes(a="BBN", b="N-N") -> Votes; '-' is an abstention."""
+    out = []
+    for annotator, s in labels.items():
+        for k, c in enumerate(s):
+            out.append(Vote(annotator, k, {"B": B, "N": N, "-": None}[c], {}, f"{annotator}{k}"))
+    return out
+
+
+def test_unanimous():
+    r = hierarchical_vote(votes(a="BBB", b="BBB", c="BBB"))
+    assert (r.label, r.flagged, r.reason, r.agreement) == (B, False, None, 1.0)
+
+
+def test_majority_of_annotator_majorities_and_agreement():
+    r = hierarchical_vote(votes(a="BBN", b="NNB", c="BBB"))
+    assert r.annotator_labels == {"a": B, "b": N, "c": B}
+    assert r.label == B and not r.flagged
+    assert r.agreement == pytest.approx(6 / 9)
+
+
+def test_annotator_level_abstention_still_decides():
+    # a's samples are mostly unparseable -> a has no majority; b and c still make 2 of 3.
+    r = hierarchical_vote(votes(a="B--", b="NNN", c="NN-"))
+    assert r.annotator_labels == {"a": None, "b": N, "c": N}
+    assert r.label == N
+    assert r.agreement == pytest.approx(5 / 6)
+
+
+def test_tie_between_annotators_is_flagged():
+    r = hierarchical_vote(votes(a="BBB", b="NNN"))
+    assert (r.label, r.flagged, r.reason) == (None, True, "tie")
+    assert r.rationale == "" and r.techniques == []
+
+
+def test_tie_with_an_abstaining_annotator():
+    r = hierarchical_vote(votes(a="BBB", b="NNN", c="---"))
+    assert (r.flagged, r.reason) == (True, "tie")
+
+
+def test_sample_level_tie_makes_annotator_abstain():
+    r = hierarchical_vote(votes(a="BN", b="BN", c="BB"))
+    assert r.annotator_labels == {"a": None, "b": None, "c": B}
+    assert (r.flagged, r.reason) == (True, "no_majority")
+
+
+def test_too_many_abstentions_is_no_majority():
+    r = hierarchical_vote(votes(a="---", b="---", c="BBB"))
+    assert (r.label, r.flagged, r.reason) == (None, True, "no_majority")
+
+
+def test_all_abstain_and_no_votes():
+    assert hierarchical_vote(votes(a="---", b="---", c="---")).reason == "no_majority"
+    assert hierarchical_vote([]).reason == "no_votes"
+
+
+def test_rationale_rule_strongest_then_config_order():
+    # b and c both in the majority; c has 3 biased samples, b 2 -> c's first biased sample.
+    r = hierarchical_vote(votes(a="NNN", b="BBN", c="BBB"))
+    assert (r.rationale_from, r.rationale) == ("c", "c0")
+    # equal strength -> the annotator listed first in the config order wins
+    r = hierarchical_vote(votes(a="BBB", b="BBB", c="NNN"), annotators=["b", "a", "c"])
+    assert (r.rationale_from, r.rationale) == ("b", "b0")
+    # the first sample *with the final label and a rationale* is used
+    vs = [Vote("a", 0, N, {}, "wrong side"), Vote("a", 1, B, {}, ""), Vote("a", 2, B, {}, "the one")]
+    assert hierarchical_vote(vs).rationale == "the one"
+
+
+def test_techniques_need_a_majority_of_annotators():
+    def v(a, k, label, present):
+        return Vote(a, k, label, {"framing": "framing" in present, "word_choice": "word_choice" in present}, "r")
+
+    vs = [
+        v("a", 0, B, {"framing", "word_choice"}), v("a", 1, B, {"framing"}), v("a", 2, B, set()),
+        v("b", 0, B, {"framing"}), v("b", 1, B, {"framing", "word_choice"}), v("b", 2, B, set()),
+        v("c", 0, B, {"word_choice"}), v("c", 1, B, set()), v("c", 2, B, set()),
+    ]
+    # framing: a (2/3) and b (2/3) judge it present -> 2 of 3 annotators; word_choice: only b... a has 1/3
+    assert hierarchical_vote(vs).techniques == ["framing"]
+
+
+def test_ballot_entry():
+    assert Vote("m", 2, None).ballot() == {"annotator": "m", "sample": 2, "label": None}
