@@ -453,6 +453,12 @@ def extract_article(html: str, url: str) -> Extracted:
         result.page_kind, result.kind_detail = "non_article", "home_page"
     elif og_type and og_type != "article" and ld_article is None:
         result.page_kind, result.kind_detail = "non_article", f"og:type {og_type}"
+    elif len(result.text) < 1000 and not (
+        og_type == "article" or ld_article is not None or published or doc.xpath("//article|//*[@itemprop='articleBody']")
+    ):
+        # Nothing marks the page as an article and trafilatura found only scraps (menus,
+        # teasers): an index or error page, not a story.
+        result.page_kind, result.kind_detail = "non_article", "no_article_markup"
     return result
 
 

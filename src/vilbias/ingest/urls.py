@@ -25,7 +25,8 @@ TRACKING_PREFIXES = ("utm_", "hsa_", "pk_", "mtm_", "at_", "vero_", "oly_", "rb_
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # AMP copies: /amp/..., /.../amp, /....amp.html, amp.example.com, example-com.cdn.ampproject.org
-_AMP_PATH_SUFFIX = re.compile(r"(/amp/?|\.amp(?=\.html?$)|/amp\.html?)$", re.IGNORECASE)
+_AMP_EXT = re.compile(r"\.amp(\.html?)$", re.IGNORECASE)
+_AMP_PATH_SUFFIX = re.compile(r"/amp(/|\.html?)?$", re.IGNORECASE)
 _AMP_PATH_PREFIX = re.compile(r"^/amp(?=/)", re.IGNORECASE)
 
 
@@ -59,7 +60,7 @@ def strip_amp(url: str) -> str:
             return ("https://" if m.group(1) else "http://") + m.group(2)
     if host.startswith("amp.") and "." in host[4:]:  # amp.example.com, not amp.com
         host = host[4:]
-    new_path = _AMP_PATH_SUFFIX.sub("", path) or "/"
+    new_path = _AMP_PATH_SUFFIX.sub("", _AMP_EXT.sub(r"\1", path)) or "/"
     new_path = _AMP_PATH_PREFIX.sub("", new_path)
     netloc = host + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, new_path, parts.query, parts.fragment))
