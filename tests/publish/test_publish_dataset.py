@@ -1,0 +1,170 @@
+"""Dataset releases against the loopback Hub: publish, load by tag, changelog, refusals, retry."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.publish.conftest import CONFIGS, base_rows, make_release_folder
+from vilbias.publish.changelog import changelog_section
+from vilbias.publish.dataset import PublishDatasetConfig, publish_dataset
+
+REPO = "vilbias-test/BiasCorpus"
+
+
+def _publish(folder, version, **kw):
+    return publish_dataset(PublishDatasetConfig(repo_id=REPO, version=version, source=folder, **kw))
+
+
+def _v110_rows():
+    """v1.0.0 rows with 3 added, 2 removed and 4 relabelled (split-stable)."""
+    rows = dict(base_rows(20))
+    for uid in ("id-004", "id-009"):
+        del rows[uid]
+    for uid in ("id-001", "id-002", "id-003", "id-008"):
+        split, label = rows[uid]
+        rows[uid] = (split, 1 - label)
+    rows.update({"id-100": ("train", 1), "id-101": ("train", 0), "id-102": ("test", 1)})
+    return rows
+
+
+def test_publish_load_by_tag_snapshot_every_config(hub, tmp_path):
+    from datasets import load_dataset
+    from huggingface_hub import HfApi, snapshot_download
+
+    rows = base_rows(20)
+    folder = make_release_folder(tmp_path / "v1", rows)
+    release = _publish(folder, "1.0.0")
+    assert release.tag == "v1.0.0" and release.previous is None and release.changelog.added == 20
+
+    api = HfApi()
+    refs = api.list_repo_refs(REPO, repo_type="dataset")
+    assert [t.name for t in refs.tags] == ["v1.0.0"] and refs.tags[0].target_commit == release.commit
+    commits = api.list_repo_commits(REPO, repo_type="dataset")
+    assert [c.title for c in commits] == ["Release v1.0.0", "initial commit"]  # one commit per release
+    assert not any(f.endswith(".py") for f in api.list_repo_files(REPO, repo_type="dataset"))
+
+    fold2 = load_dataset(REPO, "fold_2", revision="v1.0.0")
+    expected_test = sorted(u for i, u in enumerate(sorted(rows)) if i % 5 == 2)
+    assert sorted(fold2["test"]["unique_id"]) == expected_test
+    assert fold2["train"].features["multimodal_label"].names == ["not_biased", "biased"]
+
+    path = snapshot_download(REPO, repo_type="dataset", revision="v1.0.0")
+    for config in CONFIGS:
+        local = load_dataset(path, config)
+        published = {s: sorted(d["unique_id"]) for s, d in local.items()}
+        source = {s: sorted(d["unique_id"]) for s, d in load_dataset(str(folder), config).items()}
+        assert published == source, config
+    # The published card is the local card with the changelog filled in, and the local folder
+    # now holds exactly what was published.
+    with open(os.path.join(path, "README.md"), encoding="utf-8") as f:
+        card = f.read()
+    assert "### v1.0.0" in changelog_section(card) and "First release: 20 rows." in card
+    assert card == (folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_second_release_changelog_and_first_still_loads(hub, tmp_path):
+    from datasets import load_dataset
+    from huggingface_hub import hf_hub_download
+
+    _publish(make_release_folder(tmp_path / "v1", base_rows(20)), "1.0.0")
+    v1_before = hub.tree_at("dataset", REPO, "v1.0.0")
+    release = _publish(make_release_folder(tmp_path / "v2", _v110_rows()), "1.1.0")
+    c = release.changelog
+    assert (c.previous, c.added, c.removed, c.relabelled, c.total) == ("v1.0.0", 3, 2, 4, 21)
+
+    card = open(hf_hub_download(REPO, "README.md", repo_type="dataset", revision="v1.1.0"), encoding="utf-8").read()
+    section = changelog_section(card)
+    assert "Changes since v1.0.0: **3 rows added, 2 removed, 4 relabelled** (21 rows in all)." in section
+    # Per split: train gained id-100/101, lost id-004, relabelled 3; test gained id-102, lost id-009.
+    assert "| train | 17 | 16 | 2 | 1 | 3 |" in section
+    assert "| test | 2 | 2 | 1 | 1 | 0 |" in section
+    assert section.index("### v1.1.0") < section.index("### v1.0.0")  # history kept
+
+    assert hub.tree_at("dataset", REPO, "v1.0.0") == v1_before  # tags never move
+    old = load_dataset(REPO, "default", revision="v1.0.0")
+    assert sorted(old["train"]["unique_id"]) == sorted(u for u, (s, _) in base_rows(20).items() if s == "train")
+    new = load_dataset(REPO, "default", revision="v1.1.0")
+    assert "id-100" in new["train"]["unique_id"] and "id-004" not in new["train"]["unique_id"]
+
+
+def test_existing_or_lower_version_is_refused(hub, tmp_path):
+    folder = make_release_folder(tmp_path / "v1", base_rows(10))
+    _publish(folder, "1.0.0")
+    _publish(folder, "1.2.0")
+    with pytest.raises(ValueError, match="already has tag v1.0.0"):
+        _publish(folder, "1.0.0")
+    with pytest.raises(ValueError, match="not greater than the latest release v1.2.0"):
+        _publish(folder, "1.1.5")
+    with pytest.raises(ValueError, match="not a semantic version"):
+        _publish(folder, "1.0")
+
+
+def test_dry_run_uploads_nothing(hub, tmp_path, capsys):
+    from vilbias.cli import main
+
+    _publish(make_release_folder(tmp_path / "v1", base_rows(20)), "1.0.0")
+    before = hub.tree_at("dataset", REPO, "main")
+    folder = make_release_folder(tmp_path / "v2", _v110_rows())
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    n_requests = len(hub.requests)
+    rc = main(["publish", "dataset", "--repo-id", REPO, "--version", "1.1.0", "--source", str(folder), "--dry-run"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "would publish vilbias-test/BiasCorpus@v1.1.0" in out and "3 added, 2 removed, 4 relabelled" in out
+    assert hub.token not in out
+    assert hub.tree_at("dataset", REPO, "main") == before
+    assert not any(m in ("PUT",) or "/commit/" in p or "/tag/" in p for m, p in hub.requests[n_requests:])
+    assert (folder / "README.md").read_text(encoding="utf-8") == readme
+
+
+def test_dropped_connection_mid_commit_then_retry(hub, tmp_path):
+    from datasets import load_dataset
+
+    _publish(make_release_folder(tmp_path / "v1", base_rows(20)), "1.0.0")
+    v1 = hub.tree_at("dataset", REPO, "v1.0.0")
+    main_before = hub.tree_at("dataset", REPO, "main")
+    folder = make_release_folder(tmp_path / "v2", _v110_rows())
+    hub.drop_next_commits = 1
+    with pytest.raises(RuntimeError, match="interrupted.*still serves v1.0.0.*re-run"):
+        _publish(folder, "1.1.0")
+    assert hub.drop_next_commits == 0  # the commit POST did reach the server and was dropped
+    assert hub.tree_at("dataset", REPO, "main") == main_before
+    assert hub.tree_at("dataset", REPO, "v1.0.0") == v1
+    from huggingface_hub import HfApi
+
+    assert [t.name for t in HfApi().list_repo_refs(REPO, repo_type="dataset").tags] == ["v1.0.0"]
+
+    release = _publish(folder, "1.1.0")  # the re-run completes it
+    assert (release.changelog.added, release.changelog.removed, release.changelog.relabelled) == (3, 2, 4)
+    assert len(load_dataset(REPO, "default", revision="v1.1.0")["train"]) == 17
+
+
+def test_missing_and_rejected_token(hub, tmp_path, monkeypatch, capsys):
+    from vilbias.cli import main
+
+    folder = make_release_folder(tmp_path / "v1", base_rows(10))
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))  # no saved login either
+    monkeypatch.setattr("huggingface_hub.constants.HF_TOKEN_PATH", str(tmp_path / "empty-home" / "token"))
+    with pytest.raises(PermissionError, match="no Hugging Face token found: set HF_TOKEN"):
+        _publish(folder, "1.0.0")
+    bad = "hf_not_the_right_token_123"
+    monkeypatch.setenv("HF_TOKEN", bad)
+    rc = main(["publish", "dataset", "--repo-id", REPO, "--version", "1.0.0", "--source", str(folder)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "rejected the token" in err and bad not in err
+    assert ("dataset", REPO) not in hub.repos
+
+
+def test_stale_shards_are_deleted_in_the_release_commit(hub, tmp_path):
+    folder = make_release_folder(tmp_path / "v1", base_rows(10))
+    (folder / "data/train-00000-of-00001.parquet").rename(folder / "data/train-00000-of-00002.parquet")
+    _publish(folder, "1.0.0")
+    make_release_folder(tmp_path / "v2", base_rows(10))
+    release = _publish(tmp_path / "v2", "1.0.1")
+    assert release.deleted == ["data/train-00000-of-00002.parquet"]
+    files = hub.tree_at("dataset", REPO, "v1.0.1")
+    assert "data/train-00000-of-00001.parquet" in files and "data/train-00000-of-00002.parquet" not in files
+    assert "data/train-00000-of-00002.parquet" in hub.tree_at("dataset", REPO, "v1.0.0")
