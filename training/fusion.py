@@ -269,9 +269,9 @@ class FusionForClassification(PreTrainedModel):
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         super().save_pretrained(save_directory, *args, **kwargs)
-        # The tokenizer travels with the model so a fine-tuned text encoder stays usable
-        # even if its source changes; frozen encoders are still loaded from their source.
-        if self.tokenizer is not None:
+        # A fine-tuned text encoder travels with its tokenizer; a frozen one (and its
+        # tokenizer) is loaded from its source, which keeps the saved model small.
+        if self.tokenizer is not None and not self.config.freeze_text_encoder:
             self.tokenizer.save_pretrained(save_directory)
 
     @classmethod
