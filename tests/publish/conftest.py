@@ -73,7 +73,7 @@ def make_release_folder(folder: Path, rows: dict[str, tuple[str, int]]) -> Path:
     (folder / "README.md").write_text("\n".join(lines), encoding="utf-8")
     (folder / "assets").mkdir(exist_ok=True)
     (folder / "assets/label_by_outlet.png").write_bytes(_png(99))
-    (folder / "build_report.json").write_text('{"rows": %d}\n' % len(rows), encoding="utf-8")
+    (folder / "build_report.json").write_text(f'{{"rows": {len(rows)}}}\n', encoding="utf-8")
     return folder
 
 

@@ -227,7 +227,7 @@ def read_release_rows(folder: str | Path) -> dict[str, tuple[str, int]]:
             if "unique_id" not in schema.names or label is None:
                 raise ValueError(f"{rel}: needs a unique_id column and one of {LABEL_COLUMNS}")
             table = pq.read_table(folder / rel, columns=["unique_id", label])
-            for uid, lab in zip(table.column("unique_id").to_pylist(), table.column(label).to_pylist()):
+            for uid, lab in zip(table.column("unique_id").to_pylist(), table.column(label).to_pylist(), strict=True):
                 if uid in rows:
                     raise ValueError(f"{rel}: unique_id {uid!r} appears twice in the default config")
                 rows[uid] = (split, lab)
