@@ -1,0 +1,349 @@
+"""Run a ``trl sft`` recipe on BiasCorpus, with prompt tuning / IA3, a run record and a model card.
+
+    vilbias train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml
+    vilbias train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml --max_steps 20 --output_dir out
+    vilbias train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml --method prompt_tuning
+    vilbias train sft --recipe training/recipes/SmolVLM-Instruct/qlora.yaml --push_to_hub --hub_model_id ORG/NAME
+
+A recipe is a flat YAML of TRL's own fields (``ScriptArguments``, ``SFTConfig``, ``ModelConfig``),
+so ``trl sft --config <recipe>`` runs the lora/qlora/full recipes unchanged. Parsing goes through
+TRL's ``TrlParser`` (``--config`` plus any ``--field value`` override) and the model/PEFT/quantisation
+set-up through TRL's helpers, exactly as ``trl/scripts/sft.py`` does; this module adds what
+``trl sft`` cannot express:
+
+- ``method``: ``prompt_tuning`` (PEFT ``PromptTuningConfig``) and ``ia3`` (PEFT's (IA)³, the
+  adapter method standing in for the paper's bottleneck "Adapters", which PEFT does not provide:
+  like them it inserts small trained modules into the frozen network's activations instead of
+  adding weight deltas), besides ``lora``/``qlora``/``full`` set by TRL's flags;
+- a run record, ``run_record.json`` in ``output_dir``: trainable-parameter share, peak memory (GPU
+  when there is one, else process RSS), wall time, throughput;
+- with ``push_to_hub``, the adapter (or full weights) + processor pushed with a vilbias model card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("lora", "qlora", "full", "prompt_tuning", "ia3")
+RUN_RECORD = "run_record.json"
+RECIPES_DIR = Path(__file__).parent / "recipes"
+
+# Hyperparameters copied into the run record and the model card (the paper's Table 5 settings).
+_RECORDED_HYPERPARAMETERS = (
+    "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs", "max_steps",
+    "learning_rate", "max_grad_norm", "lr_scheduler_type", "warmup_steps", "bf16", "seed", "max_length",
+    "assistant_only_loss", "gradient_checkpointing",
+)
+
+
+@dataclass
+class VilbiasSFTArguments:
+    """What a vilbias SFT run adds to TRL's fields. Recipes may set these too (``trl sft`` cannot run those)."""
+
+    method: str | None = field(
+        default=None,
+        metadata={"help": "Fine-tuning method: lora, qlora, full, prompt_tuning or ia3. Unset: inferred from "
+                          "TRL's flags (use_peft -> lora, plus load_in_4bit -> qlora, neither -> full).",
+                  "choices": list(METHODS)},
+    )
+    num_virtual_tokens: int = field(
+        default=20, metadata={"help": "prompt_tuning: number of trained soft-prompt tokens prepended to the input."}
+    )
+    ia3_target_modules: list[str] | None = field(
+        default=None,
+        metadata={"help": "ia3: module names whose activations are rescaled (default: the language model's "
+                          "k_proj, v_proj and down_proj, as in the (IA)³ paper)."},
+    )
+    dataset_revision: str | None = field(
+        default=None, metadata={"help": "Dataset tag or commit (e.g. v1.0.0), recorded and passed to load_dataset."}
+    )
+    evaluation_results: str | None = field(
+        default=None,
+        metadata={"help": "JSON file of evaluation results (vilbias evaluate) to include in the model card."},
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--recipe", required=True, help="Recipe YAML, e.g. training/recipes/SmolVLM-Instruct/lora.yaml")
+    parser.add_argument("overrides", nargs=argparse.REMAINDER,
+                        help="Any TRL/vilbias field as --name value, overriding the recipe (e.g. --max_steps 10).")
+
+
+def main(args: argparse.Namespace) -> int:
+    parsed = parse_recipe(args.recipe, args.overrides)
+    record = run_sft(*parsed)
+    print(json.dumps({k: record[k] for k in ("method", "trainable_share", "peak_memory_bytes", "wall_time_s",
+                                             "train_samples_per_second")}, indent=1))
+    print(f"saved to {record['output_dir']}")
+    return 0
+
+
+def make_parser():
+    """TRL's own ``trl sft`` parser (same dataclasses), extended with :class:`VilbiasSFTArguments`."""
+    from trl import DatasetMixtureConfig, ModelConfig, ScriptArguments, SFTConfig, TrlParser
+
+    return TrlParser((ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments),
+                     prog="vilbias train sft")
+
+
+def resolve_recipe(recipe: str | Path) -> Path:
+    """A recipe path as given, or relative to the installed ``training/recipes`` (``SmolVLM-Instruct/lora.yaml``)."""
+    path = Path(recipe)
+    if path.is_file():
+        return path
+    for candidate in (RECIPES_DIR / path, RECIPES_DIR / Path(*path.parts[2:]) if path.parts[:2] == (
+            "training", "recipes") else None):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"recipe {recipe} not found (looked in . and {RECIPES_DIR})")
+
+
+def parse_recipe(recipe: str | Path, overrides: list[str] | None = None):
+    """Parse a recipe plus ``--field value`` overrides with TRL's parser.
+
+    Returns:
+        `(ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments)`
+    """
+    path = resolve_recipe(recipe)
+    parsed = make_parser().parse_args_and_config(["--config", str(path), *(overrides or [])])
+    script_args, training_args, model_args, dataset_args, extra = parsed
+    # A recipe names its training template relative to the checkout (so `trl sft` finds it from
+    # the repository root); an installed wheel carries it next to the recipe.
+    template = training_args.chat_template_path
+    if template and not Path(template).exists() and (path.parent / Path(template).name).is_file():
+        training_args.chat_template_path = str(path.parent / Path(template).name)
+    apply_method(extra.method, model_args)
+    return script_args, training_args, model_args, dataset_args, extra
+
+
+def apply_method(method: str | None, model_args) -> str:
+    """Set TRL's ModelConfig flags for ``method`` (None: keep the recipe's) and return the method's name."""
+    if method is None:
+        return infer_method(model_args)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    model_args.use_peft = method in ("lora", "qlora")
+    model_args.load_in_4bit = method == "qlora"
+    if method == "qlora":
+        model_args.bnb_4bit_quant_type = "nf4"
+        model_args.use_bnb_nested_quant = True
+    return method
+
+
+def infer_method(model_args) -> str:
+    if model_args.use_peft:
+        return "qlora" if model_args.load_in_4bit else "lora"
+    if model_args.load_in_4bit or model_args.load_in_8bit:
+        raise ValueError("a quantised base model can only be trained through an adapter: set use_peft: true")
+    return "full"
+
+
+def method_peft_config(method: str, model_args, extra: VilbiasSFTArguments):
+    """The PEFT config for ``method``: TRL's LoRA config for lora/qlora, ours for the others, None for full."""
+    from peft import IA3Config, PromptTuningConfig, TaskType
+    from trl import get_peft_config
+
+    if method in ("lora", "qlora"):
+        return get_peft_config(model_args)
+    if method == "prompt_tuning":
+        return PromptTuningConfig(task_type=TaskType.CAUSAL_LM, num_virtual_tokens=extra.num_virtual_tokens)
+    if method == "ia3":
+        targets = extra.ia3_target_modules or ["k_proj", "v_proj", "down_proj"]
+        # (IA)³ rescales a feed-forward layer's input, attention projections' output
+        feedforward = [t for t in targets if t in ("down_proj", "fc2")]
+        # Restricted to the language model: the vision tower's modules share these names.
+        def pattern(names):
+            return rf"^(?!.*vision).*\.({'|'.join(names)})$"
+
+        return IA3Config(task_type=TaskType.CAUSAL_LM, target_modules=pattern(targets),
+                         feedforward_modules=pattern(feedforward) if feedforward else [])
+    return None
+
+
+def count_parameters(model) -> tuple[int, int]:
+    """``(trainable, total)`` parameters, counting a 4-bit bitsandbytes weight by its unpacked size."""
+    trainable = total = 0
+    for param in model.parameters():
+        n = param.numel()
+        if param.__class__.__name__ == "Params4bit":
+            n = int(param.quant_state.shape.numel()) if getattr(param, "quant_state", None) else n * 2
+        total += n
+        if param.requires_grad:
+            trainable += n
+    return trainable, total
+
+
+class PeakMemory:
+    """Peak memory over a block: CUDA allocated bytes when a GPU is used, else the process's RSS.
+
+    RSS is sampled by a background thread (every ``interval`` seconds), because ``ru_maxrss`` only
+    ever grows over the process's life and would charge one run for an earlier one's peak.
+    """
+
+    def __init__(self, use_cuda: bool, interval: float = 0.02):
+        self.use_cuda, self.interval = use_cuda, interval
+        self.peak = self.baseline = 0
+        self.kind = "cuda_max_allocated" if use_cuda else "process_rss"
+        self._stop = threading.Event()
+
+    def _sample(self):
+        import psutil
+
+        process = psutil.Process()
+        while not self._stop.is_set():
+            self.peak = max(self.peak, process.memory_info().rss)
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        if self.use_cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
+            self.baseline = torch.cuda.memory_allocated()
+        else:
+            import psutil
+
+            self.baseline = self.peak = psutil.Process().memory_info().rss
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.use_cuda:
+            import torch
+
+            self.peak = torch.cuda.max_memory_allocated()
+        else:
+            self._stop.set()
+            self._thread.join()
+            import psutil
+
+            self.peak = max(self.peak, psutil.Process().memory_info().rss)
+        return False
+
+
+def _load_dataset(script_args, dataset_args, extra):
+    from datasets import load_dataset
+    from trl import get_dataset
+
+    if dataset_args.datasets:
+        return get_dataset(dataset_args)
+    if not script_args.dataset_name:
+        raise ValueError("the recipe names no dataset: set dataset_name (a repo id or a built folder)")
+    return load_dataset(script_args.dataset_name, name=script_args.dataset_config,
+                        revision=extra.dataset_revision, streaming=script_args.dataset_streaming)
+
+
+def run_sft(script_args, training_args, model_args, dataset_args, extra: VilbiasSFTArguments) -> dict[str, Any]:
+    """Train as ``trl sft`` would, with ``extra.method``, and write the run record (and push, if asked).
+
+    Mirrors ``trl.scripts.sft.main``: model init kwargs from ``ModelConfig``, TRL's quantisation and
+    LoRA helpers, ``SFTTrainer`` on the train split. Returns the run record.
+    """
+    import torch
+    from trl import SFTTrainer, get_quantization_config
+
+    method = apply_method(extra.method, model_args)
+    started = time.perf_counter()
+    model_init_kwargs = dict(revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code,
+                             attn_implementation=model_args.attn_implementation, dtype=model_args.dtype)
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    training_args.model_init_kwargs = model_init_kwargs
+    # The trainer would push TRL's own card at every save; vilbias pushes once, with its card, below.
+    push, training_args.push_to_hub = training_args.push_to_hub, False
+    use_cuda = torch.cuda.is_available() and not training_args.use_cpu
+
+    dataset = _load_dataset(script_args, dataset_args, extra)
+    with PeakMemory(use_cuda) as memory:
+        trainer = SFTTrainer(
+            model=model_args.model_name_or_path,
+            args=training_args,
+            train_dataset=dataset[script_args.dataset_train_split],
+            eval_dataset=dataset[script_args.dataset_test_split] if training_args.eval_strategy != "no" else None,
+            quantization_config=get_quantization_config(model_args),
+            peft_config=method_peft_config(method, model_args, extra),
+        )
+        trainable, total = count_parameters(trainer.model)
+        train_started = time.perf_counter()
+        output = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        train_time = time.perf_counter() - train_started
+    trainer.save_model(training_args.output_dir)
+    tokens = max((log.get("num_tokens", 0) for log in trainer.state.log_history), default=0)
+    record = {
+        "method": method,
+        "base_model": model_args.model_name_or_path,
+        "base_model_revision": model_args.model_revision,
+        "dataset": script_args.dataset_name,
+        "dataset_config": script_args.dataset_config,
+        "dataset_revision": extra.dataset_revision,
+        "output_dir": str(training_args.output_dir),
+        "trainable_parameters": trainable,
+        "total_parameters": total,
+        "trainable_share": trainable / total,
+        "peak_memory_bytes": memory.peak,
+        "peak_memory_kind": memory.kind,
+        "memory_before_bytes": memory.baseline,
+        "device": torch.cuda.get_device_name() if use_cuda else "cpu",
+        "wall_time_s": time.perf_counter() - started,
+        "train_runtime_s": train_time,
+        "train_steps": trainer.state.global_step,
+        "train_samples_per_second": output.metrics.get("train_samples_per_second"),
+        "train_tokens_per_second": tokens / train_time if tokens and train_time else None,
+        "train_loss": output.metrics.get("train_loss"),
+        "hyperparameters": {k: getattr(training_args, k) for k in _RECORDED_HYPERPARAMETERS},
+        "quantization": ({"load_in_4bit": True, "bnb_4bit_quant_type": model_args.bnb_4bit_quant_type,
+                          "double_quant": model_args.use_bnb_nested_quant, "compute_dtype": model_args.dtype}
+                         if model_args.load_in_4bit else None),
+        "peft": ({"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
+                  "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules}
+                 if method in ("lora", "qlora") else
+                 {"num_virtual_tokens": extra.num_virtual_tokens} if method == "prompt_tuning" else
+                 {"target_modules": extra.ia3_target_modules or ["k_proj", "v_proj", "down_proj"]}
+                 if method == "ia3" else None),
+        "evaluation": (json.loads(Path(extra.evaluation_results).read_text(encoding="utf-8"))
+                       if extra.evaluation_results else None),
+    }
+    if trainer.accelerator.is_main_process:
+        Path(training_args.output_dir, RUN_RECORD).write_text(json.dumps(record, indent=2, default=str),
+                                                              encoding="utf-8")
+        logger.info("trainable %.4f%% of %d parameters, peak %s %.1f MiB, %.1f s", 100 * record["trainable_share"],
+                    total, memory.kind, memory.peak / 2**20, record["wall_time_s"])
+        if push:
+            push_run(training_args.output_dir, training_args.hub_model_id, record)
+    trainer.end()
+    return record
+
+
+def push_run(output_dir: str | Path, repo_id: str | None, record: dict[str, Any] | None = None) -> str:
+    """Push a finished run's folder (adapter or full weights + processor) with a vilbias model card.
+
+    Uses the Hub-publishing stage (:func:`vilbias.publish.model.push_model`), whose card contract
+    is: base model, dataset + revision, method, hyperparameters, trainable share, memory,
+    evaluation results when available, usage snippet.
+    """
+    if not repo_id:
+        raise ValueError("push_to_hub needs hub_model_id (ORG/NAME)")
+    from vilbias.publish.model import push_model
+
+    record = record or json.loads(Path(output_dir, RUN_RECORD).read_text(encoding="utf-8"))
+    return push_model(output_dir, repo_id, info=model_card_info(record))
+
+
+def model_card_info(record: dict[str, Any]):
+    """The :class:`vilbias.publish.model.ModelCardInfo` of a run record."""
+    from vilbias.publish.model import ModelCardInfo
+
+    return ModelCardInfo.from_run_record(record)
+
+
+__all__ = ["VilbiasSFTArguments", "make_parser", "parse_recipe", "run_sft", "push_run", "count_parameters",
+           "PeakMemory", "METHODS"]
