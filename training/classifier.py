@@ -381,6 +381,8 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
         "log_history": trainer.state.log_history,
     }
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    # What `vilbias publish model` needs to render the card later, from this folder alone.
+    card_info(cfg, config_name, metrics, model).save(run_dir)
     plot_confusion_matrix(test_metrics["confusion_matrix"], run_dir / "confusion_matrix.png", title=f"{cfg.model} [{config_name}] test")
     plot_training_curves(trainer.state.log_history, run_dir / "training_curves.png", metric=cfg.early_stopping_metric)
     return metrics
@@ -463,11 +465,67 @@ def train_classifier(cfg: ClassifierConfig) -> dict:
     return result
 
 
-def push(cfg: ClassifierConfig, metrics: dict) -> str:
-    """Publish ``cfg.output_dir`` to ``cfg.hub_model_id`` with a model card."""
-    from vilbias.training.hub import push_classifier
+def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model):
+    """The model card contents (:class:`vilbias.publish.model.ModelCardInfo`) for one run."""
+    from vilbias.publish.model import ModelCardInfo
 
-    return push_classifier(cfg.output_dir, cfg.hub_model_id, cfg, metrics)
+    fusion = cfg.architecture == "fusion"
+    if fusion:
+        encoders = [e for e, used in ((cfg.model, "text" in cfg.modality), (cfg.image_encoder, "image" in cfg.modality)) if used]
+        method = f"classifier-fusion-{cfg.modality}"
+        summary = (
+            f"Fusion classifier ({cfg.modality}): pooled features of {' + '.join(encoders)} concatenated "
+            f"into an MLP head (text encoder {'frozen' if cfg.freeze_text_encoder else 'fine-tuned'}, image "
+            f"encoder {'frozen' if cfg.freeze_image_encoder else 'fine-tuned'}), labelling news as biased or not biased."
+        )
+    else:
+        method = "classifier-full"
+        summary = f"{cfg.model} fine-tuned as a sequence classifier on headline + article text (biased / not biased)."
+    test = metrics["test"]
+    hyper = {
+        k: metrics["settings"][k]
+        for k in ("batch_size", "epochs", "learning_rate", "weight_decay", "patience", "early_stopping_metric", "loss", "seed")
+    }
+    hyper["max_length"] = metrics["max_length"]
+    if cfg.loss == "focal":
+        hyper.update(focal_alpha=cfg.focal_alpha, focal_gamma=cfg.focal_gamma)
+    snippet = ""
+    if fusion:
+        snippet = (
+            "from PIL import Image\n"
+            "from vilbias.training.fusion import FusionForClassification  # pip install vilbias[train]\n\n"
+            "model = FusionForClassification.from_pretrained(\"{repo_id}\")\n"
+            'print(model.predict(Image.open("news.jpg"), "Headline\\n\\nArticle text ..."))'
+        ).replace("{repo_id}", cfg.hub_model_id or str(cfg.output_dir))
+    return ModelCardInfo(
+        base_model=cfg.model,
+        dataset=cfg.dataset,
+        dataset_config=config_name,
+        dataset_revision=cfg.revision,
+        method=method,
+        task="text-classification",
+        hyperparameters=hyper,
+        trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        total_params=sum(p.numel() for p in model.parameters()),
+        wall_time_s=metrics["train_runtime_s"],
+        eval_results=[
+            {"metric_type": name, "metric_name": f"{name} ({avg})", "value": test[f"{name}_{avg}"], "split": "test"}
+            for avg in ("binary", "macro")
+            for name in ("f1", "precision", "recall")
+        ]
+        + [{"metric_type": "accuracy", "value": test["accuracy"], "split": "test"}],
+        usage_snippet=snippet,
+        library_name="transformers",
+        summary=summary,
+        tags=["media-bias", "vilbias"] + (["multimodal", "fusion"] if fusion else []),
+    )
+
+
+def push(cfg: ClassifierConfig, metrics: dict) -> str:
+    """Publish ``cfg.output_dir`` to ``cfg.hub_model_id`` with its model card; returns the commit."""
+    from vilbias.publish.model import ModelCardInfo, push_model
+
+    return push_model(cfg.output_dir, cfg.hub_model_id, info=ModelCardInfo.load(cfg.output_dir))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

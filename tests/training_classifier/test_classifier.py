@@ -154,3 +154,17 @@ def test_config_rejects_bad_combinations(tmp_path):
         ClassifierConfig(dataset="x", cv=True, config="fold_1")
     with pytest.raises(ValueError, match="fusion"):
         ClassifierConfig(dataset="x", modality="image")
+
+
+def test_push_to_hub_with_model_card(tmp_path, multimodal_repo, tiny_bert, monkeypatch):
+    from tests.fakes.hub_server import hub_server
+
+    with hub_server(tmp_path / "hub") as hub:
+        monkeypatch.setenv("HF_TOKEN", hub.token)
+        cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, epochs=1, push_to_hub=True, hub_model_id="org/tiny-classifier")
+        metrics = train_classifier(cfg)
+        tree = hub.tree_at("model", "org/tiny-classifier")
+    assert metrics["pushed"]
+    assert {"README.md", "model.safetensors", "config.json", "metrics.json", "vilbias_card.json"} <= set(tree)
+    card = tree["README.md"].decode()
+    assert "model-index" in card and "f1" in card and str(multimodal_repo) in card

@@ -195,7 +195,9 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
     features = _features()
 
     def subset(pred) -> Dataset:
-        return Dataset.from_list([r for r in rows if pred(cells[r["unique_id"]])], features=features)
+        chosen = [r for r in rows if pred(cells[r["unique_id"]])]
+        # Column-wise so that an empty split (a tiny corpus) still gets its schema.
+        return Dataset.from_dict({name: [r[name] for r in chosen] for name in features}, features=features)
 
     configs = {"default": {s: subset(lambda c, s=s: c.split == s) for s in ("train", "validation", "test")}}
     for k in range(N_FOLDS):
