@@ -27,8 +27,9 @@ _LABEL_SYNONYMS = {
     "not biased": "not_biased", "unbiased": "not_biased", "non biased": "not_biased", "no bias": "not_biased",
     "not bias": "not_biased", "no": "not_biased", "neutral": "not_biased",
 }
-_LABEL_LINE = re.compile(r"^\W*label\W*[:=]\s*(?P<value>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-_REASONING = re.compile(r"^\W*reasoning\W*[:=]\s*(?P<value>.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+# "Label:", "**Label:**", "label =" ... at the start of a line; markdown emphasis around the key is skipped.
+_LABEL_LINE = re.compile(r"^\W*label\W*?[:=][*_\s]*(?P<value>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_REASONING = re.compile(r"\breasoning\W*?[:=][*_\s]*(?P<value>.*)", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass

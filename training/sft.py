@@ -73,13 +73,18 @@ class VilbiasSFTArguments:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--recipe", required=True, help="Recipe YAML, e.g. training/recipes/SmolVLM-Instruct/lora.yaml")
-    parser.add_argument("overrides", nargs=argparse.REMAINDER,
-                        help="Any TRL/vilbias field as --name value, overriding the recipe (e.g. --max_steps 10).")
+    # Everything after the recipe is handed to TRL's parser, which knows the hundreds of
+    # SFTConfig/ModelConfig fields; argparse would reject them as unknown options.
+    parser.add_argument("--recipe", required=True, nargs=argparse.REMAINDER, metavar="RECIPE [--field value ...]",
+                        help="Recipe YAML (e.g. training/recipes/SmolVLM-Instruct/lora.yaml), then any TRL or "
+                             "vilbias field as --name value overriding it (e.g. --max_steps 10 --method ia3).")
 
 
 def main(args: argparse.Namespace) -> int:
-    parsed = parse_recipe(args.recipe, args.overrides)
+    if not args.recipe:
+        raise ValueError("--recipe needs a recipe file")
+    recipe, *overrides = args.recipe
+    parsed = parse_recipe(recipe, overrides)
     record = run_sft(*parsed)
     print(json.dumps({k: record[k] for k in ("method", "trainable_share", "peak_memory_bytes", "wall_time_s",
                                              "train_samples_per_second")}, indent=1))
