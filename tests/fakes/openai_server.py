@@ -16,7 +16,8 @@ queued with :meth:`fail_next` and served to the next requests in arrival order:
 - ``"500"``: Internal Server Error;
 - ``"slow"``: answers only after ``delay_s`` (longer than the client's timeout);
 - ``"drop"``: closes the connection without answering;
-- ``"malformed"``: 200 with a body that is not JSON.
+- ``"malformed"``: 200 with a body that is not JSON;
+- ``"400"``: Bad Request (not worth retrying).
 
 ``GET /v1/models`` lists the one model. ``Authorization`` headers are recorded in
 ``auth_headers`` so tests can check the key was sent.
@@ -69,7 +70,7 @@ class FakeOpenAIServer:
 
     def fail_next(self, kind: str, n: int = 1, **options: Any) -> None:
         """Serve fault ``kind`` to the next ``n`` chat requests (see the module docstring)."""
-        if kind not in ("429", "500", "slow", "drop", "malformed"):
+        if kind not in ("400", "429", "500", "slow", "drop", "malformed"):
             raise ValueError(f"unknown fault {kind!r}")
         with self._lock:
             self._faults.extend([(kind, options)] * n)
@@ -165,6 +166,9 @@ class FakeOpenAIServer:
             kind, options = fault
             if kind == "429":
                 self._send(writer, 429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": str(options.get("retry_after", 1))})
+                return True
+            if kind == "400":
+                self._send(writer, 400, json.dumps({"error": {"message": "bad request"}}))
                 return True
             if kind == "500":
                 self._send(writer, 500, json.dumps({"error": {"message": "boom"}}))

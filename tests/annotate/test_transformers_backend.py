@@ -1,0 +1,73 @@
+"""The transformers backend on a tiny random Llama with a tokenizer built in the test (no Hub)."""
+
+import pytest
+
+from vilbias.annotate.backends import ChatRequest, TransformersBackend
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} <|end|> {% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    corpus = ["the news is biased and loaded", "label not biased rationale plain reporting", "headline article text image"]
+    tok.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=specials))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+    )
+    return LlamaForCausalLM(config).eval(), tokenizer
+
+
+def req(text, **params):
+    return ChatRequest([{"role": "system", "content": "the news"}, {"role": "user", "content": [{"type": "text", "text": text}]}], params)
+
+
+def test_batched_generation_matches_single(tiny):
+    model, tokenizer = tiny
+    backend = TransformersBackend(model, tokenizer, params={"max_tokens": 5}, batch_size=3)
+    requests = [req("the news is biased"), req("label"), req("headline article text image and loaded words")]
+    batched = backend.chat(requests)
+    assert len(batched) == 3 and all(r.error is None and isinstance(r.text, str) for r in batched)
+    assert all(len(r.text.split()) <= 5 for r in batched)
+    single = TransformersBackend(model, tokenizer, params={"max_tokens": 5}, batch_size=1).chat(requests)
+    # left padding: greedy answers do not depend on the batch they were generated in
+    assert [r.text for r in batched] == [r.text for r in single]
+    assert tokenizer.padding_side == "left"
+
+
+def test_on_result_sampling_and_param_groups(tiny):
+    model, tokenizer = tiny
+    backend = TransformersBackend(model, tokenizer, params={"max_tokens": 4}, batch_size=4)
+    got = {}
+    out = backend.chat(
+        iter([req("the news", temperature=1.0, seed=1), req("the news", temperature=1.0, seed=2), req("label", max_tokens=2)]),
+        on_result=got.__setitem__,
+    )
+    assert out == [] and sorted(got) == [0, 1, 2]
+    assert len(got[2].text.split()) <= 2
+    # different seeds are different parameter groups, each seeded: the same seed repeats its sample
+    [again] = backend.chat([req("the news", temperature=1.0, seed=1)])
+    assert again.text == got[0].text
+
+
+def test_a_failing_batch_is_reported_per_request(tiny):
+    model, tokenizer = tiny
+    backend = TransformersBackend(model, tokenizer, params={"max_tokens": 2, "temperature": -1.0, "top_p": "x"})
+    [r] = backend.chat([req("the news", temperature=0.5)])
+    assert r.text is None and r.error
