@@ -1,0 +1,324 @@
+"""Review sheets: export one per reviewer, import their verdicts back (DESIGN §3, §8).
+
+``export_sheets`` writes, per reviewer, ``sheet_<reviewer>.csv`` (fill in ``verdict``,
+``corrected_label``, ``comment``) and ``sheet_<reviewer>.html`` (a self-contained offline page:
+images inline as data URLs, no external CSS or JS) showing each item's image, text, votes,
+labels and rationale. An overlap set of items goes to every reviewer, so their agreement can be
+measured; the rest is dealt out round-robin. Assignment is deterministic (by a hash of the item
+id), so re-exporting gives each reviewer the same items.
+
+``import_verdicts`` validates every row of every file first and imports nothing if any row is
+wrong, naming each bad row; otherwise it rewrites ``reviews/verdicts.jsonl`` atomically with the
+new verdicts appended (see :mod:`vilbias.review.verdicts`). A row with an empty verdict (and no
+corrected label or comment) is an item not reviewed yet and is skipped.
+
+The verdict concerns the ``multimodal_label`` (the task label). ``Incorrect`` needs a corrected
+label different from it; an item without a majority (flagged) needs a corrected label whatever the
+verdict, since that label is what settles it.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import html
+import json
+import logging
+import mimetypes
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vilbias.annotate.store import AnnotationStore
+from vilbias.annotate.voting import Vote, VoteResult, hierarchical_vote
+from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, load_verdicts
+from vilbias.workdir import ANNOTATIONS, REVIEWS, Article, atomic_write, read_articles, read_jsonl, utcnow
+
+logger = logging.getLogger(__name__)
+
+SHEET_COLUMNS = [
+    "unique_id", "reviewer", "outlet", "headline", "url", "text_label", "multimodal_label", "flagged",
+    "agreement", "techniques", "rationale", "votes", "verdict", "corrected_label", "comment",
+]
+LABEL_SPELLINGS = {"biased": "biased", "notbiased": "not_biased"}
+
+
+@dataclass
+class ItemVotes:
+    """An item's automated result under both prompts, with its raw votes."""
+
+    text: VoteResult
+    multimodal: VoteResult
+    text_votes: list[Vote]
+    multimodal_votes: list[Vote]
+
+
+def automated_results(workdir: str | os.PathLike) -> dict[str, ItemVotes]:
+    """``{item_id: ItemVotes}`` for every item the active annotation configuration voted on."""
+    path = Path(workdir) / ANNOTATIONS
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: run `vilbias annotate --workdir {workdir}` first")
+    out = {}
+    with AnnotationStore(path) as store:
+        active = store.active()
+        order = {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()}
+        for item_id, by_prompt in store.iter_votes():
+            tv, mv = by_prompt.get("text", []), by_prompt.get("multimodal", [])
+            if not tv and not mv:
+                continue
+            out[item_id] = ItemVotes(
+                hierarchical_vote(tv, order.get("text")), hierarchical_vote(mv, order.get("multimodal")), tv, mv
+            )
+    return out
+
+
+def _rank(item_id: str) -> str:
+    return hashlib.sha256(item_id.encode("utf-8")).hexdigest()
+
+
+def assign(item_ids: list[str], reviewers: list[str], overlap: int) -> dict[str, list[str]]:
+    """Deterministic assignment: the ``overlap`` items first in hash order go to every reviewer,
+    the others round-robin. Returns ``{reviewer: [item_id, ...]}``."""
+    ordered = sorted(item_ids, key=_rank)
+    shared, rest = ordered[:overlap], ordered[overlap:]
+    sheets = {r: list(shared) for r in reviewers}
+    for i, item_id in enumerate(rest):
+        sheets[reviewers[i % len(reviewers)]].append(item_id)
+    return sheets
+
+
+@dataclass
+class ExportConfig:
+    workdir: Path = field(metadata={"help": "The annotated workdir."})
+    out: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer)."})
+    reviewers: int = field(default=1, metadata={"help": "Number of reviewers, one sheet each."})
+    reviewer_names: list[str] = field(default_factory=list, metadata={"help": "Names for the reviewers (default reviewer_1 ...)."})
+    overlap: int = field(default=20, metadata={"help": "Items every reviewer gets, for inter-reviewer agreement."})
+    only_unreviewed: bool = field(default=False, metadata={"help": "Leave out items that already have a verdict."})
+    max_text_chars: int = field(default=4000, metadata={"help": "Article text shown in the HTML page beyond this is cut."})
+
+
+def _label_text(label: str | None) -> str:
+    return label or ""
+
+
+def _votes_text(votes: list[Vote]) -> str:
+    by: dict[str, list[str]] = {}
+    for v in sorted(votes, key=lambda v: (v.annotator, v.sample)):
+        by.setdefault(v.annotator, []).append({"biased": "B", "not_biased": "N"}.get(v.label or "", "-"))
+    return " | ".join(f"{a}: {''.join(s)}" for a, s in by.items())
+
+
+def export_sheets(config: ExportConfig) -> dict[str, Any]:
+    """Write one CSV and one HTML sheet per reviewer; return ``{reviewer: {"items", "csv", "html"}}``."""
+    if config.reviewers < 1:
+        raise ValueError("--reviewers must be at least 1")
+    if config.overlap < 0:
+        raise ValueError("--overlap cannot be negative")
+    names = list(config.reviewer_names) or [f"reviewer_{i + 1}" for i in range(config.reviewers)]
+    if config.reviewer_names and config.reviewers not in (1, len(names)):
+        raise ValueError(f"--reviewer-names gives {len(names)} names for --reviewers {config.reviewers}")
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_.-]+", n)]
+    if bad or len(set(names)) != len(names):
+        raise ValueError(f"reviewer names must be unique and use letters, digits, _ . - only: {names}")
+    results = automated_results(config.workdir)
+    articles = {a.unique_id: a for a in read_articles(config.workdir) if a.unique_id in results}
+    reviewed = set(load_verdicts(config.workdir)) if config.only_unreviewed else set()
+    item_ids = [i for i in articles if i not in reviewed]
+    if not item_ids:
+        raise ValueError("no annotated items to review (run `vilbias annotate` first, or drop --only-unreviewed)")
+    sheets = assign(item_ids, names, min(config.overlap, len(item_ids)))
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for reviewer, ids in sheets.items():
+        rows = [_row(articles[i], results[i], reviewer) for i in ids]
+        csv_path = out / f"sheet_{reviewer}.csv"
+        html_path = out / f"sheet_{reviewer}.html"
+        atomic_write(csv_path, _csv_text(rows))
+        atomic_write(html_path, _html(reviewer, rows, [articles[i] for i in ids], [results[i] for i in ids], config))
+        written[reviewer] = {"items": len(ids), "csv": str(csv_path), "html": str(html_path)}
+    logger.info("wrote %d sheets to %s (%d items, %d shared)", len(sheets), out, len(item_ids), min(config.overlap, len(item_ids)))
+    return written
+
+
+def _row(article: Article, result: ItemVotes, reviewer: str) -> dict[str, Any]:
+    mm = result.multimodal
+    return {
+        "unique_id": article.unique_id,
+        "reviewer": reviewer,
+        "outlet": article.outlet,
+        "headline": article.headline,
+        "url": article.url,
+        "text_label": _label_text(result.text.label),
+        "multimodal_label": _label_text(mm.label),
+        "flagged": mm.reason or "",
+        "agreement": f"{mm.agreement:.2f}" if mm.agreement is not None else "",
+        "techniques": ", ".join(mm.techniques),
+        "rationale": mm.rationale,
+        "votes": _votes_text(result.multimodal_votes),
+        "verdict": "",
+        "corrected_label": "",
+        "comment": "",
+    }
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=SHEET_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+article{border:1px solid #ccc;border-radius:8px;padding:1rem;margin:1.5rem 0}
+img{max-width:100%;max-height:24rem;display:block;margin:.5rem 0}
+.label{font-weight:bold}.flagged{color:#b00}.meta{color:#666;font-size:.9em}
+table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}
+pre{white-space:pre-wrap;font-family:inherit}
+"""
+
+
+def _data_url(path: Path) -> str:
+    mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], results: list[ItemVotes], config: ExportConfig) -> str:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>Review sheet: {e(reviewer)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Review sheet: {e(reviewer)}</h1>",
+        "<p>For each item, fill in <code>verdict</code> (Acceptable / Needs Improvement / Incorrect), "
+        "<code>corrected_label</code> (biased / not biased; required for Incorrect and for flagged items) "
+        f"and <code>comment</code> in <code>sheet_{e(reviewer)}.csv</code>, then run "
+        "<code>vilbias review import --workdir DIR sheet.csv</code>.</p>",
+    ]
+    for n, (row, article, result) in enumerate(zip(rows, articles, results, strict=True), 1):
+        image = Path(config.workdir) / article.image_path
+        img = f"<img src='{_data_url(image)}' alt='{e(article.image_caption)}'>" if image.is_file() else "<p>(image missing)</p>"
+        text = article.article_text
+        if len(text) > config.max_text_chars:
+            text = text[: config.max_text_chars] + " [...]"
+        mm = result.multimodal
+        label = (
+            f"<span class='label'>{e(mm.label)}</span>" if mm.label else f"<span class='label flagged'>no majority ({e(mm.reason or '')})</span>"
+        )
+        vote_rows = "".join(
+            f"<tr><td>{e(prompt)}</td><td>{e(_votes_text(votes))}</td></tr>"
+            for prompt, votes in (("text", result.text_votes), ("multimodal", result.multimodal_votes))
+        )
+        parts.append(
+            f"<article id='{e(article.unique_id)}'><h2>{n}. {e(article.headline)}</h2>"
+            f"<p class='meta'>{e(article.outlet)} · <code>{e(article.unique_id)}</code> · {e(article.url)}</p>"
+            f"{img}<p class='meta'>Caption: {e(article.image_caption or '(none)')}</p>"
+            f"<p>Multimodal label: {label} · text label: {e(result.text.label or 'no majority')}"
+            f" · agreement: {e(row['agreement'] or '-')}</p>"
+            f"<p>Rationale: {e(mm.rationale or '(none)')}</p>"
+            f"<p>Techniques: {e(row['techniques'] or '(none)')}</p>"
+            f"<table><tr><th>prompt</th><th>votes (B biased, N not biased, - abstained)</th></tr>{vote_rows}</table>"
+            f"<details><summary>Article text</summary><pre>{e(text)}</pre></details></article>"
+        )
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+@dataclass
+class ImportConfig:
+    workdir: Path = field(metadata={"help": "The annotated workdir."})
+    files: list[Path] = field(default_factory=list, metadata={"positional": True, "help": "Filled-in sheet CSV files."})
+
+
+def _norm_verdict(value: str) -> str | None:
+    v = re.sub(r"[\s-]+", "_", value.strip().lower())
+    return v if v in VERDICTS else None
+
+
+def _norm_label(value: str) -> str | None:
+    return LABEL_SPELLINGS.get(re.sub(r"[^a-z]", "", value.lower()))
+
+
+def import_verdicts(config: ImportConfig) -> dict[str, Any]:
+    """Validate every row of ``config.files``; import all of them or none.
+
+    Raises:
+        ValueError: naming every bad row (``file:line: problem``); nothing is written.
+    """
+    if not config.files:
+        raise ValueError("give at least one sheet file to import")
+    results = automated_results(config.workdir)
+    known = {a.unique_id for a in read_articles(config.workdir)}
+    errors: list[str] = []
+    records: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], str] = {}
+    skipped = 0
+    now = utcnow()
+    for path in map(Path, config.files):
+        if not path.is_file():
+            errors.append(f"{path}: file not found")
+            continue
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in ("unique_id", "reviewer", "verdict", "corrected_label", "comment") if c not in (reader.fieldnames or [])]
+            if missing:
+                errors.append(f"{path}: missing columns {missing}")
+                continue
+            for row in reader:
+                where = f"{path}:{reader.line_num}"
+                item = (row.get("unique_id") or "").strip()
+                reviewer = (row.get("reviewer") or "").strip()
+                verdict_raw = (row.get("verdict") or "").strip()
+                corrected_raw = (row.get("corrected_label") or "").strip()
+                comment = (row.get("comment") or "").strip()
+                if not verdict_raw:
+                    if corrected_raw or comment:
+                        errors.append(f"{where}: corrected_label or comment given without a verdict")
+                    else:
+                        skipped += 1
+                    continue
+                problems = []
+                if item not in known:
+                    problems.append(f"unknown item {item!r}")
+                if not reviewer:
+                    problems.append("reviewer is empty")
+                verdict = _norm_verdict(verdict_raw)
+                if verdict is None:
+                    problems.append(f"bad verdict {verdict_raw!r} (use Acceptable, Needs Improvement or Incorrect)")
+                corrected = _norm_label(corrected_raw) if corrected_raw else None
+                if corrected_raw and corrected is None:
+                    problems.append(f"bad corrected_label {corrected_raw!r} (use biased or not biased)")
+                automated = results[item].multimodal.label if item in results else None
+                if verdict == "incorrect" and corrected is None and not corrected_raw:
+                    problems.append("verdict Incorrect needs a corrected_label")
+                elif verdict == "incorrect" and corrected is not None and corrected == automated:
+                    problems.append(f"verdict Incorrect but corrected_label equals the automated label {automated!r}")
+                elif item in known and automated is None and corrected is None and not corrected_raw:
+                    problems.append("the item has no automated label (no majority): give a corrected_label")
+                if (item, reviewer) in seen:
+                    problems.append(f"reviewer {reviewer!r} already judged this item at {seen[(item, reviewer)]}")
+                seen.setdefault((item, reviewer), where)
+                if problems:
+                    errors.extend(f"{where}: {p}" for p in problems)
+                    continue
+                records.append(
+                    {"unique_id": item, "reviewer": reviewer, "verdict": verdict, "corrected_label": corrected,
+                     "comment": comment, "sheet": path.name, "imported_at": now}
+                )
+    if errors:
+        raise ValueError(f"nothing imported; {len(errors)} problem(s):\n" + "\n".join(errors))
+    target = Path(config.workdir) / REVIEWS / VERDICTS_FILE
+    existing = [json.dumps(r, ensure_ascii=False) for r in read_jsonl(target)]
+    lines = existing + [json.dumps(r, ensure_ascii=False) for r in records]
+    atomic_write(target, "".join(line + "\n" for line in lines))
+    counts = Counter(r["verdict"] for r in records)
+    logger.info("imported %d verdicts (%d rows not reviewed yet)", len(records), skipped)
+    return {"imported": len(records), "skipped": skipped, "verdicts": dict(counts), "file": str(target)}
