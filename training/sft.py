@@ -322,6 +322,8 @@ def run_sft(script_args, training_args, model_args, dataset_args, extra: Vilbias
                                                               encoding="utf-8")
         logger.info("trainable %.4f%% of %d parameters, peak %s %.1f MiB, %.1f s", 100 * record["trainable_share"],
                     total, memory.kind, memory.peak / 2**20, record["wall_time_s"])
+        # What the card states, so `vilbias publish model --source OUTPUT_DIR` can push it later
+        model_card_info(record).save(training_args.output_dir)
         if push:
             push_run(training_args.output_dir, training_args.hub_model_id, record)
     trainer.end()
@@ -340,14 +342,46 @@ def push_run(output_dir: str | Path, repo_id: str | None, record: dict[str, Any]
     from vilbias.publish.model import push_model
 
     record = record or json.loads(Path(output_dir, RUN_RECORD).read_text(encoding="utf-8"))
-    return push_model(output_dir, repo_id, info=model_card_info(record))
+    return push_model(output_dir, repo_id, info=model_card_info(record, repo_id))
 
 
-def model_card_info(record: dict[str, Any]):
-    """The :class:`vilbias.publish.model.ModelCardInfo` of a run record."""
+def model_card_info(record: dict[str, Any], repo_id: str | None = None):
+    """The :class:`vilbias.publish.model.ModelCardInfo` of a run record (what the card states).
+
+    Without ``repo_id`` the usage snippet is left to the publishing stage's default.
+    """
     from vilbias.publish.model import ModelCardInfo
 
-    return ModelCardInfo.from_run_record(record)
+    evaluation = record.get("evaluation") or []
+    if isinstance(evaluation, dict):  # {"f1": 0.8, ...}: test-split metrics
+        evaluation = [{"metric_type": k, "value": v, "split": "test"} for k, v in evaluation.items()]
+    hyperparameters = {**record["hyperparameters"], **(record.get("peft") or {}),
+                       **(record.get("quantization") or {})}
+    return ModelCardInfo(
+        base_model=record["base_model"],
+        dataset=record["dataset"],
+        method=record["method"],
+        task="image-text-to-text",
+        dataset_config=record.get("dataset_config") or "sft",
+        dataset_revision=record.get("dataset_revision"),
+        hyperparameters=hyperparameters,
+        trainable_params=record["trainable_parameters"],
+        total_params=record["total_parameters"],
+        peak_memory_mb=round(record["peak_memory_bytes"] / 2**20, 1),
+        wall_time_s=round(record["wall_time_s"], 1),
+        eval_results=evaluation,
+        usage_snippet=USAGE_SNIPPET.replace("{repo_id}", repo_id) if repo_id else "",
+        library_name="transformers" if record["method"] == "full" else "peft",
+        tags=["vilbias", "media-bias", "trl", "sft", record["method"]],
+    )
+
+
+USAGE_SNIPPET = """from PIL import Image
+from vilbias.training.inference import generate_answers, load_vlm
+
+model, processor = load_vlm("{repo_id}")  # adapter repos load their base model underneath
+answer = generate_answers(model, processor, [(Image.open("news.jpg"), "Headline ...", "Article text ...")])[0]
+print(answer.label, answer.reasoning)  # label None + answer.error when the output is unparseable"""
 
 
 __all__ = ["VilbiasSFTArguments", "make_parser", "parse_recipe", "run_sft", "push_run", "count_parameters",

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
-
 import vilbias.training
-from tests.fakes.tiny_vlm import FAMILY_OF_RECIPE
+import yaml
 from vilbias.training.sft import RUN_RECORD, parse_recipe, run_sft
+
+from tests.fakes.tiny_vlm import FAMILY_OF_RECIPE
 
 RECIPES_DIR = Path(vilbias.training.__file__).parent / "recipes"
 RECIPES = sorted(RECIPES_DIR.glob("*/*.yaml"))
