@@ -88,9 +88,16 @@ def _build_lite0():
                 pads += [total // 2, total - total // 2]
             return super().forward(F.pad(x, pads))
 
+    class BatchNorm2d(nn.BatchNorm2d):
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args):
+            # Checkpoints without torch's version metadata (safetensors files) make
+            # BatchNorm invent a ``num_batches_tracked`` entry; this model drops that
+            # counter (see load_efficientnet_lite0), so the invented key must not appear.
+            super()._load_from_state_dict(state_dict, prefix, {**local_metadata, "version": 2}, *args)
+
     def bn(c):
         # The port's batch-norm settings (TF momentum 0.99, epsilon 1e-3).
-        return nn.BatchNorm2d(c, momentum=0.01, eps=1e-3)
+        return BatchNorm2d(c, momentum=0.01, eps=1e-3)
 
     class MBConv(nn.Module):
         def __init__(self, expand, kernel, stride, cin, cout):
@@ -170,6 +177,12 @@ def load_efficientnet_lite0(pretrained: bool = True):
     if pretrained:
         state = torch.load(lite0_weights_path(), map_location="cpu", weights_only=True)
         model.load_state_dict(state, strict=True)
+    # The batch counters are bookkeeping (momentum is fixed, so they never enter the maths);
+    # dropping them keeps them out of state dicts, so a frozen encoder's keys are exactly
+    # what a head-only checkpoint reports missing.
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.num_batches_tracked = None
     return model.eval()
 
 
