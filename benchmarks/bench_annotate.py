@@ -1,0 +1,137 @@
+"""Annotation throughput and memory against a local OpenAI-compatible server.
+
+    .venv/bin/python benchmarks/bench_annotate.py [--calls 20000] [--latency 0.05] [--concurrency 32]
+
+The fake server (tests/fakes/openai_server.py) runs in its own process and answers each call
+after ``--latency`` seconds. The ideal rate is concurrency / latency (640 calls/s for 32 / 50 ms);
+the target is a ratio of at least 0.8 of it. Two runs in the same process: the backend alone
+(requests streamed into ``OpenAIBackend.chat``) and the whole ``vilbias annotate`` stage (prompt
+rendering, parsing, one SQLite commit per call). Memory: peak RSS after the first quarter of the
+calls against peak RSS at the end (flat means the difference does not grow with the calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.workdirs import make_workdir  # noqa: E402
+from vilbias.annotate.backends import ChatRequest, OpenAIBackend  # noqa: E402
+from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, annotate  # noqa: E402
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class RssWatcher:
+    """Samples RSS; ``mark()`` remembers the peak so far (the 'early' reading)."""
+
+    def __init__(self):
+        self.peak = 0.0
+        self.early = None
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, rss_mb())
+
+    def mark(self):
+        self.early = self.peak = max(self.peak, rss_mb())
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def bench_backend(url: str, calls: int, concurrency: int) -> tuple[float, RssWatcher]:
+    backend = OpenAIBackend("fake-model", url, concurrency=concurrency)
+    watcher = RssWatcher()
+    done = [0]
+
+    def on_result(i, r):
+        if r.text is None:
+            raise RuntimeError(r.error)
+        done[0] += 1
+        if done[0] == calls // 4:
+            watcher.mark()
+
+    requests = (ChatRequest([{"role": "user", "content": f"item {i} " + "word " * 300}]) for i in range(calls))
+    start = time.perf_counter()
+    backend.chat(requests, on_result=on_result)
+    elapsed = time.perf_counter() - start
+    watcher.stop()
+    return calls / elapsed, watcher
+
+
+def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tuple[float, RssWatcher, dict]:
+    samples = 3
+    items = -(-calls // (2 * samples))
+    make_workdir(workdir, n=items, shared_image=True)
+    spec = AnnotatorSpec(name="fake", backend="openai", model="fake-model", base_url=url, concurrency=concurrency, params={"temperature": 0.7})
+    watcher = RssWatcher()
+    import vilbias.annotate.store as store_mod
+
+    original = store_mod.AnnotationStore.record_call
+    count = [0]
+
+    def counting(self, *a, **kw):
+        original(self, *a, **kw)
+        count[0] += 1
+        if count[0] == calls // 4:
+            watcher.mark()
+
+    store_mod.AnnotationStore.record_call = counting
+    start = time.perf_counter()
+    try:
+        summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=samples, progress=False))
+    finally:
+        store_mod.AnnotationStore.record_call = original
+    elapsed = time.perf_counter() - start
+    watcher.stop()
+    return count[0] / elapsed, watcher, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    ideal = args.concurrency / args.latency
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.openai_server", "--latency", str(args.latency)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        url = server.stdout.readline().strip()
+        rate, mem = bench_backend(url, args.calls, args.concurrency)
+        print(f"backend : {args.calls} calls, {rate:7.1f} calls/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= 0.8)")
+        print(f"          RSS peak after 1/4 of the calls {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
+        with tempfile.TemporaryDirectory() as tmp:
+            rate, mem, summary = bench_pipeline(url, args.calls, args.concurrency, Path(tmp) / "work")
+        print(f"pipeline: {sum(summary['run'].values())} calls, {rate:7.1f} calls/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= 0.8)")
+        print(f"          RSS peak after 1/4 of the calls {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
+        print(json.dumps({"run": summary["run"]}))
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
