@@ -24,7 +24,6 @@ from pathlib import Path
 
 import torch
 from PIL import Image
-
 from vilbias.training.feature_cache import FeatureCache, compute_image_features
 from vilbias.training.fusion import FusionConfig, FusionForClassification
 
@@ -88,7 +87,7 @@ def main() -> None:
     later_mean = sum(later) / len(later)
     print(f"{len(images)} images, batch {bs}, {args.epochs} epochs each, {args.threads} threads")
     print("recompute every epoch : " + "  ".join(f"{t:.3f}s" for t in base) + f"   mean {base_mean:.3f}s")
-    print("feature cache         : " + "  ".join(f"{t:.3f}s" for t in with_cache) + f"   (first epoch fills the cache)")
+    print("feature cache         : " + "  ".join(f"{t:.3f}s" for t in with_cache) + "   (first epoch fills the cache)")
     print(f"cache: {misses} computed, {hits} read back")
     print(f"ratio (recompute epoch / cached epoch after the first): {base_mean / later_mean:.1f}x")
 

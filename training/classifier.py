@@ -124,7 +124,7 @@ def _texts(ds) -> list[str]:
     from vilbias.training.fusion import compose_text
 
     if "headline" in ds.column_names:
-        return [compose_text(h, a) for h, a in zip(ds["headline"], ds["article_text"])]
+        return [compose_text(h, a) for h, a in zip(ds["headline"], ds["article_text"], strict=True)]
     if "text" in ds.column_names:
         return list(ds["text"])
     raise ValueError(f"no text columns (headline/article_text or text) in {ds.column_names}")
@@ -234,7 +234,6 @@ def featurize(cfg: ClassifierConfig, split, label: str, model, tokenizer, max_le
 def build_model(cfg: ClassifierConfig):
     """(model, tokenizer, max_length) for the configured architecture."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
     from vilbias.training.fusion import FusionConfig, FusionForClassification, resolve_model_path
 
     id2label = dict(enumerate(LABEL_NAMES))
@@ -298,7 +297,6 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     """
     import numpy as np
     from transformers import EarlyStoppingCallback, Trainer, TrainingArguments, set_seed
-
     from vilbias.training.feature_cache import FeatureCache, encoder_identity
     from vilbias.training.losses import make_compute_loss_func
     from vilbias.training.metrics_util import classification_metrics
@@ -363,7 +361,7 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     ids = test["unique_id"] if "unique_id" in test.column_names else [str(i) for i in range(len(test))]
     with open(run_dir / "predictions.jsonl", "w", encoding="utf-8") as f:
-        for uid, gold, pred, p in zip(ids, y_true, preds.tolist(), probs.tolist()):
+        for uid, gold, pred, p in zip(ids, y_true, preds.tolist(), probs.tolist(), strict=True):
             f.write(json.dumps({"unique_id": uid, "label": LABEL_NAMES[gold], "prediction": LABEL_NAMES[pred], "probability_biased": p[1]}) + "\n")
 
     metrics = {
@@ -419,7 +417,7 @@ def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_
     evals = [(h["epoch"], h["eval_loss"], h.get(f"eval_{metric}")) for h in log_history if "eval_loss" in h]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.2))
     if train:
-        ax1.plot(*zip(*train), marker="o", label="train loss")
+        ax1.plot(*zip(*train, strict=True), marker="o", label="train loss")
     if evals:
         ax1.plot([e[0] for e in evals], [e[1] for e in evals], marker="o", label="validation loss")
         ax2.plot([e[0] for e in evals], [e[2] for e in evals], marker="o", color="C2")

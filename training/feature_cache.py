@@ -131,7 +131,7 @@ def compute_image_features(
             batch = todo[start : start + batch_size]
             pixels = encoder.preprocess([Image.open(io.BytesIO(images[i])) for i in batch])
             feats = encoder(pixels.to(device)).float().cpu().numpy()
-            for i, f in zip(batch, feats):
+            for i, f in zip(batch, feats, strict=True):
                 out[keys[i]] = f
                 if cache is not None:
                     cache.put(keys[i], f)

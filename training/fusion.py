@@ -26,9 +26,9 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import SequenceClassifierOutput
+from vilbias.training.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 
 from vilbias import LABEL_NAMES
-from vilbias.training.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ class FusionForClassification(PreTrainedModel):
         self.train(was_training)
         names = [self.config.id2label[i] for i in range(len(probs))]
         best = max(range(len(probs)), key=probs.__getitem__)
-        return {"label": names[best], "score": probs[best], "probabilities": dict(zip(names, probs))}
+        return {"label": names[best], "score": probs[best], "probabilities": dict(zip(names, probs, strict=True))}
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         super().save_pretrained(save_directory, *args, **kwargs)

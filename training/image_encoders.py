@@ -74,7 +74,6 @@ def preprocess_images(images, spec: Preprocessing):
 
 
 def _build_lite0():
-    import torch
     import torch.nn.functional as F
     from torch import nn
 
@@ -83,7 +82,7 @@ def _build_lite0():
 
         def forward(self, x):
             pads = []
-            for size, k, s in zip(reversed(x.shape[-2:]), reversed(self.kernel_size), reversed(self.stride)):
+            for size, k, s in zip(reversed(x.shape[-2:]), reversed(self.kernel_size), reversed(self.stride), strict=True):
                 total = max((math.ceil(size / s) - 1) * s + k - size, 0)
                 pads += [total // 2, total - total // 2]
             return super().forward(F.pad(x, pads))

@@ -7,7 +7,6 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file
-
 from vilbias.training.classifier import ClassifierConfig, train_classifier
 
 FAST = {"batch_size": 8, "epochs": 2, "learning_rate": 5e-3, "patience": 0}
@@ -56,7 +55,6 @@ def test_focal_loss_option_trains(tmp_path, multimodal_repo, tiny_bert):
 
 def test_fusion_end_to_end_and_round_trip(tmp_path, multimodal_repo, tiny_bert, tiny_clip):
     from PIL import Image
-
     from vilbias.training.fusion import FusionForClassification
 
     cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, architecture="fusion", image_encoder=tiny_clip, freeze_image_encoder=False, hidden_size=16)

@@ -35,7 +35,6 @@ def test_minilm_efficientnet_fusion_learns_on_sample(tmp_path, sample_repo):
 
 def test_shipped_default_model_loads_offline_and_predicts():
     from PIL import Image
-
     from vilbias.training.fusion import FusionForClassification
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
 

@@ -48,7 +48,6 @@ def test_summarize_folds_mean_std_and_table():
 
 def test_efficientnet_lite0_loads_strictly_and_gives_1280_features():
     from PIL import Image
-
     from vilbias.training.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 
     encoder = load_image_encoder(EFFICIENTNET_LITE0)  # load_state_dict(strict=True) inside
@@ -62,7 +61,6 @@ def test_efficientnet_lite0_loads_strictly_and_gives_1280_features():
 
 def test_feature_cache_reuses_features_by_image_hash(tmp_path):
     from PIL import Image
-
     from vilbias.training.feature_cache import FeatureCache, compute_image_features, image_sha256
 
     class CountingEncoder(torch.nn.Module):
