@@ -29,6 +29,8 @@ def answered(db):
     con = sqlite3.connect(db)
     try:
         return {tuple(r) for r in con.execute("SELECT item_id, prompt, sample FROM calls WHERE raw IS NOT NULL")}
+    except sqlite3.OperationalError:  # polled before the run created its tables
+        return set()
     finally:
         con.close()
 

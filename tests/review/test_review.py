@@ -4,7 +4,14 @@ import re
 
 import pytest
 
-from vilbias.review import ExportConfig, ImportConfig, StatsConfig, export_sheets, import_verdicts, review_stats
+from vilbias.review import (
+    ExportConfig,
+    ImportConfig,
+    StatsConfig,
+    export_sheets,
+    import_verdicts,
+    review_stats,
+)
 from vilbias.review.sheets import SHEET_COLUMNS, assign
 from vilbias.review.verdicts import load_verdicts, resolve_review
 

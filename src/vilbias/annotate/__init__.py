@@ -6,6 +6,12 @@
 From Python: ``annotate(AnnotateConfig(workdir="work"))``. See ``docs/annotate.md``.
 """
 
-from vilbias.annotate.pipeline import DEFAULT_ANNOTATORS, AnnotateConfig, AnnotatorSpec, annotate, load_annotators
+from vilbias.annotate.pipeline import (
+    DEFAULT_ANNOTATORS,
+    AnnotateConfig,
+    AnnotatorSpec,
+    annotate,
+    load_annotators,
+)
 
 __all__ = ["DEFAULT_ANNOTATORS", "AnnotateConfig", "AnnotatorSpec", "annotate", "load_annotators"]

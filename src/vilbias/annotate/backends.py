@@ -271,7 +271,12 @@ class TransformersBackend:
         device: str | None = None,
     ) -> TransformersBackend:
         import torch
-        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+        from transformers import (
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoProcessor,
+            AutoTokenizer,
+        )
 
         extra = {"gguf_file": gguf_file} if gguf_file else {}
         if vision:

@@ -36,7 +36,15 @@ from typing import Any
 from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.voting import Vote, VoteResult, hierarchical_vote
 from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, load_verdicts
-from vilbias.workdir import ANNOTATIONS, REVIEWS, Article, atomic_write, read_articles, read_jsonl, utcnow
+from vilbias.workdir import (
+    ANNOTATIONS,
+    REVIEWS,
+    Article,
+    atomic_write,
+    read_articles,
+    read_jsonl,
+    utcnow,
+)
 
 logger = logging.getLogger(__name__)
 
