@@ -168,3 +168,15 @@ def test_sentences_reject_wrong_header_and_conflicts(tmp_path):
     dup.write_bytes(("\n".join([BABE_HEADER, *rows]) + "\n").encode("utf-8-sig"))
     with pytest.raises(ValueError, match="different label"):
         build_sentences(dup, tmp_path / "out2")
+
+
+def test_build_cli_sentences(tmp_path, babe_csv, capsys):
+    import json
+
+    from vilbias.cli import main
+
+    assert main(["build", "--sentences", str(babe_csv), "--output", str(tmp_path / "babe")]) == 0
+    out = capsys.readouterr().out
+    assert "fold_4" in out and "no_agreement 4" in out
+    report = json.loads((tmp_path / "babe" / "build_report.json").read_text())
+    assert report["rows"] == 50 and report["configs"]["fold_0"]["train"] + report["configs"]["fold_0"]["test"] == 50

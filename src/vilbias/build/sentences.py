@@ -78,8 +78,13 @@ def _norm_text(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
 
-def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict]:
-    """Parse a BABE-format CSV into rows (label as class id) and a count of what was dropped.
+def _uid(link: str, text: str) -> str:
+    return hashlib.sha256(f"{link}\n{text}".encode()).hexdigest()[:20]
+
+
+def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict, list[dict]]:
+    """Parse a BABE-format CSV into rows (label as class id), counts, and the dropped rows
+    (``{"unique_id", "line", "reason"}``, reason ``no_agreement`` or ``duplicate``).
 
     Raises:
         ValueError: a missing column, an unknown ``label_bias``, a malformed ``biased_words``,
@@ -87,6 +92,7 @@ def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict]:
     """
     rows: dict[str, dict] = {}
     counts = Counter()
+    exclusions: list[dict] = []
     with open(csv_path, encoding="utf-8-sig", newline="") as f:
         reader = csv.DictReader(f, delimiter=";")
         missing = [c for c in BABE_COLUMNS if c not in (reader.fieldnames or [])]
@@ -100,6 +106,8 @@ def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict]:
             label_raw = (rec["label_bias"] or "").strip()
             if label_raw == NO_AGREEMENT:
                 counts["excluded_no_agreement"] += 1
+                uid = _uid((rec["news_link"] or "").strip(), (rec["text"] or "").strip())
+                exclusions.append({"unique_id": uid, "line": line, "reason": "no_agreement"})
                 continue
             if label_raw not in LABEL_MAP:
                 raise ValueError(
@@ -109,7 +117,7 @@ def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict]:
             if not text:
                 raise ValueError(f"line {line}: empty text")
             link = (rec["news_link"] or "").strip()
-            uid = hashlib.sha256(f"{link}\n{text}".encode()).hexdigest()[:20]
+            uid = _uid(link, text)
             row = {
                 "unique_id": uid,
                 "text": text,
@@ -125,9 +133,11 @@ def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict]:
                 if rows[uid]["label"] != row["label"]:
                     raise ValueError(f"line {line}: this sentence and link appear earlier with a different label")
                 counts["duplicates_dropped"] += 1
+                exclusions.append({"unique_id": uid, "line": line, "reason": "duplicate"})
                 continue
             rows[uid] = row
-    return list(rows.values()), {k: counts[k] for k in ("rows_read", "excluded_no_agreement", "duplicates_dropped")}
+    counts = {k: counts[k] for k in ("rows_read", "excluded_no_agreement", "duplicates_dropped")}
+    return list(rows.values()), counts, exclusions
 
 
 def write_repo(output_dir: Path, configs: dict, features, body: str) -> None:
@@ -175,10 +185,14 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         A report: rows read, kept, excluded as ``No agreement``, duplicates dropped, label
         counts, and per split/fold the row count and biased share.
     """
+    import json
+    import time
+
     from datasets import Dataset
 
+    started = time.monotonic()
     csv_path, output_dir = Path(csv_path), Path(output_dir)
-    rows, counts = read_sentences(csv_path)
+    rows, counts, exclusions = read_sentences(csv_path)
     if not rows:
         raise ValueError(f"{csv_path}: no labelled sentences left after excluding {NO_AGREEMENT!r} rows")
     items = [
@@ -207,17 +221,38 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         n = len(ds)
         return {"rows": n, "biased_share": round(sum(ds["label"]) / n, 4) if n else None}
 
+    n = len(rows)
     report = {
+        # The keys `vilbias build` prints (vilbias.build.format_report) ...
+        "rows": n,
+        "source": str(csv_path),
+        "configs": {name: {split: len(ds) for split, ds in splits.items()} for name, splits in configs.items()},
+        "corpus_biased_share": round(sum(r["label"] for r in rows) / n, 4),
+        "label_share": {
+            f"{name}/{split}": (sum(ds["label"]) / len(ds) if len(ds) else 0.0)
+            for name, splits in configs.items()
+            for split, ds in splits.items()
+        },
+        "groups": {
+            "groups": split_report.groups,
+            "multi_row_groups": split_report.multi_row_groups,
+            "largest_group": split_report.largest_group,
+        },
+        "groups_not_kept_whole": split_report.not_kept_whole,
+        "exclusions": exclusions,
+        "exclusion_counts": dict(Counter(e["reason"] for e in exclusions)),
+        # ... and the sentence corpus's own figures.
         **counts,
-        "rows_kept": len(rows),
+        "rows_kept": n,
         "label_counts": {name: sum(1 for r in rows if r["label"] == i) for i, name in enumerate(LABEL_NAMES)},
         "default": {s: share(ds) for s, ds in configs["default"].items()},
         "folds": {f"fold_{k}": share(configs[f"fold_{k}"]["test"]) for k in range(N_FOLDS)},
-        "groups_not_kept_whole": len(split_report.not_kept_whole),
         "output": str(output_dir),
     }
     body = _card_body(csv_path.name, report)
     write_repo(output_dir, configs, features, body)
+    report["seconds"] = round(time.monotonic() - started, 1)
+    (output_dir / "build_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     logger.info("built %d sentences (%d excluded as No agreement) into %s", len(rows), counts["excluded_no_agreement"], output_dir)
     return report
 
