@@ -35,6 +35,11 @@ def test_wheel_contents(wheel):
         "vilbias/sample/annotations.jsonl",
         "vilbias/training/cli.py",
         "vilbias/spaces/__init__.py",
+        "vilbias/annotate/prompts/text.txt",
+        "vilbias/annotate/prompts/multimodal.txt",
+        "vilbias/publish/templates/model_card.md",
+        "vilbias/training/default_model/config.json",
+        "vilbias/training/recipes/SmolVLM-Instruct/lora.yaml",
     ]:
         assert required in names, required
     assert any(n.startswith("vilbias/sample/images/") for n in names)
