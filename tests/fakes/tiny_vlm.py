@@ -125,7 +125,7 @@ def _text_kwargs(vocab_size: int, tokenizer) -> dict:
     )
 
 
-def _llava_next(extra_text):
+def _llava_next(extra_text, hidden=HIDDEN, intermediate=INTERMEDIATE, layers=2):
     from transformers import (
         CLIPVisionConfig,
         LlavaNextConfig,
@@ -137,11 +137,13 @@ def _llava_next(extra_text):
 
     tokenizer = train_tokenizer(["<unk>", "<s>", "</s>", "<image>", "[INST]", "[/INST]"],
                                 bos="<s>", eos="</s>", pad="<unk>", unk="<unk>", extra_text=extra_text)
-    vision = CLIPVisionConfig(hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=2,
-                              num_attention_heads=4, image_size=32, patch_size=16, projection_dim=HIDDEN)
+    vision = CLIPVisionConfig(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
+                              num_attention_heads=4, image_size=32, patch_size=16, projection_dim=hidden)
+    text = {**_text_kwargs(len(tokenizer), tokenizer), "hidden_size": hidden, "intermediate_size": intermediate,
+            "num_hidden_layers": layers}
     config = LlavaNextConfig(
         vision_config=vision,
-        text_config=MistralConfig(**_text_kwargs(len(tokenizer), tokenizer), head_dim=16),
+        text_config=MistralConfig(**text, head_dim=hidden // 4),
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
         image_grid_pinpoints=[[32, 32]],
         vision_feature_layer=-1,
@@ -298,21 +300,27 @@ _BUILDERS = {
 FAMILIES = tuple(_BUILDERS)
 
 
-def build_tiny_vlm_objects(family: str, *, extra_text: list[str] | None = None, seed: int = 0):
-    """Build ``(model, processor)`` for ``family`` in memory (see the module docstring)."""
+def build_tiny_vlm_objects(family: str, *, extra_text: list[str] | None = None, seed: int = 0, **size):
+    """Build ``(model, processor)`` for ``family`` in memory (see the module docstring).
+
+    ``size`` (``hidden``, ``intermediate``, ``layers``; ``llava_next`` only) scales the model up,
+    e.g. past 100M parameters for the memory benchmark.
+    """
     import torch
 
     if family not in _BUILDERS:
         raise ValueError(f"unknown tiny VLM family {family!r}; choose from {sorted(_BUILDERS)}")
     torch.manual_seed(seed)
-    model, processor = _BUILDERS[family](extra_text)
+    if size and family != "llava_next":
+        raise ValueError("only the llava_next family takes size arguments")
+    model, processor = _BUILDERS[family](extra_text, **size)
     model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
     model.generation_config.eos_token_id = processor.tokenizer.eos_token_id
     return model.eval(), processor
 
 
 def build_tiny_vlm(family: str, output_dir: str | Path, *, extra_text: list[str] | None = None,
-                   seed: int = 0) -> Path:
+                   seed: int = 0, **size) -> Path:
     """Build a tiny random VLM of ``family`` and save model + processor to ``output_dir``.
 
     The folder loads like a Hub checkpoint: ``AutoModelForImageTextToText.from_pretrained`` and
@@ -322,7 +330,7 @@ def build_tiny_vlm(family: str, output_dir: str | Path, *, extra_text: list[str]
         `Path`: ``output_dir``.
     """
     output_dir = Path(output_dir)
-    model, processor = build_tiny_vlm_objects(family, extra_text=extra_text, seed=seed)
+    model, processor = build_tiny_vlm_objects(family, extra_text=extra_text, seed=seed, **size)
     model.save_pretrained(output_dir)
     processor.save_pretrained(output_dir)
     return output_dir
