@@ -121,7 +121,7 @@ def test_ingest_end_to_end(web, news, make_config):
     assert budget.headline == "Budget row deepens"
     assert budget.outlet == "Daily Example"
     assert budget.published == "2026-11-20T10:00:00+00:00"
-    assert budget.article_text == "\n".join(site.paragraphs(1))
+    assert budget.article_text == "\n\n".join(site.paragraphs(1))
     assert budget.image_url == u("img.test", "/1.jpg")
     assert budget.source_url == u("news-a.test", "/2026/11/budget.html?utm_source=rss&utm_medium=feed")
     assert budget.feed_url == feeds[0]
@@ -243,3 +243,40 @@ def test_google_news_links_resolve_to_the_publisher(web, make_config):
     before = len(web.requests)
     assert ingest(config).already_done == 2
     assert {r.path for r in web.requests[before:]} == {"/robots.txt", "/rss/search"}
+
+
+def test_cli_feeds_file_max_items_and_summary(web, tmp_path, capsys):
+    from vilbias.cli import main
+
+    links = []
+    for i in range(5):
+        web.add("127.0.0.1", f"/s/{i}", Page(site.og_page(f"Story {i}", site.paragraphs(30 + i), web.url("127.0.0.1", f"/i/{i}.jpg"))))
+        web.add("127.0.0.1", f"/i/{i}.jpg", Page(site.jpeg(seed=30 + i), content_type=JPEG))
+        links.append({"link": web.url("127.0.0.1", f"/s/{i}")})
+    feeds_file = tmp_path / "feeds.txt"
+    feeds_file.write_text("# my feeds\n" + web.add("127.0.0.1", "/f.xml", Page(site.rss(links))) + "\n\n")
+    work = tmp_path / "w"
+    def argv(max_items: int) -> list[str]:
+        return ["ingest", "--feeds-file", str(feeds_file), "--workdir", str(work), "--max-items", str(max_items),
+                "--allow-private-addresses", "--no-progress", "--rate", "0"]
+
+    assert main(argv(2)) == 0
+    out = capsys.readouterr().out
+    assert "items seen       5" in out and "kept             2 (workdir now holds 2)" in out
+    assert len(list(read_articles(work))) == 2
+    assert main(argv(4)) == 0
+    assert len(list(read_articles(work))) == 4
+    # without --allow-private-addresses the loopback feed is refused, and said so
+    assert main(["ingest", "--feeds-file", str(feeds_file), "--workdir", str(tmp_path / "w2"), "--no-progress"]) == 1
+    assert "blocked_address" in (tmp_path / "w2" / "ingest_errors.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({}, "at least one --feed"), ({"feed": ["ftp://x/feed"]}, "http"), ({"feed": ["http://x/f"], "min_sentences": 0}, "min-sentences"),
+     ({"feed": ["http://x/f"], "feeds_file": "/nonexistent/feeds.txt"}, "does not exist")],
+)
+def test_config_errors_are_clear(tmp_path, kwargs, message):
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        ingest(IngestConfig(workdir=tmp_path / "w", **kwargs))
+    assert not (tmp_path / "w").exists()  # nothing is created before the settings are checked

@@ -404,7 +404,8 @@ def extract_article(html: str, url: str) -> Extracted:
         html, url=url, with_metadata=True, include_comments=False, include_tables=False, include_images=False
     )
     text = (getattr(doc_extract, "text", None) or "").strip() if doc_extract is not None else ""
-    result.text = "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    # One paragraph per line from trafilatura; the workdir separates them by blank lines.
+    result.text = "\n\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
 
     headline = (
         _ld_text(ld_article.get("headline")) if ld_article else ""
@@ -413,10 +414,10 @@ def extract_article(html: str, url: str) -> Extracted:
         title = doc.find(".//title")
         headline = title.text_content() if title is not None else ""
     result.headline = " ".join(headline.split())
-    lines = result.text.split("\n")
-    if lines and result.headline and lines[0].strip() == result.headline:
+    paras = result.text.split("\n\n")
+    if paras and result.headline and paras[0].strip() == result.headline:
         # trafilatura keeps the <h1>; the headline is its own field.
-        result.text = "\n".join(lines[1:])
+        result.text = "\n\n".join(paras[1:])
 
     outlet = _meta(doc, "og:site_name", "application-name")
     if not outlet and ld_article:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import multiprocessing
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +28,7 @@ from vilbias.images import InvalidImage, validate_image
 from vilbias.ingest.extract import Extracted, content_hash, count_sentences, decode_html, extract_article
 from vilbias.ingest.feeds import FeedError, FeedItem, is_google_news_link, parse_feed, resolve_google_news
 from vilbias.ingest.net import DEFAULT_USER_AGENT, FetchFailed, Fetcher, FetchSettings, Resolver
-from vilbias.ingest.urls import canonicalize_url, is_http_url
+from vilbias.ingest.urls import canonicalize_url, host_of, is_http_url
 from vilbias.workdir import (
     ARTICLES,
     INGEST_ERRORS,
@@ -80,7 +82,10 @@ class IngestConfig:
     user_agent: str = field(default=DEFAULT_USER_AGENT, metadata={"help": "User-Agent header; keep it honest."})
     workers: int = field(
         default=0,
-        metadata={"help": "Processes for extraction and image checks (0: one background thread)."},
+        metadata={
+            "help": "Processes for extraction and image checks (0: one background thread). "
+            "Raise it when the CPU, not the network, limits the run."
+        },
     )
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
     resolver: Resolver | None = field(default=None, metadata={"cli": False, "help": "Host name -> addresses hook."})
@@ -149,6 +154,10 @@ class IngestSummary:
     failed: dict[str, int] = field(default_factory=dict)
     articles_total: int = 0
     """Articles in the workdir after the run."""
+    feeds_seconds: float = 0.0
+    """Wall time reading feeds."""
+    items_seconds: float = 0.0
+    """Wall time processing items."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -161,6 +170,7 @@ class IngestSummary:
             f"given up         {self.given_up}",
             f"pages fetched    {self.fetched}",
             f"kept             {self.kept} (workdir now holds {self.articles_total})",
+            f"time             {self.feeds_seconds:.1f}s feeds, {self.items_seconds:.1f}s items",
         ]
         for title, counts in (("dropped", self.dropped), ("failed", self.failed)):
             lines.append(f"{title:<16} {sum(counts.values())}")
@@ -184,6 +194,22 @@ def analyse_page(content: bytes, charset: str | None, url: str, min_sentences: i
 
 def check_image(data: bytes):
     return validate_image(data)
+
+
+def _interleave_hosts(items: list[FeedItem]) -> list[FeedItem]:
+    """Order items round-robin over their hosts (feed order kept within a host).
+
+    Feeds list one outlet's items together; processed in that order, every worker would wait
+    on the same host's per-host limit while the other hosts sit idle.
+    """
+    by_host: dict[str, list[FeedItem]] = {}
+    for item in items:
+        by_host.setdefault(host_of(item.link), []).append(item)
+    queues = list(by_host.values())
+    out: list[FeedItem] = []
+    for i in range(max((len(q) for q in queues), default=0)):
+        out.extend(q[i] for q in queues if i < len(q))
+    return out
 
 
 class _State:
@@ -242,14 +268,21 @@ class _Run:
 
         cfg = self.config
         if cfg.workers > 0:
-            executor: concurrent.futures.Executor = concurrent.futures.ProcessPoolExecutor(cfg.workers)
+            # forkserver: forking this (threaded) process could copy a lock held by another
+            # thread into a worker and hang it.
+            executor: concurrent.futures.Executor = concurrent.futures.ProcessPoolExecutor(
+                cfg.workers, mp_context=multiprocessing.get_context("forkserver")
+            )
         else:
             executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vilbias-ingest")
         self.executor = executor
         try:
             async with Fetcher(cfg.fetch_settings()) as fetcher:
                 self.fetcher = fetcher
+                t0 = time.monotonic()
                 items = await self._read_feeds(tqdm)
+                t1 = time.monotonic()
+                self.summary.feeds_seconds = t1 - t0
                 todo = self._select(items)
                 if todo:
                     bar = tqdm(total=len(todo), desc="articles", unit="item", disable=not cfg.progress)
@@ -260,6 +293,7 @@ class _Run:
                     n_workers = min(len(todo), cfg.concurrency * 2)
                     await asyncio.gather(*(self._worker(queue, bar) for _ in range(n_workers)))
                     bar.close()
+                self.summary.items_seconds = time.monotonic() - t1
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
         self.summary.articles_total = self.state.articles
@@ -303,7 +337,7 @@ class _Run:
                 self.summary.given_up += 1
             else:
                 todo.append(item)
-        return todo
+        return _interleave_hosts(todo)
 
     def _full(self) -> bool:
         return self.config.max_items is not None and self.state.articles >= self.config.max_items
@@ -391,9 +425,12 @@ class _Run:
             except InvalidImage as e:
                 reasons.append(f"{candidate.url}: {e.reason}")
                 continue
+            # store_image fsyncs: keep that wait off the event loop.
+            image_path = await asyncio.to_thread(store_image, self.root, response.content, info.ext)
             if self._full():
+                # Checked after the last await so --max-items is exact; the stored image is
+                # harmless (content-addressed) and the item is taken up by a later run.
                 return
-            image_path = store_image(self.root, response.content, info.ext)
             article = Article(
                 unique_id=unique_id_for(extracted.url),
                 url=extracted.url,
