@@ -139,3 +139,21 @@ def test_google_news_ids():
     body = ')]}\'\n\n[["wrb.fr","Fbv4je","[\\"garturlres\\",\\"https://pub.example/a\\",1]",null,null,null,"generic"]]'
     assert _parse_batchexecute(body) == "https://pub.example/a"
     assert _parse_batchexecute(")]}'\n\n[[\"er\"]]") is None
+
+
+def test_xhtml_declaration_and_prefixed_json_ld_types():
+    paras = site.paragraphs(8)
+    page = '<?xml version="1.0" encoding="utf-8"?>\n' + site.jsonld_page("XHTML story", paras, "http://ex.test/i.jpg", url="http://ex.test/x", ld_type="https://schema.org/NewsArticle")
+    got = extract_article(page, "http://ex.test/x")
+    assert (got.page_kind, got.headline, got.outlet) == ("article", "XHTML story", "JSON Times")
+    assert content_hash("short\nlines") != content_hash("other\nlines")
+
+
+def test_retry_after_formats():
+    from email.utils import formatdate
+
+    from vilbias.ingest.net import _retry_after_seconds
+
+    assert _retry_after_seconds("7") == 7.0
+    assert 25 <= _retry_after_seconds(formatdate(__import__("time").time() + 30, usegmt=True)) <= 31
+    assert _retry_after_seconds("soon") is None and _retry_after_seconds(None) is None

@@ -280,3 +280,29 @@ def test_config_errors_are_clear(tmp_path, kwargs, message):
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         ingest(IngestConfig(workdir=tmp_path / "w", **kwargs))
     assert not (tmp_path / "w").exists()  # nothing is created before the settings are checked
+
+
+def test_an_unexpected_error_on_one_item_does_not_stop_the_run(web, make_config, monkeypatch):
+    from vilbias.ingest import pipeline
+
+    real = pipeline.analyse_page
+
+    def flaky(content, charset, url, min_sentences):
+        if url.endswith("/boom"):
+            raise RuntimeError("extractor bug")
+        return real(content, charset, url, min_sentences)
+
+    monkeypatch.setattr(pipeline, "analyse_page", flaky)
+    for i, path in enumerate(("/boom", "/fine")):
+        web.add("n.test", path, Page(site.og_page(f"Story {path}", site.paragraphs(40 + i), web.url("img.test", "/1.jpg"))))
+    web.add("img.test", "/1.jpg", Page(site.jpeg(seed=40), content_type=JPEG))
+    feed = web.add("feeds.test", "/f.xml", Page(site.rss([{"link": web.url("n.test", p)} for p in ("/boom", "/fine")])))
+    config = make_config(feed)
+    summary = ingest(config)
+    assert summary.kept == 1 and summary.failed == {"internal_error": 1}
+    (err,) = _lines(config.workdir / "ingest_errors.jsonl")
+    assert (err["url"], err["reason"], err["retryable"], err["detail"]) == (
+        web.url("n.test", "/boom"), "internal_error", True, "RuntimeError: extractor bug")
+    monkeypatch.setattr(pipeline, "analyse_page", real)
+    again = ingest(config)  # retried after the "fix"
+    assert again.kept == 1 and again.already_done == 1

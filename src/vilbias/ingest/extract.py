@@ -110,6 +110,8 @@ def content_hash(text: str) -> str:
         words = re.findall(r"\w+", para.lower())
         if len(words) >= 8:
             paragraphs.append(" ".join(words))
+    if not paragraphs:  # only short lines: hash them all rather than collide on ""
+        paragraphs = [" ".join(re.findall(r"\w+", text.lower()))]
     return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()
 
 
@@ -204,8 +206,9 @@ def _json_ld(doc) -> list[dict]:
 
 
 def _types(obj: dict) -> set[str]:
+    """``@type`` values, lowercased, without a ``schema:`` prefix or ``https://schema.org/``."""
     t = obj.get("@type", [])
-    return {str(x).lower() for x in (t if isinstance(t, list) else [t])}
+    return {re.split(r"[/:]", str(x))[-1].lower() for x in (t if isinstance(t, list) else [t])}
 
 
 def _ld_text(value) -> str:
@@ -373,6 +376,8 @@ def extract_article(html: str, url: str) -> Extracted:
     import trafilatura
 
     result = Extracted(url=url, source_url=url)
+    # lxml refuses str input that carries an XML encoding declaration (XHTML pages do).
+    html = re.sub(r"^\s*<\?xml[^>]*\?>", "", html)
     try:
         doc = lxml.html.document_fromstring(html)
     except (etree.ParserError, ValueError):

@@ -355,8 +355,10 @@ class Fetcher:
                 raise FetchFailed(url, "connect_failed", str(e)[:200], retryable=True) from None
             except httpx.DecodingError as e:
                 raise FetchFailed(url, "bad_encoding", str(e)[:200]) from None
-            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError) as e:
                 raise FetchFailed(url, "bad_url", str(e)[:200]) from None
+            except httpx.HTTPError as e:  # anything else httpx reports about this one request
+                raise FetchFailed(url, "request_failed", f"{type(e).__name__}: {e}"[:200]) from None
 
     async def _stream(self, url: str, limit: int, headers: dict[str, str], form: dict[str, str] | None) -> Response:
         method = "POST" if form is not None else "GET"

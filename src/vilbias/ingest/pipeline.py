@@ -349,6 +349,11 @@ class _Run:
                 await self._process(item)
             except _Drop as d:
                 self._record(item.link, d.stage, d.reason, d.detail, item.feed_url, retryable=d.retryable)
+            except Exception as e:
+                # A page that trips a bug must not end the run for every other item: record it
+                # (retryable, so it is tried again once the bug is fixed) and go on.
+                logger.exception("unexpected error on %s", item.link)
+                self._record(item.link, "article", "internal_error", f"{type(e).__name__}: {e}", item.feed_url, retryable=True)
             bar.update(1)
             bar.set_postfix(kept=self.summary.kept, refresh=False)
 
