@@ -8,8 +8,8 @@ A loopback web server (``tests/fakes/web_server.py``) runs in a child process an
 by the ingest resolver hook), each with one RSS feed and ``articles / hosts`` article pages of
 24 sentences, each page with its own JPEG. Then, in this process:
 
-* **concurrent**: ``ingest`` with ``--per-host`` (4) requests in flight per host and no rate
-  limit, over all articles;
+* **concurrent**: ``ingest`` with ``--per-host`` (4) requests in flight per host, no rate
+  limit and ``--workers`` (2) extraction processes, over all articles;
 * **baseline**: ``ingest`` with one request in flight in total (``concurrency=1``), stopped after
   ``--baseline-items`` articles; its time is extrapolated to all articles as
   ``feeds time + items time x articles / kept`` (pass ``--baseline-items`` equal to

@@ -33,7 +33,7 @@ def _body(paras: list[str]) -> str:
 
 def og_page(title: str, paras: list[str], image: str, *, canonical: str = "", site: str = "Daily Example",
             published: str = "2026-11-20T10:00:00Z", og_type: str = "article", body_image: str = "",
-            caption: str = "", extra_head: str = "") -> str:
+            caption: str = "", extra_head: str = "", body_html: str = "") -> str:
     """A WordPress-like page: og tags in the head, plain <article> body."""
     canon = f'<link rel="canonical" href="{canonical}">' if canonical else ""
     img = f'<img src="{body_image}" alt="{html.escape(caption)}">' if body_image else ""
@@ -47,7 +47,7 @@ def og_page(title: str, paras: list[str], image: str, *, canonical: str = "", si
 {extra_head}
 </head><body>
 <header class="site-header"><img src="/static/logo.png" alt="Site logo"><nav><a href="/">Home</a></nav></header>
-<article><h1>{html.escape(title)}</h1>{img}
+<article><h1>{html.escape(title)}</h1>{img}{body_html}
 {_body(paras)}
 </article>
 <footer><p>Copyright {site}</p></footer></body></html>"""

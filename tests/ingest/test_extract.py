@@ -12,7 +12,13 @@ from vilbias.ingest.extract import (
     extract_article,
     split_sentences,
 )
-from vilbias.ingest.feeds import FeedError, _parse_batchexecute, decode_google_news_id, is_google_news_link, parse_feed
+from vilbias.ingest.feeds import (
+    FeedError,
+    _parse_batchexecute,
+    decode_google_news_id,
+    is_google_news_link,
+    parse_feed,
+)
 from vilbias.ingest.urls import canonicalize_url, strip_amp
 
 
@@ -54,7 +60,7 @@ def test_sentence_splitter_survives_abbreviations():
 
 def test_decode_html_charsets():
     assert decode_html("<meta charset='windows-1252'>café".encode("cp1252")) == "<meta charset='windows-1252'>café"
-    assert decode_html("é".encode("utf-8")) == "é"
+    assert decode_html("é".encode()) == "é"
     assert decode_html("é".encode("latin-1"), "iso-8859-1") == "é"
     assert decode_html(b"\xff\xfe\x00bad") != ""  # never raises
     assert decode_html("café".encode("cp1252"), "no-such-charset") == "café"  # falls back

@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.web_server import Page
 from tests.ingest import site
 from vilbias.ingest import net
-from vilbias.ingest.net import FetchFailed, Fetcher, FetchSettings, fetch_article, is_public_address
+from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings, fetch_article, is_public_address
 
 
 def _run(coro):

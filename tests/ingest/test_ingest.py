@@ -27,7 +27,7 @@ def news(web):
     img = {i: site.jpeg(seed=i) for i in range(1, 12)}
     for i, data in img.items():
         web.add("img.test", f"/{i}.jpg", Page(data, content_type=JPEG))
-    web.add("img.test", "/pixel.gif", Page(site.png(1, 1), content_type="image/png"))
+    web.add("img.test", "/first.png", Page(site.png(1, 1), content_type="image/png"))
     web.add("img.test", "/corrupt.jpg", Page(img[1][: len(img[1]) // 2], content_type=JPEG))
     web.add("img.test", "/bomb.png", Page(site.png_bomb(), content_type="image/png"))
     web.add("img.test", "/chart.svg", Page("<svg xmlns='http://www.w3.org/2000/svg'/>", content_type="image/svg+xml"))
@@ -52,8 +52,11 @@ def news(web):
     web.add("news-a.test", "/video/9", Page(site.og_page("Watch: harbour", site.paragraphs(9), u("img.test", "/9.jpg"), og_type="video.other")))
     # 10 not an article (og:type website)
     web.add("news-a.test", "/section/politics", Page(site.og_page("Politics", site.paragraphs(10), u("img.test", "/10.jpg"), og_type="website")))
-    # 11 first image a 1x1 pixel, then an SVG chart, then a real photo (og:image)
-    web.add("news-a.test", "/pixel-first", Page(site.og_page("Drought deepens", site.paragraphs(11), u("img.test", "/11.jpg"), body_image=u("img.test", "/pixel.gif"), extra_head=f'<meta property="og:image:alt" content="Dry riverbed">')))
+    # 11 first image a 1x1 pixel (neither its name nor its markup says so), then SVG charts (by name, by type), then
+    # a real photo (og:image)
+    web.add("img.test", "/chart", Page("<svg xmlns='http://www.w3.org/2000/svg'/>", content_type="image/svg+xml"))
+    svgs = f'<img src="{u("img.test", "/chart.svg")}"><img src="{u("img.test", "/chart")}">'
+    web.add("news-a.test", "/pixel-first", Page(site.og_page("Drought deepens", site.paragraphs(11), u("img.test", "/11.jpg"), body_image=u("img.test", "/first.png"), body_html=svgs, extra_head='<meta property="og:image:alt" content="Dry riverbed">')))
     # 12 corrupt and bomb images only
     web.add("news-a.test", "/bad-images", Page(site.og_page("Tariffs", site.paragraphs(12), u("img.test", "/bomb.png"), body_image=u("img.test", "/corrupt.jpg"))))
     # failures
@@ -144,6 +147,8 @@ def test_ingest_end_to_end(web, news, make_config):
     assert articles[u("news-a.test", "/2026/11/strike.html")].source_url == u("news-a.test", "/2026/11/strike.html")
     pixel = articles[u("news-a.test", "/pixel-first")]
     assert (pixel.image_url, pixel.image_caption) == (u("img.test", "/11.jpg"), "Dry riverbed")
+    assert len(web.requests_to("img.test", "/first.png")) == 1 and len(web.requests_to("img.test", "/chart")) == 1
+    assert web.requests_to("img.test", "/chart.svg") == []  # refused by its name, never downloaded
     cafe = articles[u("latin.test", "/cafe")]
     assert cafe.headline == "Café owners protest"
     assert cafe.article_text.startswith("Le café était fermé, déclare Mme. Dupont.")
