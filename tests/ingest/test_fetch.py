@@ -158,3 +158,29 @@ def test_fetch_article_for_a_single_url(web):
     with pytest.raises(FetchFailed) as e:
         _run(fetch_article(f"http://127.0.0.1:{web.port}/story"))
     assert e.value.reason == "blocked_address"
+
+
+def test_robots_txt_rules_and_outages(web):
+    settings = FetchSettings(allow_private=True, resolver=web.resolver, backoff=0.01, max_retries=1, rate=0)
+    web.add("r.test", "/robots.txt", Page("User-agent: *\nDisallow: /\n\nUser-agent: vilbias\nAllow: /news/\nDisallow: /\n", content_type="text/plain"))
+    web.add("r.test", "/news/a", Page("ok"))
+    assert _run(_get(web.url("r.test", "/news/a"), settings)).content == b"ok"
+    with pytest.raises(FetchFailed) as e:
+        _run(_get(web.url("r.test", "/admin"), settings))
+    assert e.value.reason == "robots_disallowed"
+    # robots.txt answering 5xx means "disallow for now" (RFC 9309), retryable on a later run
+    web.add("down.test", "/robots.txt", Page(status=503))
+    web.add("down.test", "/a", Page("never"))
+    with pytest.raises(FetchFailed) as e:
+        _run(_get(web.url("down.test", "/a"), settings))
+    assert (e.value.reason, e.value.retryable) == ("robots_unavailable", True)
+    assert web.requests_to("down.test", "/a") == []
+
+    async def twice():  # fetched once per origin per Fetcher
+        async with Fetcher(settings) as f:
+            await f.get(web.url("r.test", "/news/a"))
+            await f.get(web.url("r.test", "/news/a"))
+
+    before = len(web.requests_to("r.test", "/robots.txt"))
+    _run(twice())
+    assert len(web.requests_to("r.test", "/robots.txt")) == before + 1
