@@ -6,8 +6,8 @@ pieces (the Space fetches a single article with them). See ``docs/ingest.md``.
 """
 
 from vilbias.ingest.extract import Extracted, ImageCandidate, extract_article
-from vilbias.ingest.net import FetchFailed, Fetcher, FetchSettings, fetch_article, fetch_image
-from vilbias.ingest.pipeline import IngestConfig, IngestSummary, ingest
+from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings, fetch_article, fetch_image
+from vilbias.ingest.pipeline import IngestConfig, IngestSummary, ingest, ingest_async
 from vilbias.ingest.urls import canonicalize_url
 
 __all__ = [
@@ -23,4 +23,5 @@ __all__ = [
     "fetch_article",
     "fetch_image",
     "ingest",
+    "ingest_async",
 ]

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from vilbias.ingest.net import FetchFailed, Fetcher
+from vilbias.ingest.net import Fetcher, FetchFailed
 from vilbias.ingest.urls import is_http_url
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,6 @@ Failures raise :class:`FetchFailed` with a short ``reason`` code (``http_404``, 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import email.utils
 import ipaddress
 import logging

@@ -25,9 +25,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from vilbias.images import InvalidImage, validate_image
-from vilbias.ingest.extract import Extracted, content_hash, count_sentences, decode_html, extract_article
-from vilbias.ingest.feeds import FeedError, FeedItem, is_google_news_link, parse_feed, resolve_google_news
-from vilbias.ingest.net import DEFAULT_USER_AGENT, FetchFailed, Fetcher, FetchSettings, Resolver
+from vilbias.ingest.extract import (
+    Extracted,
+    content_hash,
+    count_sentences,
+    decode_html,
+    extract_article,
+)
+from vilbias.ingest.feeds import (
+    FeedError,
+    FeedItem,
+    is_google_news_link,
+    parse_feed,
+    resolve_google_news,
+)
+from vilbias.ingest.net import DEFAULT_USER_AGENT, Fetcher, FetchFailed, FetchSettings, Resolver
 from vilbias.ingest.urls import canonicalize_url, host_of, is_http_url
 from vilbias.workdir import (
     ARTICLES,
@@ -249,8 +261,13 @@ def ingest(config: IngestConfig) -> IngestSummary:
         summary = ingest(IngestConfig(workdir="work", feed=["https://example.com/rss.xml"]))
         print(summary.format())
     """
+    return asyncio.run(ingest_async(config))
+
+
+async def ingest_async(config: IngestConfig) -> IngestSummary:
+    """:func:`ingest` for callers already inside an event loop (notebooks, async apps)."""
     feed_urls = config.validate()
-    return asyncio.run(_Run(config, feed_urls).run())
+    return await _Run(config, feed_urls).run()
 
 
 class _Run:
