@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 .PHONY: setup test lint sample clean
 
 # torch is pinned to 2.13.0 so pip takes the local CPU wheel instead of resolving a multi-GB CUDA
-# build; torchvision is never installed (only CUDA builds exist, and it breaks transformers).
+# build; the torch vision companion package is never installed (only CUDA builds exist; it breaks transformers).
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
