@@ -163,3 +163,10 @@ def test_retry_after_formats():
     assert _retry_after_seconds("7") == 7.0
     assert 25 <= _retry_after_seconds(formatdate(__import__("time").time() + 30, usegmt=True)) <= 31
     assert _retry_after_seconds("soon") is None and _retry_after_seconds(None) is None
+
+
+def test_outlet_guess_is_flagged():
+    paras = "".join(f"<p>{p}</p>" for p in site.paragraphs(9))
+    bare = f"<html><head><title>Plain</title></head><body><article><h1>Plain</h1>{paras}</article></body></html>"
+    assert extract_article(bare, "http://plain.test/a").outlet_guessed is True
+    assert extract_article(site.og_page("T", site.paragraphs(9), "/i.jpg"), "http://ex.test/a").outlet_guessed is False

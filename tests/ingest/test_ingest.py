@@ -243,6 +243,7 @@ def test_google_news_links_resolve_to_the_publisher(web, make_config):
     assert set(got) == {article, web.url("pub.test", "/2026/other")}
     lines = _lines(config.workdir / "articles.jsonl")
     assert {ln["item_url"] for ln in lines} == {i["link"] for i in items}
+    assert {ln["outlet"] for ln in lines} == {"Daily Example"}  # the page's og:site_name wins
     # the old-style id decodes offline: its interstitial page was never requested
     assert web.requests_to("news.google.com", f"/rss/articles/{old_id}") == []
     before = len(web.requests)

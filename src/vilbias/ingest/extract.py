@@ -84,6 +84,9 @@ class Extracted:
     headline: str = ""
     text: str = ""
     outlet: str = ""
+    outlet_guessed: bool = False
+    """True when no metadata named the outlet and ``outlet`` is trafilatura's guess (often the
+    host name); a feed's own publisher name is then better."""
     published: str | None = None
     images: list[ImageCandidate] = field(default_factory=list)
     """Image candidates, best first; the ingest stage takes the first that downloads and
@@ -427,6 +430,7 @@ def extract_article(html: str, url: str) -> Extracted:
     outlet = _meta(doc, "og:site_name", "application-name")
     if not outlet and ld_article:
         outlet = _ld_text(ld_article.get("publisher"))
+    result.outlet_guessed = not outlet
     result.outlet = " ".join((outlet or getattr(doc_extract, "sitename", None) or "").split())
 
     published = (_ld_text(ld_article.get("datePublished")) if ld_article else "") or _meta(

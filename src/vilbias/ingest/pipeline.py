@@ -456,7 +456,7 @@ class _Run:
             article = Article(
                 unique_id=unique_id_for(extracted.url),
                 url=extracted.url,
-                outlet=extracted.outlet or item.outlet,
+                outlet=(item.outlet or extracted.outlet) if extracted.outlet_guessed else extracted.outlet,
                 headline=extracted.headline or item.title,
                 article_text=extracted.text,
                 image_path=image_path,
