@@ -71,6 +71,8 @@ class Article:
     image_caption: str = ""
     fetched_at: str = ""
     """ISO 8601 UTC time of the fetch. Orders rows for the stable split (DESIGN §4)."""
+    item_url: str = ""
+    """The feed item's own link (e.g. a Google News link), so a re-run recognises it unresolved."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Article:
@@ -94,6 +96,10 @@ class IngestError:
     reason: str
     feed_url: str = ""
     attempt: int = 1
+    detail: str = ""
+    retryable: bool = False
+    """Transient failures are retried on later runs (a bounded number of times); filter and
+    duplicate decisions are recorded too, not retryable, so a re-run does not fetch them again."""
     at: str = field(default_factory=lambda: utcnow())
 
 
