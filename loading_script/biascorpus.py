@@ -381,50 +381,56 @@ class BiasCorpus(datasets.GeneratorBasedBuilder):
         ]
 
     def _generate_examples(self, keep):
-        plan = self._plan()
-        workdir = Path(plan.workdir)
-        db = sqlite3.connect(plan.resolved)
-        try:
-            for art in read_articles(workdir):
-                row = plan.rows.get(art.unique_id)
-                if row is None or not keep(row):
-                    continue
-                res = json.loads(db.execute("SELECT data FROM resolved WHERE unique_id=?", (art.unique_id,)).fetchone()[0])
-                reasoning = res["reasoning"]
-                if res["label"] != LABEL_NAMES[row.label]:
-                    # A reviewer overturned or settled the label: the annotators' majority
-                    # rationale argues for the other label, so take one that argues for this one.
-                    reasoning = res["fallback_reasoning"].get(LABEL_NAMES[row.label], "")
-                image = {"bytes": (workdir / row.image_path).read_bytes(), "path": Path(row.image_path).name}
-                if self.config.kind == "sft":
-                    yield art.unique_id, {
-                        "messages": sft_messages(art.headline, art.article_text, row.label, reasoning),
-                        "images": [image],
-                        "unique_id": art.unique_id,
-                        "multimodal_label": row.label,
-                    }
-                    continue
-                yield art.unique_id, {
-                    "unique_id": art.unique_id,
-                    "outlet": art.outlet,
-                    "headline": art.headline,
-                    "article_text": art.article_text,
-                    "url": art.url,
-                    "published": art.published,
-                    "image": image,
-                    "image_url": art.image_url,
-                    "image_caption": art.image_caption,
-                    "text_label": row.text_label,
-                    "multimodal_label": row.label,
-                    "reasoning": reasoning,
-                    "techniques": res["techniques"],
-                    "votes": res["votes"],
-                    "text_votes": res["text_votes"],
-                    "agreement": row.agreement,
-                    "review": row.review,
-                }
-        finally:
-            db.close()
+        sft = self.config.kind == "sft"
+        for row, example, sft_example in iter_examples(self._plan(), keep):
+            yield row.unique_id, sft_example if sft else example
 
 
-__all__ = ["BiasCorpus", "BiasCorpusConfig", "DEFAULT_FEATURES", "SFT_FEATURES", "Plan", "make_plan", "sample_workdir", "sft_messages", "SPLIT_SHARES"]
+def iter_examples(plan: Plan, keep=None):
+    """Yield ``(PlanRow, default example, sft example)`` for every planned row, in ingestion
+    order, reading each article, its resolved annotation and its image once."""
+    workdir = Path(plan.workdir)
+    db = sqlite3.connect(plan.resolved)
+    try:
+        for art in read_articles(workdir):
+            row = plan.rows.get(art.unique_id)
+            if row is None or (keep is not None and not keep(row)):
+                continue
+            res = json.loads(db.execute("SELECT data FROM resolved WHERE unique_id=?", (art.unique_id,)).fetchone()[0])
+            reasoning = res["reasoning"]
+            if res["label"] != LABEL_NAMES[row.label]:
+                # A reviewer overturned or settled the label: the annotators' majority
+                # rationale argues for the other label, so take one that argues for this one.
+                reasoning = res["fallback_reasoning"].get(LABEL_NAMES[row.label], "")
+            image = {"bytes": (workdir / row.image_path).read_bytes(), "path": Path(row.image_path).name}
+            example = {
+                "unique_id": art.unique_id,
+                "outlet": art.outlet,
+                "headline": art.headline,
+                "article_text": art.article_text,
+                "url": art.url,
+                "published": art.published,
+                "image": image,
+                "image_url": art.image_url,
+                "image_caption": art.image_caption,
+                "text_label": row.text_label,
+                "multimodal_label": row.label,
+                "reasoning": reasoning,
+                "techniques": res["techniques"],
+                "votes": res["votes"],
+                "text_votes": res["text_votes"],
+                "agreement": row.agreement,
+                "review": row.review,
+            }
+            sft_example = {
+                "messages": sft_messages(art.headline, art.article_text, row.label, reasoning),
+                "images": [image],
+                "unique_id": art.unique_id,
+                "multimodal_label": row.label,
+            }
+            yield row, example, sft_example
+    finally:
+        db.close()
+
+
+__all__ = ["BiasCorpus", "BiasCorpusConfig", "DEFAULT_FEATURES", "SFT_FEATURES", "Plan", "make_plan", "iter_examples", "sample_workdir", "sft_messages", "SPLIT_SHARES"]

@@ -225,3 +225,17 @@ def _jpeg(img: Image.Image) -> bytes:
     buf = io.BytesIO()
     img.save(buf, "JPEG")
     return buf.getvalue()
+
+
+def test_builder_used_directly_agrees_with_the_build(built, tmp_path):
+    from vilbias.loading_script.biascorpus import BiasCorpus
+
+    workdir, out, _ = built
+    builder = BiasCorpus(config_name="fold_3", workdir=str(workdir), cache_dir=str(tmp_path / "cache"))
+    builder.download_and_prepare()
+    direct = builder.as_dataset()
+    written = load_dataset(str(out), "fold_3")
+    for split in ("train", "test"):
+        assert direct[split]["unique_id"] == written[split]["unique_id"]
+        assert direct[split]["multimodal_label"] == written[split]["multimodal_label"]
+    assert direct["train"].features == written["train"].features

@@ -25,8 +25,6 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-CONFIG_DIRS = {"default": "data", **{f"fold_{k}": f"fold_{k}" for k in range(5)}, "sft": "sft"}
-"""Config name -> folder of its Parquet shards (as ``push_to_hub`` names them)."""
 REPORT = "build_report.json"
 
 
@@ -87,27 +85,32 @@ def read_release_cells(folder: str | os.PathLike) -> dict[str, Any]:
     return {uid: Cell(s, fold_of[uid]) for uid, s in split_of.items() if uid in fold_of}
 
 
-def _write_config(name: str, workdir: Path | None, plan_dir: Path, scratch: Path, repo: Path, max_shard_size: str) -> Any:
-    """Run the builder for one config and lay its shards out as ``push_to_hub`` would."""
-    from vilbias.loading_script.biascorpus import BiasCorpus
+def _config_specs() -> dict[str, Any]:
+    from vilbias.build.writer import ConfigSpec
+    from vilbias.loading_script.biascorpus import DEFAULT_FEATURES, SFT_FEATURES
 
-    builder = BiasCorpus(
-        config_name=name,
-        workdir=str(workdir) if workdir else None,
-        plan_dir=str(plan_dir),
-        cache_dir=str(scratch / "cache"),
-    )
-    prepared = scratch / "prepared" / name
-    builder.download_and_prepare(output_dir=str(prepared), file_format="parquet", max_shard_size=max_shard_size)
-    target = repo / CONFIG_DIRS[name]
-    target.mkdir(parents=True, exist_ok=True)
-    for split in builder.info.splits:
-        shards = sorted(prepared.glob(f"{builder.dataset_name}-{split}-*.parquet")) or sorted(
-            prepared.glob(f"{builder.dataset_name}-{split}.parquet")
-        )
-        for i, shard in enumerate(shards):
-            shutil.move(shard, target / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
-    return builder.info
+    splits = ("train", "validation", "test")
+    specs = {"default": ConfigSpec("data", DEFAULT_FEATURES, splits)}
+    specs.update({f"fold_{k}": ConfigSpec(f"fold_{k}", DEFAULT_FEATURES, ("train", "test")) for k in range(5)})
+    specs["sft"] = ConfigSpec("sft", SFT_FEATURES, splits)
+    return specs
+
+
+def _write_configs(plan: Any, repo: Path, max_shard_size: str) -> dict[str, Any]:
+    """Write every config in one pass over the rows (each article and image read once)."""
+    from tqdm.auto import tqdm
+
+    from vilbias.build.writer import RepoWriter
+    from vilbias.loading_script.biascorpus import iter_examples
+
+    specs = _config_specs()
+    writer = RepoWriter(repo, specs, max_shard_size=max_shard_size)
+    for row, example, sft_example in tqdm(iter_examples(plan), total=len(plan.rows), desc="writing", unit=" rows"):
+        writer.add("default", row.split, example)
+        for k in range(5):
+            writer.add(f"fold_{k}", "test" if row.fold == k else "train", example)
+        writer.add("sft", row.split, sft_example)
+    return writer.close()
 
 
 def build(config: BuildConfig) -> dict[str, Any]:
@@ -117,11 +120,11 @@ def build(config: BuildConfig) -> dict[str, Any]:
 
         return build_sentences(config.sentences, config.output)
 
-    import datasets
     from huggingface_hub import DatasetCardData
 
     from vilbias import __version__
     from vilbias.build.card import PLOT_PATH, card_statistics, plot_label_by_outlet, render_card
+    from vilbias.build.writer import card_metadata
     from vilbias.loading_script.biascorpus import make_plan
 
     started = time.perf_counter()
@@ -136,11 +139,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
         plan = make_plan(config.workdir, plan_dir, pinned=pinned, num_proc=config.num_proc)
         if not plan.rows:
             raise ValueError(f"nothing to build: every item was excluded ({len(plan.exclusions)} exclusions)")
-        # Progress for the user: one line per config, the builder logs its own bars.
-        infos = {}
-        for name in CONFIG_DIRS:
-            logger.info("writing config %s", name)
-            infos[name] = _write_config(name, config.workdir, plan_dir, scratch, repo, config.max_shard_size)
+        infos = _write_configs(plan, repo, config.max_shard_size)
 
         import sqlite3
 
@@ -161,18 +160,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
             tags=["media-bias", "multimodal", "news", "rationales", "vilbias"],
             size_categories=[_size_category(len(plan.rows))],
         )
-        datasets.info.DatasetInfosDict(infos).to_dataset_card_data(card_data)
-        from datasets.utils.metadata import MetadataConfigs
-
-        MetadataConfigs(
-            {
-                name: {
-                    "data_files": [{"split": str(s), "path": f"{folder}/{s}-*"} for s in infos[name].splits],
-                    **({"default": True} if name == "default" else {}),
-                }
-                for name, folder in CONFIG_DIRS.items()
-            }
-        ).to_dataset_card_data(card_data)
+        card_metadata(card_data, _config_specs(), infos)
         is_sample = config.workdir is None
         changelog = (
             f"Built against the previous release in `{config.previous}`: its {len(pinned)} rows kept their split and fold."
