@@ -140,36 +140,29 @@ def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict, list[dict]]:
     return list(rows.values()), counts, exclusions
 
 
-def write_repo(output_dir: Path, configs: dict, features, body: str) -> None:
-    """Write ``{config: {split: Dataset}}`` as a Hub-layout Parquet repo with a README whose
-    YAML has ``configs:`` and ``dataset_info:`` (the layout ``push_to_hub`` produces)."""
-    from datasets import DatasetInfo, SplitDict, SplitInfo
-    from datasets.info import DatasetInfosDict
+def write_repo(output_dir: Path, rows: list[dict], cells: dict, features, body: str) -> None:
+    """Write the sentences as a Hub-layout repo (``default`` + ``fold_K``) with the shared
+    :class:`~vilbias.build.writer.RepoWriter`."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
+    from vilbias.build.writer import ConfigSpec, RepoWriter, card_metadata
+
+    specs = {"default": ConfigSpec("data", features, ("train", "validation", "test"))}
+    specs.update({f"fold_{k}": ConfigSpec(f"fold_{k}", features, ("train", "test")) for k in range(N_FOLDS)})
     output_dir.mkdir(parents=True, exist_ok=True)
-    infos = {}
-    card_configs = []
-    for name, splits in configs.items():
-        folder = "data" if name == "default" else name
+    for spec in specs.values():
         # Old shards of a previous build would otherwise be picked up by the split globs.
-        shutil.rmtree(output_dir / folder, ignore_errors=True)
-        split_dict = SplitDict()
-        for split, ds in splits.items():
-            path = output_dir / folder / f"{split}-00000-of-00001.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            ds.to_parquet(str(path))
-            split_dict.add(SplitInfo(name=split, num_bytes=path.stat().st_size, num_examples=len(ds)))
-        infos[name] = DatasetInfo(features=features, splits=split_dict, config_name=name)
-        card_configs.append(
-            {
-                "config_name": name,
-                "data_files": [{"split": s, "path": f"{folder}/{s}-*"} for s in splits],
-                **({"default": True} if name == "default" else {}),
-            }
-        )
-    card_data = DatasetCardData(configs=card_configs)
-    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+        shutil.rmtree(output_dir / spec.folder, ignore_errors=True)
+    writer = RepoWriter(output_dir, specs)
+    for r in rows:
+        cell = cells[r["unique_id"]]
+        example = {name: r[name] for name in features}
+        placements = [("default", cell.split)] + [(f"fold_{k}", "test" if cell.fold == k else "train") for k in range(N_FOLDS)]
+        for config, split in placements:
+            writer.add(config, split, example)
+    infos = writer.close()
+    card_data = DatasetCardData()
+    card_metadata(card_data, specs, infos)
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}").save(output_dir / "README.md")
 
 
@@ -188,8 +181,6 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
     import json
     import time
 
-    from datasets import Dataset
-
     started = time.monotonic()
     csv_path, output_dir = Path(csv_path), Path(output_dir)
     rows, counts, exclusions = read_sentences(csv_path)
@@ -207,31 +198,29 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
     cells, split_report = assign_splits(items)
     rows.sort(key=lambda r: r["unique_id"])
     features = _features()
+    placed: dict[str, dict[str, list[int]]] = {"default": {s: [] for s in ("train", "validation", "test")}}
+    placed.update({f"fold_{k}": {"train": [], "test": []} for k in range(N_FOLDS)})
+    for r in rows:
+        cell = cells[r["unique_id"]]
+        placed["default"][cell.split].append(r["label"])
+        for k in range(N_FOLDS):
+            placed[f"fold_{k}"]["test" if cell.fold == k else "train"].append(r["label"])
 
-    def subset(pred) -> Dataset:
-        chosen = [r for r in rows if pred(cells[r["unique_id"]])]
-        # Column-wise so that an empty split (a tiny corpus) still gets its schema.
-        return Dataset.from_dict({name: [r[name] for r in chosen] for name in features}, features=features)
-
-    configs = {"default": {s: subset(lambda c, s=s: c.split == s) for s in ("train", "validation", "test")}}
-    for k in range(N_FOLDS):
-        configs[f"fold_{k}"] = {"train": subset(lambda c, k=k: c.fold != k), "test": subset(lambda c, k=k: c.fold == k)}
-
-    def share(ds) -> dict:
-        n = len(ds)
-        return {"rows": n, "biased_share": round(sum(ds["label"]) / n, 4) if n else None}
+    def share(labels: list[int]) -> dict:
+        n = len(labels)
+        return {"rows": n, "biased_share": round(sum(labels) / n, 4) if n else None}
 
     n = len(rows)
     report = {
         # The keys `vilbias build` prints (vilbias.build.format_report) ...
         "rows": n,
         "source": str(csv_path),
-        "configs": {name: {split: len(ds) for split, ds in splits.items()} for name, splits in configs.items()},
+        "configs": {name: {split: len(labels) for split, labels in splits.items()} for name, splits in placed.items()},
         "corpus_biased_share": round(sum(r["label"] for r in rows) / n, 4),
         "label_share": {
-            f"{name}/{split}": (sum(ds["label"]) / len(ds) if len(ds) else 0.0)
-            for name, splits in configs.items()
-            for split, ds in splits.items()
+            f"{name}/{split}": (sum(labels) / len(labels) if labels else 0.0)
+            for name, splits in placed.items()
+            for split, labels in splits.items()
         },
         "groups": {
             "groups": split_report.groups,
@@ -245,12 +234,12 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         **counts,
         "rows_kept": n,
         "label_counts": {name: sum(1 for r in rows if r["label"] == i) for i, name in enumerate(LABEL_NAMES)},
-        "default": {s: share(ds) for s, ds in configs["default"].items()},
-        "folds": {f"fold_{k}": share(configs[f"fold_{k}"]["test"]) for k in range(N_FOLDS)},
+        "default": {s: share(labels) for s, labels in placed["default"].items()},
+        "folds": {f"fold_{k}": share(placed[f"fold_{k}"]["test"]) for k in range(N_FOLDS)},
         "output": str(output_dir),
     }
     body = _card_body(csv_path.name, report)
-    write_repo(output_dir, configs, features, body)
+    write_repo(output_dir, rows, cells, features, body)
     report["seconds"] = round(time.monotonic() - started, 1)
     (output_dir / "build_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     logger.info("built %d sentences (%d excluded as No agreement) into %s", len(rows), counts["excluded_no_agreement"], output_dir)
