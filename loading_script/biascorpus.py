@@ -18,6 +18,7 @@ computed once per source and shared by all configs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -273,18 +274,15 @@ def make_plan(
     split_items = []
     if num_proc is None:
         num_proc = min(os.cpu_count() or 1, 8) if len(candidates) > 2000 else 1
-    results = (
-        ProcessPoolExecutor(num_proc).map(_check_image, candidates, chunksize=256)
-        if num_proc > 1
-        else map(_check_image, candidates)
-    )
-    for uid, sha, phash, ext, error in tqdm(results, total=len(candidates), desc="images", unit=" img", leave=False):
-        if error:
-            plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
-            continue
-        label, text_label, review, outlet, agreement, image_path, order, stories = meta.pop(uid)
-        plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext)
-        split_items.append(SplitItem(uid, label, order, sha, phash, stories))
+    with ProcessPoolExecutor(num_proc) if num_proc > 1 else contextlib.nullcontext() as pool:
+        results = pool.map(_check_image, candidates, chunksize=256) if pool else map(_check_image, candidates)
+        for uid, sha, phash, ext, error in tqdm(results, total=len(candidates), desc="images", unit=" img", leave=False):
+            if error:
+                plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
+                continue
+            label, text_label, review, outlet, agreement, image_path, order, stories = meta.pop(uid)
+            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext)
+            split_items.append(SplitItem(uid, label, order, sha, phash, stories))
 
     cells, report = assign_splits(split_items, pinned=pinned)
     for uid, cell in cells.items():

@@ -239,3 +239,12 @@ def test_builder_used_directly_agrees_with_the_build(built, tmp_path):
         assert direct[split]["unique_id"] == written[split]["unique_id"]
         assert direct[split]["multimodal_label"] == written[split]["multimodal_label"]
     assert direct["train"].features == written["train"].features
+
+
+def test_parallel_image_validation_gives_the_same_plan(built, tmp_path):
+    from vilbias.loading_script.biascorpus import make_plan
+
+    workdir, _, _ = built
+    serial = make_plan(workdir, tmp_path / "one", num_proc=1)
+    parallel = make_plan(workdir, tmp_path / "two", num_proc=2)
+    assert serial.rows == parallel.rows and serial.exclusions == parallel.exclusions
