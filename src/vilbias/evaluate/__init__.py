@@ -1,0 +1,10 @@
+"""Evaluation (DESIGN §1 Protocol and Analyses): closed-ended metrics, LLM-judged reasoning,
+robustness probes and the paper's cross-run analyses.
+
+    from vilbias.evaluate import EvaluateConfig, evaluate
+    results = evaluate(EvaluateConfig(dataset="./vilbias", model="training/default_model"))
+"""
+
+from vilbias.evaluate.runner import EvaluateConfig, evaluate
+
+__all__ = ["EvaluateConfig", "evaluate"]

@@ -1,0 +1,241 @@
+"""Results of a run: ``results.json``, ``report.md`` with its PNG plots, and the model card's
+``model-index``.
+
+    from vilbias.evaluate.report import write_model_index
+    write_model_index("results/my-run/results.json", "outputs/my-model")   # updates README.md
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from vilbias import LABEL_NAMES, __version__
+from vilbias.evaluate.scores import CLOSED_KEYS, OPEN_KEYS, summarize
+
+logger = logging.getLogger(__name__)
+
+
+def _summaries(evaluations: list[dict], regimes: list[str], probes: list[str]) -> list[dict]:
+    out = []
+    for regime in regimes:
+        for probe in probes:
+            per_view = [e for e in evaluations if e["regime"] == regime and e["probe"] == probe]
+            if per_view:
+                out.append({"regime": regime, "probe": probe, **summarize(per_view)})
+    return out
+
+
+def _probe_deltas(summaries: list[dict]) -> list[dict]:
+    """ΔF1 (probe − plain) per regime: the unimodal-shortcut check."""
+    plain = {s["regime"]: s for s in summaries if s["probe"] == "none"}
+    out = []
+    for s in summaries:
+        if s["probe"] == "none" or s["regime"] not in plain:
+            continue
+        base = plain[s["regime"]]["closed"]
+        out.append({
+            "regime": s["regime"], "probe": s["probe"],
+            **{f"delta_{key}": s["closed"][key]["mean"] - base[key]["mean"] for key in ("f1_binary", "f1_macro", "accuracy")},
+        })
+    return out
+
+
+def finish_run(meta: dict, evaluations: list[dict], out: Path) -> dict:
+    """Summaries, probe deltas, ``results.json``, plots and ``report.md`` for one run."""
+    summaries = _summaries(evaluations, meta["regimes"], meta["probes"])
+    results = {"vilbias_version": __version__, **meta, "evaluations": evaluations, "summary": summaries,
+               "probe_deltas": _probe_deltas(summaries), "plots": []}
+    for s in summaries:
+        if s["probe"] == "none":
+            name = f"confusion_matrix_{s['regime']}.png"
+            title = f"{meta['model']['id']} — {s['regime']} ({meta['dataset']['config']}/{meta['dataset']['split']})"
+            plot_confusion_matrix(s["confusion_matrix"], out / name, title=title)
+            results["plots"].append(name)
+    if results["probe_deltas"]:
+        plot_probe_deltas(results["probe_deltas"], out / "probes.png")
+        results["plots"].append("probes.png")
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(render_report(results), encoding="utf-8")
+    logger.info("results in %s", out)
+    return results
+
+
+def _fmt(stat: dict | None, scale: float = 1.0, digits: int = 4, with_std: bool = True) -> str:
+    if not stat:
+        return "—"
+    if not with_std:
+        return f"{stat['mean'] * scale:.{digits}f}"
+    return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
+
+
+def render_report(results: dict) -> str:
+    """The markdown report of one run."""
+    d, m = results["dataset"], results["model"]
+    lines = [
+        f"# Evaluation: {results['run']}",
+        "",
+        f"- model: `{m['id']}` (revision `{m['revision'] or 'unpinned'}`, {m['kind']}, {m['modality']})",
+        f"- dataset: `{d['id']}` config `{d['config']}` split `{d['split']}` (revision `{d['revision'] or 'unpinned'}`)",
+        f"- judge: `{results['judge']['id']}`" if results["judge"] else "- judge: none",
+        f"- seed {results['seed']}; prompts {', '.join(f'{k} `{v}`' for k, v in results['prompt_versions'].items() if v) or '—'}",
+        f"- vilbias {results['vilbias_version']}, {results['created']}",
+        "",
+        "## Closed-ended",
+        "",
+        "Unparseable answers are counted as wrong; their rate is the last column."
+        + (" Values are mean ± std over the five folds." if results["dataset"]["config"].startswith("fold_0..") else ""),
+        "",
+        "| regime | probe | " + " | ".join(CLOSED_KEYS) + " | unparseable |",
+        "|---|---|" + "---|" * (len(CLOSED_KEYS) + 1),
+    ]
+    for s in results["summary"]:
+        many = s["views"] > 1
+        row = ([s["regime"], s["probe"]] + [_fmt(s["closed"][k], with_std=many) for k in CLOSED_KEYS]
+               + [_fmt(s["closed"]["unparseable_rate"], 100, 1, with_std=many) + " %"])
+        lines.append("| " + " | ".join(row) + " |")
+    opened = [s for s in results["summary"] if s["open"]]
+    if opened:
+        lines += ["", "## Open-ended (LLM judge)", "",
+                  "Percentages over judged answers, with bootstrap 95% intervals (per view; mean ± std over folds with --cv). "
+                  "Judge failures (no valid JSON after the retries) are counted, not scored.", "",
+                  "| view | regime | probe | reasoning accuracy % | faithfulness % | judged | judge failures | 0/0 by rule |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for e in results["evaluations"]:
+            o = e["open"]
+            if not o:
+                continue
+            cells = []
+            for key in OPEN_KEYS:
+                if o[key]["percent"] is None:
+                    cells.append("—")
+                else:
+                    lo, hi = o[key]["ci95"]
+                    cells.append(f"{o[key]['percent']:.1f} [{lo:.1f}, {hi:.1f}]")
+            lines.append(f"| {e['view']} | {e['regime']} | {e['probe']} | {cells[0]} | {cells[1]} | {o['judged']} | "
+                         f"{o['judge_failures']} ({100 * o['judge_failure_rate']:.1f} %) | {o['rule_zero']} |")
+        if any(s["open"] and s["views"] > 1 for s in opened):
+            lines += ["", "| regime | probe | reasoning accuracy % | faithfulness % |", "|---|---|---|---|"]
+            for s in opened:
+                lines.append(f"| {s['regime']} | {s['probe']} | {_fmt(s['open'].get('reasoning_accuracy'), 1, 1)} | "
+                             f"{_fmt(s['open'].get('faithfulness'), 1, 1)} |")
+    if results["probe_deltas"]:
+        lines += ["", "## Robustness probes", "",
+                  "ΔF1 = F1 under the probe − F1 on the plain input. Near zero for `no_image`/`swap_image` means "
+                  "the model does not use the image (a unimodal shortcut).", "",
+                  "| regime | probe | ΔF1 (binary) | ΔF1 (macro) | Δaccuracy |", "|---|---|---|---|---|"]
+        for p in results["probe_deltas"]:
+            lines.append(f"| {p['regime']} | {p['probe']} | {p['delta_f1_binary']:+.4f} | {p['delta_f1_macro']:+.4f} | {p['delta_accuracy']:+.4f} |")
+    if results["plots"]:
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in results["plots"]]
+    return "\n".join(lines) + "\n"
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_confusion_matrix(matrix: list[list[int]], path: Path, title: str = "") -> None:
+    """Confusion matrix heat map (rows gold, columns predicted)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3.6))
+    ax.imshow(matrix, cmap="Blues")
+    for i, row in enumerate(matrix):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center")
+    ax.set_xticks(range(len(LABEL_NAMES)), LABEL_NAMES)
+    ax.set_yticks(range(len(LABEL_NAMES)), LABEL_NAMES)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    ax.set_title(title, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_probe_deltas(deltas: list[dict], path: Path) -> None:
+    """Bars of ΔF1 (binary) per probe and regime."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    labels = [f"{d['probe']}\n{d['regime']}" for d in deltas]
+    values = [d["delta_f1_binary"] for d in deltas]
+    ax.bar(range(len(values)), values, color=["C3" if v < 0 else "C2" for v in values])
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(values)), labels, fontsize=7)
+    ax.set_ylabel("ΔF1 (binary)")
+    ax.set_title("Robustness probes: F1 change vs plain input", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# -- model card ---------------------------------------------------------------------------------
+
+
+def eval_results(results: dict) -> list[dict[str, Any]]:
+    """``ModelCardInfo.eval_results`` entries for a run: each regime's plain-input metrics."""
+    entries = []
+    split = results["dataset"]["split"]
+    config = results["dataset"]["config"]
+    cv = config.startswith("fold_0..")
+    for s in results["summary"]:
+        if s["probe"] != "none":
+            continue
+        suffix = f"{s['regime']}" + (", 5-fold CV mean" if cv else "")
+        for metric, key in (("accuracy", "accuracy"), ("f1", "f1_binary"), ("f1", "f1_macro"),
+                            ("precision", "precision_binary"), ("recall", "recall_binary")):
+            name = "accuracy" if key == "accuracy" else f"{metric} ({key.split('_')[1]})"
+            entries.append({"metric_type": metric, "metric_name": f"{name}, {suffix}", "value": s["closed"][key]["mean"],
+                            "split": split, "config": "default" if cv else config})
+        if s["open"]:
+            for key in OPEN_KEYS:
+                if key in s["open"]:
+                    entries.append({"metric_type": key, "metric_name": f"{key.replace('_', ' ')} (LLM judge, %), {suffix}",
+                                    "value": s["open"][key]["mean"], "split": split, "config": "default" if cv else config})
+    return entries
+
+
+def write_model_index(results: dict | str | Path, card_or_dir):
+    """Put a run's results into a model card's ``model-index``.
+
+    Args:
+        results: the results dict, or the path of ``results.json`` (or its folder).
+        card_or_dir: a :class:`vilbias.publish.model.ModelCardInfo` (updated and returned), or a
+            model folder holding ``vilbias_card.json``: its info is updated, saved, and the card
+            rendered into ``README.md``.
+
+    Returns:
+        The updated ``ModelCardInfo`` (for a folder, after writing it) and the rendered card, as
+        ``(info, card)``. Existing entries for the same metric name, split and config are
+        replaced; others are kept.
+    """
+    from vilbias.publish.model import ModelCardInfo, render_model_card
+
+    if not isinstance(results, dict):
+        path = Path(results)
+        path = path / "results.json" if path.is_dir() else path
+        results = json.loads(path.read_text(encoding="utf-8"))
+    folder = None
+    if isinstance(card_or_dir, ModelCardInfo):
+        info = card_or_dir
+    else:
+        folder = Path(card_or_dir)
+        info = ModelCardInfo.load(folder)
+    new = eval_results(results)
+    replaced = {(e["metric_name"], e["split"], e.get("config")) for e in new}
+    info.eval_results = [e for e in info.eval_results
+                         if (e.get("metric_name"), e["split"], e.get("config")) not in replaced] + new
+    if results["dataset"].get("revision") and not info.dataset_revision:
+        info.dataset_revision = results["dataset"]["revision"]
+    card = render_model_card(info)
+    if folder is not None:
+        info.save(folder)
+        card.save(folder / "README.md")
+    return info, card
