@@ -140,6 +140,12 @@ class DemoApp:
 
     def _predict(self, image, headline, article_text, url, model):
         limits = self.config.limits
+        if model not in self.predictors.specs:
+            raise InputError(f"Unknown model {model!r}; choose one of {', '.join(self.predictors.specs)}.")
+        if isinstance(image, dict):
+            # The event runs with preprocess=False: the upload arrives as Gradio's file record,
+            # and the bytes are validated here (Gradio's own decoding would crash on bad files).
+            image = image.get("path")
         if url and url.strip():
             item = item_from_url(url, limits, image_path=image)
         else:
@@ -180,11 +186,10 @@ class DemoApp:
             text = f"{text}\n\n(Fetched from {item.url})"
         return label, confidence, rationale, techniques, highlight_spans(text, p.evidence), item.image
 
-    def example_from_query(self, request):
+    def example_from_query(self, params: dict):
         """``?example=N`` fills the form with example N and labels it (links that run an example)."""
         import gradio as gr
 
-        params = dict(request.query_params) if request is not None else {}
         try:
             index = int(params.get("example", ""))
             row = sample_examples(self.config.n_examples)[index]
@@ -236,10 +241,13 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
         gr.Examples(examples, inputs=[image, headline, article, url], label="Examples from the embedded sample")
         with gr.Accordion("How this works and its limits", open=False):
             gr.Markdown(HOW_IT_WORKS + ("\n**The models.**\n" + notes if notes else ""))
-        submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict",
+        submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict", preprocess=False,
                      api_description="Label a news item (image + headline + article, or a URL) and explain the label.")
-        demo.load(app.example_from_query, inputs=None, outputs=[image, headline, article, url, *outputs],
-                  api_visibility="private")
+
+        def run_example(request: gr.Request):
+            yield from app.example_from_query(dict(request.query_params))
+
+        demo.load(run_example, inputs=None, outputs=[image, headline, article, url, *outputs], api_visibility="private")
     demo.queue(default_concurrency_limit=config.concurrency, max_size=config.queue_size)
     return demo
 

@@ -155,6 +155,10 @@ _IMAGE_REASONS = {
 }
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} kB"
+
+
 def read_image(data: bytes, limits: Limits):
     """Validate image bytes and return an RGB PIL image; :class:`InputError` says what is wrong."""
     from PIL import Image
@@ -162,7 +166,7 @@ def read_image(data: bytes, limits: Limits):
     from vilbias.images import InvalidImage, validate_image
 
     if len(data) > limits.max_image_bytes:
-        raise InputError(f"The image is {len(data) / 1e6:.1f} MB; the limit is {limits.max_image_bytes / 1e6:.0f} MB.")
+        raise InputError(f"The image is {_size(len(data))}; the limit is {_size(limits.max_image_bytes)}.")
     try:
         validate_image(data)
     except InvalidImage as e:
@@ -194,7 +198,7 @@ def item_from_upload(image_path: str | Path | None, headline: str | None, articl
     if not path.is_file():
         raise InputError("The uploaded image could not be read; upload it again.")
     if path.stat().st_size > limits.max_image_bytes:
-        raise InputError(f"The image is {path.stat().st_size / 1e6:.1f} MB; the limit is {limits.max_image_bytes / 1e6:.0f} MB.")
+        raise InputError(f"The image is {_size(path.stat().st_size)}; the limit is {_size(limits.max_image_bytes)}.")
     return Item(read_image(path.read_bytes(), limits), headline, article_text)
 
 
