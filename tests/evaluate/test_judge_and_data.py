@@ -8,7 +8,14 @@ import pytest
 
 from tests.evaluate.conftest import ScriptedBackend
 from vilbias.evaluate.data import Item, apply_probe, select_shots
-from vilbias.evaluate.judge import JudgeJob, judge_messages, judge_prompt_version, parse_verdict, rule_verdict, run_judge
+from vilbias.evaluate.judge import (
+    JudgeJob,
+    judge_messages,
+    judge_prompt_version,
+    parse_verdict,
+    rule_verdict,
+    run_judge,
+)
 
 GOOD = '{"reasoning_accuracy": 1, "faithfulness": 0, "justification": "Supports the label; quote not in text."}'
 
