@@ -244,8 +244,12 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
         submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict", preprocess=False,
                      api_description="Label a news item (image + headline + article, or a URL) and explain the label.")
 
-        def run_example(request: gr.Request):
+        def run_example(request):
             yield from app.example_from_query(dict(request.query_params))
+
+        # Gradio injects the request by the parameter's annotation, which it must see as the
+        # class itself (this module's annotations are strings and `gr` is a local name).
+        run_example.__annotations__["request"] = gr.Request
 
         demo.load(run_example, inputs=None, outputs=[image, headline, article, url, *outputs], api_visibility="private")
     demo.queue(default_concurrency_limit=config.concurrency, max_size=config.queue_size)

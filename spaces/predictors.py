@@ -416,6 +416,11 @@ class Predictors:
 _LINE = r"^\W*{key}\W*?[:=]\s*(?P<value>.*)$"
 
 
+def _phrase_pattern(phrase: str) -> re.Pattern:
+    """``phrase`` as whole words, case-insensitive ("container" does not match "containers")."""
+    return re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", re.IGNORECASE)
+
+
 def parse_techniques_and_evidence(techniques_text: str, evidence_text: str, item_text: str) -> tuple[list[str], list[str]]:
     """Technique ids named in ``techniques_text`` and quoted phrases of ``evidence_text`` that
     occur in ``item_text`` (case-insensitively). Nothing is guessed: a phrase the text does not
@@ -426,11 +431,10 @@ def parse_techniques_and_evidence(techniques_text: str, evidence_text: str, item
     techniques = [tid for tid, name in ALL_NAMES.items()
                   if name.lower() in lowered or tid.replace("_", " ") in lowered]
     quoted = re.findall(r"[\"“”'‘’]([^\"“”‘’]{2,80})[\"“”'‘’]", evidence_text)
-    haystack = item_text.lower()
     evidence = []
     for phrase in quoted:
         phrase = phrase.strip(" .,;:")
-        if len(phrase) >= 3 and phrase.lower() in haystack and phrase.lower() not in (e.lower() for e in evidence):
+        if len(phrase) >= 3 and _phrase_pattern(phrase).search(item_text) and phrase.lower() not in (e.lower() for e in evidence):
             evidence.append(phrase)
     return techniques, evidence[:5]
 
@@ -549,11 +553,12 @@ class RationaleWriter:
 
 
 def highlight_spans(text: str, evidence: list[str], category: str = "evidence") -> list[tuple[str, str | None]]:
-    """``text`` cut into ``(piece, category or None)`` with every occurrence of an evidence
-    phrase marked (case-insensitive; overlapping matches merged), for ``gr.HighlightedText``."""
+    """``text`` cut into ``(piece, category or None)`` with every whole-word occurrence of an
+    evidence phrase marked (case-insensitive; overlapping matches merged), for
+    ``gr.HighlightedText``."""
     marks = []
     for phrase in evidence:
-        for m in re.finditer(re.escape(phrase), text, re.IGNORECASE):
+        for m in _phrase_pattern(phrase).finditer(text):
             marks.append((m.start(), m.end()))
     merged: list[list[int]] = []
     for start, end in sorted(marks):
