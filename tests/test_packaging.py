@@ -40,6 +40,8 @@ def test_wheel_contents(wheel):
         "vilbias/publish/templates/model_card.md",
         "vilbias/training/default_model/config.json",
         "vilbias/training/recipes/SmolVLM-Instruct/lora.yaml",
+        "vilbias/evaluate/metrics/f1/f1.py",
+        "vilbias/evaluate/prompts/judge.txt",
     ]:
         assert required in names, required
     assert any(n.startswith("vilbias/sample/images/") for n in names)
