@@ -6,8 +6,10 @@ The fake server (tests/fakes/openai_server.py) runs in its own process and answe
 after ``--latency`` seconds. The ideal rate is concurrency / latency (640 calls/s for 32 / 50 ms);
 the target is a ratio of at least 0.8 of it. Two runs in the same process: the backend alone
 (requests streamed into ``OpenAIBackend.chat``) and the whole ``vilbias annotate`` stage (prompt
-rendering, parsing, one SQLite commit per call). Memory: peak RSS after the first quarter of the
-calls against peak RSS at the end (flat means the difference does not grow with the calls).
+rendering, parsing, grouped SQLite commits, the counting pass and the summary). Each also prints
+the client's CPU time per call, a figure that other load on the machine disturbs less than the
+rate. Memory: peak RSS after the first quarter of the calls against peak RSS at the end (flat
+means the difference does not grow with the calls).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class RssWatcher:
         self.peak = max(self.peak, rss_mb())
 
 
-def bench_backend(url: str, calls: int, concurrency: int) -> tuple[float, RssWatcher]:
+def bench_backend(url: str, calls: int, concurrency: int) -> tuple[float, float, RssWatcher]:
     backend = OpenAIBackend("fake-model", url, concurrency=concurrency)
     watcher = RssWatcher()
     done = [0]
@@ -73,14 +75,14 @@ def bench_backend(url: str, calls: int, concurrency: int) -> tuple[float, RssWat
             watcher.mark()
 
     requests = (ChatRequest([{"role": "user", "content": f"item {i} " + "word " * 300}]) for i in range(calls))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     backend.chat(requests, on_result=on_result)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     watcher.stop()
-    return calls / elapsed, watcher
+    return calls / elapsed, cpu / calls, watcher
 
 
-def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tuple[float, RssWatcher, dict]:
+def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tuple[float, float, RssWatcher, dict]:
     samples = 3
     items = -(-calls // (2 * samples))
     make_workdir(workdir, n=items, shared_image=True)
@@ -88,24 +90,24 @@ def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tup
     watcher = RssWatcher()
     import vilbias.annotate.store as store_mod
 
-    original = store_mod.AnnotationStore.record_call
+    original = store_mod.AnnotationStore.record_calls
     count = [0]
 
-    def counting(self, *a, **kw):
-        original(self, *a, **kw)
-        count[0] += 1
-        if count[0] == calls // 4:
+    def counting(self, rows):
+        original(self, rows)
+        before, count[0] = count[0], count[0] + len(rows)
+        if before < calls // 4 <= count[0]:
             watcher.mark()
 
-    store_mod.AnnotationStore.record_call = counting
-    start = time.perf_counter()
+    store_mod.AnnotationStore.record_calls = counting
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=samples, progress=False))
     finally:
-        store_mod.AnnotationStore.record_call = original
-    elapsed = time.perf_counter() - start
+        store_mod.AnnotationStore.record_calls = original
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     watcher.stop()
-    return count[0] / elapsed, watcher, summary
+    return count[0] / elapsed, cpu / count[0], watcher, summary
 
 
 def main() -> None:
@@ -120,12 +122,14 @@ def main() -> None:
     )
     try:
         url = server.stdout.readline().strip()
-        rate, mem = bench_backend(url, args.calls, args.concurrency)
+        rate, cpu, mem = bench_backend(url, args.calls, args.concurrency)
         print(f"backend : {args.calls} calls, {rate:7.1f} calls/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= 0.8)")
+        print(f"          client CPU {cpu * 1e3:.3f} ms per call")
         print(f"          RSS peak after 1/4 of the calls {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
         with tempfile.TemporaryDirectory() as tmp:
-            rate, mem, summary = bench_pipeline(url, args.calls, args.concurrency, Path(tmp) / "work")
+            rate, cpu_stage, mem, summary = bench_pipeline(url, args.calls, args.concurrency, Path(tmp) / "work")
         print(f"pipeline: {sum(summary['run'].values())} calls, {rate:7.1f} calls/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= 0.8)")
+        print(f"          client CPU {cpu_stage * 1e3:.3f} ms per call ({(cpu_stage - cpu) * 1e3:+.3f} ms over the backend alone)")
         print(f"          RSS peak after 1/4 of the calls {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
         print(json.dumps({"run": summary["run"]}))
     finally:

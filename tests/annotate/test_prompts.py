@@ -97,3 +97,31 @@ def test_parse_lenient_on_spelling(raw, label):
 )
 def test_unparseable(raw):
     assert P.parse_answer(raw) is None
+
+
+def _general_search(raw):
+    """parse_answer without its fast path: the reference it must agree with."""
+    for obj in P._json_objects(raw):
+        if (answer := P._from_object(obj)) is not None:
+            return answer
+    return P._from_list(raw)
+
+
+@pytest.mark.parametrize(
+    "raw, label",
+    [
+        # A bare object: the fast path.
+        ('  {"label": "biased", "tone": "Biased", "rationale": "r1"}\n', "biased"),
+        # A bare object without a label, wrapping one that has it: the search goes on inside.
+        ('{"answer": {"label": "not biased", "rationale": "inner"}}', "not_biased"),
+        # A bare object followed by text: not one JSON document, the search finds it.
+        ('{"label": "biased", "rationale": "first"} and then {"label": "not biased"}', "biased"),
+        # A fence inside the object: the fast path stands aside for the fence-first search.
+        ('{"label": "biased", "rationale": "see ```{\\"label\\": \\"not biased\\"}```"}', "biased"),
+        ('{"label": "biased", "note": "```\n{\"label\": \"not biased\"}\n```"}', "not_biased"),
+    ],
+)
+def test_parse_fast_path_matches_the_general_search(raw, label):
+    answer = P.parse_answer(raw)
+    assert answer == _general_search(raw)
+    assert answer.label == label

@@ -35,7 +35,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -67,7 +67,9 @@ class ChatResult:
     attempts: int = 1
 
 
-OnResult = Callable[[int, ChatResult], None]
+OnResult = Callable[[int, ChatResult], Awaitable[None] | None]
+"""``on_result(index, result)``. It may return an awaitable (from inside the backend's event
+loop): async backends await it before taking the next request."""
 
 
 class ChatBackend(Protocol):
@@ -79,7 +81,10 @@ class ChatBackend(Protocol):
         With ``on_result``, hand each ``(index, result)`` over as soon as it is ready (in any
         order) and return an empty list: the caller stores results as they come, so a crash
         loses only the calls in flight and memory stays flat however many requests there are.
-        ``requests`` may be a lazy iterable; backends consume it as they go.
+        ``requests`` may be a lazy iterable; backends consume it as they go. When ``on_result``
+        returns an awaitable, an async backend awaits it before that worker takes another
+        request (the annotate stage uses this to commit results in groups, see
+        :class:`vilbias.annotate.pipeline._Recorder`).
         """
         ...
 
@@ -175,7 +180,11 @@ class OpenAIBackend:
                 # Workers pull from one shared iterator: at most `concurrency` requests are
                 # materialised and in flight, whatever the iterable's length.
                 for index, request in source:
-                    on_result(index, await self._call(session, request))
+                    stored = on_result(index, await self._call(session, request))
+                    if stored is not None:
+                        # The caller stores results in groups: this worker takes no new request
+                        # until its result is stored, so an unstored result counts as in flight.
+                        await stored
 
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
 

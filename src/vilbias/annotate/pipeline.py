@@ -28,6 +28,7 @@ Without a file, the embedded SmolLM2-135M-Instruct is the one annotator (:data:`
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -40,7 +41,7 @@ from typing import Any
 
 from vilbias.annotate import prompts as prompting
 from vilbias.annotate.backends import ChatBackend, ChatRequest, ChatResult, image_part, load_backend
-from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey
+from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row
 from vilbias.annotate.voting import hierarchical_vote
 from vilbias.workdir import ARTICLES, Article, read_articles
 
@@ -186,7 +187,16 @@ def _image(workdir: Path, article: Article) -> tuple[str, bytes, str]:
 
 
 class _Recorder:
-    """Hands requests to a backend lazily and stores each result as it arrives."""
+    """Hands requests to a backend lazily and stores each result as it arrives.
+
+    Called from inside an event loop (the OpenAI backend), results are committed in groups: a
+    result joins the current group, one SQLite transaction stores the group as soon as the loop
+    has run the steps that were ready together, and :meth:`call` returns a future the backend
+    awaits before that worker takes its next request. So a result not yet committed still
+    holds its worker's slot: what a ``kill -9`` can lose is never more than ``concurrency``
+    calls, the same bound as with one commit per call, at a fraction of the commits. Called
+    without a running loop (local models), each result is committed at once.
+    """
 
     def __init__(self, store: AnnotationStore, bar: Any, model: str):
         self.store = store
@@ -194,28 +204,62 @@ class _Recorder:
         self.bar = bar
         self.inflight: dict[int, Any] = {}
         self.counts: Counter[str] = Counter()
+        self._rows: list[tuple] = []
+        self._group: asyncio.Future | None = None
+        self._error: BaseException | None = None
 
     def feed(self, jobs: Iterator[tuple[Any, ChatRequest]]) -> Iterator[ChatRequest]:
         for index, (key, request) in enumerate(jobs):
             self.inflight[index] = key
             yield request
 
-    def call(self, index: int, result: ChatResult) -> None:
+    def call(self, index: int, result: ChatResult) -> asyncio.Future | None:
         key: CallKey = self.inflight.pop(index)
-        answer = prompting.parse_answer(result.text) if result.text is not None else None
-        self.store.record_call(
-            key,
-            model=self.model,
-            raw=result.text,
-            label=answer.label if answer else None,
-            tone=answer.tone if answer else None,
-            techniques=answer.techniques if answer else None,
-            rationale=answer.rationale if answer else None,
-            error=result.error,
-            latency_s=result.latency_s,
-        )
-        self.counts["failed" if result.text is None else "answered" if answer else "unparseable"] += 1
-        self.bar.update(1)
+        text = result.text
+        answer = prompting.parse_answer(text) if text is not None else None
+        if answer is None:
+            row = call_row(key, model=self.model, raw=text, error=result.error, latency_s=result.latency_s)
+        else:
+            row = call_row(
+                key, model=self.model, raw=text, label=answer.label, tone=answer.tone, techniques=answer.techniques,
+                rationale=answer.rationale, error=result.error, latency_s=result.latency_s,
+            )
+        self.counts["failed" if text is None else "answered" if answer else "unparseable"] += 1
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.store.record_calls([row])
+            self.bar.update(1)
+            return None
+        self._rows.append(row)
+        if self._group is None:
+            # call_soon runs after the steps already ready in this loop iteration: every
+            # result that arrived in the same poll goes into one transaction.
+            self._group = loop.create_future()
+            loop.call_soon(self._commit)
+        return self._group
+
+    def _commit(self) -> None:
+        rows, group = self._rows, self._group
+        self._rows, self._group = [], None
+        try:
+            self.store.record_calls(rows)
+        except BaseException as e:  # handed to the awaiting workers: the run stops with it
+            self._error = e
+            if group is not None and not group.done():
+                group.set_exception(e)
+            return
+        if group is not None and not group.done():
+            group.set_result(None)
+        self.bar.update(len(rows))
+
+    def flush(self) -> None:
+        """Commit what a backend left uncommitted (one that did not await :meth:`call`'s future)
+        and raise a commit error the backend did not."""
+        if self._rows:
+            self._commit()
+        if self._error is not None:
+            raise self._error
 
 
 def annotate(config: AnnotateConfig) -> dict[str, Any]:
@@ -247,7 +291,10 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
                 backends[spec.name] = load_backend(asdict(spec))
             with tqdm(total=pending, desc=f"annotate {spec.name}", unit="call", disable=not config.progress) as bar:
                 recorder = _Recorder(store, bar, spec.model)
-                backends[spec.name].chat(recorder.feed(_jobs(config, store, spec, fp, versions, describer_key)), on_result=recorder.call)
+                try:
+                    backends[spec.name].chat(recorder.feed(_jobs(config, store, spec, fp, versions, describer_key)), on_result=recorder.call)
+                finally:
+                    recorder.flush()
             run.update(recorder.counts)
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
@@ -268,9 +315,20 @@ def _jobs(
     describer_key: str | None,
     count_only: bool = False,
 ) -> Iterator[tuple[CallKey, ChatRequest | None]]:
-    """The missing calls of one annotator, item by item (lazily: memory stays flat)."""
+    """The missing calls of one annotator, item by item (lazily: memory stays flat).
+
+    The K samples of an item and prompt share one rendered prompt and one message list (the
+    requests are read, never changed): rendering is done once per item and prompt, not per call.
+    """
     workdir = Path(config.workdir)
     system = {"role": "system", "content": prompting.system_message()}
+    # Sample k's parameters; with a seed, seed + k so the K samples differ.
+    sample_params = []
+    for k in range(config.samples):
+        params = dict(spec.params)
+        if "seed" in params:
+            params["seed"] = int(params["seed"]) + k
+        sample_params.append(params)
     for article in _articles(config):
         done = store.answered(article.unique_id)
         missing = [
@@ -289,30 +347,30 @@ def _jobs(
                 # Asked again next run, once the description exists: the answer depends on it.
                 missing = [(p, k) for p, k in missing if p != "multimodal"]
         image = None
+        messages: dict[str, list[dict[str, Any]]] = {}
         for p, k in missing:
             key = CallKey(article.unique_id, p, spec.name, fp, k, versions[p])
             if count_only:
                 yield key, None
                 continue
-            text = prompting.render(
-                p,
-                outlet=article.outlet,
-                headline=article.headline,
-                article_text=article.article_text,
-                image_caption=article.image_caption,
-                image_description=description,
-                max_article_chars=config.max_article_chars,
-            )
-            content: Any = text
-            if p == "multimodal" and spec.vision:
-                if image is None:
-                    _, data, mime = _image(workdir, article)
-                    image = image_part(data, mime)
-                content = [image, {"type": "text", "text": text}]
-            params = dict(spec.params)
-            if "seed" in params:
-                params["seed"] = int(params["seed"]) + k  # K samples must differ
-            yield key, ChatRequest([system, {"role": "user", "content": content}], params)
+            if p not in messages:
+                text = prompting.render(
+                    p,
+                    outlet=article.outlet,
+                    headline=article.headline,
+                    article_text=article.article_text,
+                    image_caption=article.image_caption,
+                    image_description=description,
+                    max_article_chars=config.max_article_chars,
+                )
+                content: Any = text
+                if p == "multimodal" and spec.vision:
+                    if image is None:
+                        _, data, mime = _image(workdir, article)
+                        image = image_part(data, mime)
+                    content = [image, {"type": "text", "text": text}]
+                messages[p] = [system, {"role": "user", "content": content}]
+            yield key, ChatRequest(messages[p], sample_params[k])
 
 
 def _describe_images(

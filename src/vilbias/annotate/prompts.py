@@ -27,7 +27,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from vilbias.annotate.techniques import ALL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
@@ -58,6 +58,7 @@ def prompt_version(prompt: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
+@cache
 def answer_schema(prompt: str) -> str:
     """The JSON shape shown in the prompt, with every criterion of ``prompt`` listed."""
     techniques = ", ".join(f'"{ALL_NAMES[t]}": "Present"|"Absent"' for t in CRITERIA[prompt])
@@ -65,6 +66,11 @@ def answer_schema(prompt: str) -> str:
         '{"techniques": {' + techniques + '}, "tone": "Neutral"|"Biased", '
         '"label": "biased"|"not biased", "rationale": "<one to three sentences citing evidence>"}'
     )
+
+
+@cache
+def _criteria(prompt: str) -> str:
+    return "\n".join(f"- {ALL_NAMES[t]}" for t in CRITERIA[prompt])
 
 
 _MARKERS = re.compile(r"<{3,}|>{3,}")
@@ -90,9 +96,8 @@ def render(
     text = article_text or ""
     if len(text) > max_article_chars:
         text = text[:max_article_chars].rsplit(" ", 1)[0] + " [...]"
-    criteria = "\n".join(f"- {ALL_NAMES[t]}" for t in CRITERIA[prompt])
     return template(prompt).format(
-        criteria=criteria,
+        criteria=_criteria(prompt),
         schema=answer_schema(prompt),
         outlet=defuse(outlet) or "(unknown)",
         headline=defuse(headline),
@@ -115,8 +120,13 @@ class Answer:
     rationale: str = ""
 
 
+_NON_LETTERS = re.compile(r"[^a-z]")
+
+
+@lru_cache(maxsize=4096)
 def _norm(s: str) -> str:
-    return re.sub(r"[^a-z]", "", s.lower())
+    # Cached: answers repeat the same few keys and values (bounded, so free text cannot grow it).
+    return _NON_LETTERS.sub("", s.lower())
 
 
 _NAME_LOOKUP: dict[str, str] = {}
@@ -220,6 +230,16 @@ def parse_answer(raw: str | None) -> Answer | None:
     """
     if not raw or not raw.strip():
         return None
+    stripped = raw.strip()
+    if stripped[0] == "{" and "```" not in raw:
+        # The usual answer: one bare JSON object. It is what the general search below would
+        # find first (no fence, the first "{"), parsed without the search.
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and (answer := _from_object(obj)) is not None:
+            return answer
     for obj in _json_objects(raw):
         answer = _from_object(obj)
         if answer is not None:

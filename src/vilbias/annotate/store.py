@@ -2,7 +2,8 @@
 
 One row per (item, prompt, annotator, sample, prompt version, annotator fingerprint). The store
 is the annotate stage's memory: a re-run asks only for the keys it lacks, and a process killed
-mid-run loses at most the calls in flight (each call is committed on its own, WAL journal).
+mid-run loses at most the calls in flight (results are committed as they complete, WAL journal;
+the annotate stage commits the results that complete together in one transaction).
 
 The ``active`` table records which prompt versions and annotators the latest ``vilbias annotate``
 run used; :meth:`AnnotationStore.votes` returns only those calls, so a new prompt or annotator set
@@ -80,6 +81,29 @@ class CallKey:
     prompt_version: str
 
 
+_INSERT_CALL = "INSERT OR REPLACE INTO calls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+
+
+def call_row(
+    key: CallKey,
+    *,
+    model: str = "",
+    raw: str | None = None,
+    label: str | None = None,
+    tone: str | None = None,
+    techniques: dict[str, bool] | None = None,
+    rationale: str | None = None,
+    error: str | None = None,
+    latency_s: float | None = None,
+) -> tuple:
+    """One ``calls`` row, for :meth:`AnnotationStore.record_calls`."""
+    return (
+        key.item_id, key.prompt, key.annotator, key.fingerprint, key.sample, key.prompt_version,
+        model, raw, label, tone, json.dumps(techniques) if techniques is not None else None,
+        rationale, error, latency_s, utcnow(),
+    )
+
+
 @dataclass(frozen=True)
 class ActiveAnnotator:
     name: str
@@ -132,15 +156,23 @@ class AnnotationStore:
         latency_s: float | None = None,
     ) -> None:
         """Store one call (its own transaction). A repeated key replaces the earlier row."""
+        self.record_calls([call_row(key, model=model, raw=raw, label=label, tone=tone, techniques=techniques,
+                                    rationale=rationale, error=error, latency_s=latency_s)])
+
+    def record_calls(self, rows: list[tuple]) -> None:
+        """Store rows made by :func:`call_row` in one transaction (all or none). The annotate
+        stage commits the results that completed together this way: one commit per group is
+        what keeps the store from being the bottleneck at hundreds of calls per second."""
+        if not rows:
+            return
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO calls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    key.item_id, key.prompt, key.annotator, key.fingerprint, key.sample, key.prompt_version,
-                    model, raw, label, tone, json.dumps(techniques) if techniques is not None else None,
-                    rationale, error, latency_s, utcnow(),
-                ),
-            )
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany(_INSERT_CALL, rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def existing_keys(self) -> set[CallKey]:
         """Keys of calls that got an answer (raw text). Failed calls are asked again."""

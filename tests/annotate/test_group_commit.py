@@ -1,0 +1,108 @@
+"""Results are committed in groups, yet a worker takes no new request before its result is
+stored: what is asked but not stored never exceeds the concurrency."""
+
+import asyncio
+import sqlite3
+import threading
+
+import pytest
+
+from tests.annotate.conftest import answer
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.workdirs import make_workdir
+from vilbias.annotate.backends import ChatResult
+from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, _Recorder, annotate
+from vilbias.annotate.store import AnnotationStore, CallKey, call_row
+
+
+class _Bar:
+    def __init__(self):
+        self.n = 0
+
+    def update(self, n):
+        self.n += n
+
+
+def _key(i):
+    return CallKey(f"item-{i}", "text", "a", "fp", 0, "v1")
+
+
+def test_results_ready_together_share_one_transaction(tmp_path):
+    with AnnotationStore(tmp_path / "a.sqlite") as store:
+        groups = []
+        original = store.record_calls
+        store.record_calls = lambda rows: (groups.append(len(rows)), original(rows))
+        bar = _Bar()
+        recorder = _Recorder(store, bar, "m")
+        recorder.inflight.update({i: _key(i) for i in range(4)})
+
+        async def run():
+            futures = [recorder.call(i, ChatResult(answer("biased"))) for i in range(3)]
+            assert futures[0] is futures[1] is futures[2]  # one group
+            assert groups == []  # nothing stored before the loop moves on
+            await futures[0]
+            assert groups == [3] and bar.n == 3
+            await recorder.call(3, ChatResult(None, "HTTP 500"))
+            assert groups == [3, 1]
+
+        asyncio.run(run())
+        rows = {r["item_id"]: r for r in store.iter_calls()}
+        assert rows["item-0"]["label"] == "biased" and rows["item-3"]["raw"] is None and rows["item-3"]["error"] == "HTTP 500"
+        assert recorder.counts == {"answered": 3, "failed": 1}
+
+    # Without a running loop (local models) every result is stored at once.
+    with AnnotationStore(tmp_path / "b.sqlite") as store:
+        recorder = _Recorder(store, _Bar(), "m")
+        recorder.inflight[0] = _key(0)
+        assert recorder.call(0, ChatResult(answer("not_biased"))) is None
+        assert [r["label"] for r in store.iter_calls()] == ["not_biased"]
+
+
+def test_record_calls_is_all_or_nothing(tmp_path):
+    with AnnotationStore(tmp_path / "a.sqlite") as store:
+        good = call_row(_key(0), raw="x")
+        with pytest.raises(sqlite3.Error):
+            store.record_calls([good, (1, 2, 3)])  # wrong arity: the whole group is refused
+        assert list(store.iter_calls()) == []
+        store.record_calls([good, call_row(_key(1), raw="y")])
+        assert len(list(store.iter_calls())) == 2
+
+
+def test_unstored_calls_never_exceed_concurrency(tmp_path):
+    workdir = make_workdir(tmp_path / "w", n=10)
+    db = workdir / "annotations.sqlite"
+    gaps = []
+    lock = threading.Lock()
+
+    def responder(body):
+        # Asked so far (read first) minus stored now: the calls a kill -9 would lose.
+        asked = server.count
+        try:
+            con = sqlite3.connect(db, timeout=30)
+            stored = con.execute("SELECT COUNT(*) FROM calls WHERE raw IS NOT NULL").fetchone()[0]
+            con.close()
+        except sqlite3.OperationalError:  # before the run created its tables
+            stored = 0
+        with lock:
+            gaps.append(asked - stored)
+        return answer("biased")
+
+    with FakeOpenAIServer(responder, latency_s=0.02) as server:
+        spec = AnnotatorSpec(name="fake", backend="openai", model="m", base_url=server.base_url, concurrency=4, params={"seed": 0})
+        summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=3, progress=False))
+    assert summary["run"] == {"answered": 60}
+    assert len(gaps) == 60 and max(gaps) <= 4
+
+
+def test_a_failed_commit_stops_the_run(tmp_path, monkeypatch):
+    workdir = make_workdir(tmp_path / "w", n=3)
+
+    def broken(self, rows):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(AnnotationStore, "record_calls", broken)
+    with FakeOpenAIServer(lambda body: answer("biased")) as server:
+        spec = AnnotatorSpec(name="fake", backend="openai", model="m", base_url=server.base_url, concurrency=2)
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+            annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, progress=False))
+        assert server.count == 2  # each worker stops at its first unstored result: no run-away asking
