@@ -73,3 +73,14 @@ def test_perceptual_hash_sees_re_encodes_as_near_identical():
     b = validate_image(encode(img, "JPEG", quality=60)).phash
     c = validate_image(encode(photo((320, 240), seed=6), "JPEG")).phash
     assert hamming(a, b) <= 4 < 12 < hamming(a, c)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_phash_matches_imagehash(seed):
+    import imagehash
+
+    from vilbias.images import _phash
+
+    img = photo((300, 200), seed=seed)
+    expected = int(str(imagehash.phash(img)), 16)
+    assert _phash(img) == expected

@@ -12,6 +12,7 @@ import io
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 # Formats a news page serves as a photo. SVG is not a raster format Pillow reads and is
@@ -112,17 +113,26 @@ def validate_image(data: bytes, *, min_side: int = MIN_SIDE) -> ImageInfo:
     )
 
 
-def _phash(im: Image.Image) -> int:
-    """DCT perceptual hash as a 64-bit int (the imagehash ``phash`` algorithm)."""
-    import imagehash
+def _dct_rows() -> np.ndarray:
+    """The first 8 rows of the unnormalised DCT-II matrix for 32 samples (scipy's ``dct``)."""
+    n = np.arange(32)
+    k = np.arange(8)[:, None]
+    return 2.0 * np.cos(np.pi * k * (2 * n + 1) / 64.0)
 
+
+_DCT8 = _dct_rows()
+
+
+def _phash(im: Image.Image) -> int:
+    """DCT perceptual hash as a 64-bit int: imagehash's ``phash`` (32x32 Lanczos greyscale,
+    2-D DCT, 8x8 low frequencies above their median), computed as two small matrix products
+    instead of two full FFT-based DCTs — the same bits at a fraction of the cost."""
     if im.mode not in ("L", "RGB"):
         im = im.convert("RGBA").convert("RGB") if "A" in im.mode or im.mode == "P" else im.convert("RGB")
-    bits = imagehash.phash(im).hash.flatten()
-    value = 0
-    for b in bits:
-        value = (value << 1) | int(b)
-    return value
+    pixels = np.asarray(im.convert("L").resize((32, 32), Image.Resampling.LANCZOS), dtype=np.float64)
+    low = _DCT8 @ pixels @ _DCT8.T
+    bits = (low > np.median(low)).flatten()
+    return int.from_bytes(np.packbits(bits).tobytes(), "big")
 
 
 def hamming(a: int, b: int) -> int:

@@ -50,9 +50,8 @@ def _jpeg(color, size=(40, 30)):
 def write_multimodal_repo(root, n=40, seed=0):
     """A tiny repo in the corpus layout (DESIGN §4 columns) whose label is learnable from
     both the words and the image colour."""
-    from datasets import ClassLabel, Dataset, Features, Image, List, Value
+    from datasets import ClassLabel, Features, Image, List, Value
 
-    from vilbias.build.sentences import write_repo
 
     rng = random.Random(seed)
     features = Features(
@@ -98,14 +97,20 @@ def write_multimodal_repo(root, n=40, seed=0):
             }
         )
 
-    def ds(idx):
-        return Dataset.from_list([rows[i] for i in idx], features=features)
+    from huggingface_hub import DatasetCard, DatasetCardData
 
-    configs = {"default": {"train": ds(range(0, 28)), "validation": ds(range(28, 34)), "test": ds(range(34, 40))}}
-    for k in range(5):
-        test = [i for i in range(n) if i % 5 == k]
-        configs[f"fold_{k}"] = {"train": ds([i for i in range(n) if i % 5 != k]), "test": ds(test)}
-    write_repo(root, configs, features, "# tiny test corpus\n")
+    from vilbias.build.writer import ConfigSpec, RepoWriter, card_metadata
+
+    specs = {"default": ConfigSpec("data", features, ("train", "validation", "test"))}
+    specs.update({f"fold_{k}": ConfigSpec(f"fold_{k}", features, ("train", "test")) for k in range(5)})
+    writer = RepoWriter(root, specs)
+    for i, row in enumerate(rows):
+        writer.add("default", "train" if i < 28 else "validation" if i < 34 else "test", row)
+        for k in range(5):
+            writer.add(f"fold_{k}", "test" if i % 5 == k else "train", row)
+    card_data = DatasetCardData()
+    card_metadata(card_data, specs, writer.close())
+    DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n# tiny test corpus\n").save(root / "README.md")
     return root
 
 

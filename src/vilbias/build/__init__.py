@@ -105,11 +105,33 @@ def _write_configs(plan: Any, repo: Path, max_shard_size: str) -> dict[str, Any]
 
     specs = _config_specs()
     writer = RepoWriter(repo, specs, max_shard_size=max_shard_size)
-    for row, example, sft_example in tqdm(iter_examples(plan), total=len(plan.rows), desc="writing", unit=" rows"):
-        writer.add("default", row.split, example)
+    batch: list[tuple[Any, dict, dict]] = []
+
+    def flush() -> None:
+        # Each row is converted to Arrow once per schema, then sliced into its 7 destinations.
+        rows = [r for r, _, _ in batch]
+        default = writer.to_table("default", [e for _, e, _ in batch])
+        sft = writer.to_table("sft", [s for _, _, s in batch])
+        for split in ("train", "validation", "test"):
+            idx = [i for i, r in enumerate(rows) if r.split == split]
+            if idx:
+                writer.add_table("default", split, default.take(idx))
+                writer.add_table("sft", split, sft.take(idx))
         for k in range(5):
-            writer.add(f"fold_{k}", "test" if row.fold == k else "train", example)
-        writer.add("sft", row.split, sft_example)
+            test = [i for i, r in enumerate(rows) if r.fold == k]
+            train = [i for i, r in enumerate(rows) if r.fold != k]
+            if test:
+                writer.add_table(f"fold_{k}", "test", default.take(test))
+            if train:
+                writer.add_table(f"fold_{k}", "train", default.take(train))
+        batch.clear()
+
+    for item in tqdm(iter_examples(plan), total=len(plan.rows), desc="writing", unit=" rows"):
+        batch.append(item)
+        if len(batch) >= writer.row_group_size:
+            flush()
+    if batch:
+        flush()
     return writer.close()
 
 

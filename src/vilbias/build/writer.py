@@ -34,7 +34,9 @@ class _SplitWriter:
     def __init__(self, folder: Path, split: str, features: Any, schema: pa.Schema, options: dict, max_bytes: int):
         self.folder, self.split, self.features, self.schema = folder, split, features, schema
         self.options, self.max_bytes = options, max_bytes
-        self.buffer: list[dict] = []
+        self.rows: list[dict] = []
+        self.tables: list[pa.Table] = []
+        self.pending = 0
         self.shards: list[Path] = []
         self.writer: pq.ParquetWriter | None = None
         self.shard_bytes = 0
@@ -42,20 +44,33 @@ class _SplitWriter:
         self.num_bytes = 0
 
     def add(self, row: dict, row_group_size: int) -> None:
-        self.buffer.append(row)
-        if len(self.buffer) >= row_group_size:
-            self.flush()
+        self.rows.append(row)
+        self.pending += 1
+        if self.pending >= row_group_size:
+            self.flush(row_group_size)
 
-    def flush(self) -> None:
-        if not self.buffer:
+    def add_table(self, table: pa.Table, row_group_size: int) -> None:
+        if self.rows:
+            self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.rows = []
+        self.tables.append(table)
+        self.pending += table.num_rows
+        if self.pending >= row_group_size:
+            self.flush(row_group_size)
+
+    def flush(self, row_group_size: int) -> None:
+        if self.rows:
+            self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.rows = []
+        if not self.pending:
             if self.writer is None:
                 self._open()  # an empty split still gets a shard carrying its schema
             return
-        table = pa.Table.from_pylist(self.buffer, schema=self.schema)
-        self.buffer = []
+        table = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+        self.tables, self.pending = [], 0
         if self.writer is None or self.shard_bytes >= self.max_bytes:
             self._open()
-        self.writer.write_table(table)
+        self.writer.write_table(table, row_group_size=row_group_size)
         self.shard_bytes += table.nbytes
         self.num_examples += table.num_rows
         self.num_bytes += table.nbytes
@@ -77,8 +92,8 @@ class _SplitWriter:
         self.shards.append(path)
         self.shard_bytes = 0
 
-    def close(self) -> None:
-        self.flush()  # also opens a shard for an empty split, so its schema is on disk
+    def close(self, row_group_size: int) -> None:
+        self.flush(row_group_size)
         self.writer.close()
         n = len(self.shards)
         for i, partial in enumerate(self.shards):
@@ -114,6 +129,14 @@ class RepoWriter:
     def add(self, config: str, split: str, row: dict) -> None:
         self.writers[config, split].add(row, self.row_group_size)
 
+    def to_table(self, config: str, rows: list[dict]) -> pa.Table:
+        """Convert rows to Arrow once with ``config``'s schema, to hand slices of the result to
+        several splits with :meth:`add_table` (a row that lands in 7 configs is converted once)."""
+        return pa.Table.from_pylist(rows, schema=self.writers[config, self.configs[config].splits[0]].schema)
+
+    def add_table(self, config: str, split: str, table: pa.Table) -> None:
+        self.writers[config, split].add_table(table, self.row_group_size)
+
     def close(self) -> dict[str, Any]:
         from datasets import DatasetInfo, SplitDict, SplitInfo
 
@@ -123,7 +146,7 @@ class RepoWriter:
             download = 0
             for split in spec.splits:
                 w = self.writers[name, split]
-                w.close()
+                w.close(self.row_group_size)
                 splits.add(SplitInfo(name=split, num_bytes=w.num_bytes, num_examples=w.num_examples))
                 download += sum(p.stat().st_size for p in (self.root / spec.folder).glob(f"{split}-*.parquet"))
             infos[name] = DatasetInfo(
