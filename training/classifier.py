@@ -281,12 +281,12 @@ def _max_length(cfg: ClassifierConfig, tokenizer, model_config) -> int:
 
 
 def _compute_metrics(eval_pred) -> dict:
-    from vilbias.training.metrics_util import classification_metrics
+    from vilbias.evaluate.scores import closed_metrics
 
     logits, labels = eval_pred
-    scores = classification_metrics(labels.tolist(), logits.argmax(-1).tolist())
-    scores.pop("confusion_matrix")
-    scores.pop("n")
+    scores = closed_metrics(labels.tolist(), logits.argmax(-1).tolist())
+    for key in ("confusion_matrix", "n", "unparseable", "unparseable_rate"):
+        scores.pop(key)
     return scores
 
 
@@ -299,7 +299,8 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     from transformers import EarlyStoppingCallback, Trainer, TrainingArguments, set_seed
     from vilbias.training.feature_cache import FeatureCache, encoder_identity
     from vilbias.training.losses import make_compute_loss_func
-    from vilbias.training.metrics_util import classification_metrics
+
+    from vilbias.evaluate.scores import closed_metrics
 
     set_seed(cfg.seed)
     splits, label = load_splits(cfg, config_name)
@@ -353,7 +354,7 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     probs /= probs.sum(-1, keepdims=True)
     preds = probs.argmax(-1)
     y_true = list(test["labels"])
-    test_metrics = classification_metrics(y_true, preds.tolist())
+    test_metrics = closed_metrics(y_true, preds.tolist())
 
     trainer.save_model(str(run_dir))
     if cfg.architecture == "text":

@@ -14,37 +14,6 @@ AVERAGES = ("binary", "macro", "weighted")
 SUMMARY_KEYS = ("accuracy",) + tuple(f"{m}_{a}" for a in AVERAGES for m in ("precision", "recall", "f1"))
 
 
-def classification_metrics(y_true: Sequence[int], y_pred: Sequence[int], *, positive_label: int = 1) -> dict:
-    """Accuracy, precision/recall/F1 under each of :data:`AVERAGES`, and the confusion matrix.
-
-    Args:
-        y_true: gold class ids.
-        y_pred: predicted class ids, same length.
-        positive_label: the class that ``binary`` scores treat as positive (1 = ``biased``).
-
-    Returns:
-        ``{"accuracy": float, "precision_binary": float, ..., "f1_weighted": float,
-        "confusion_matrix": [[tn, fp], [fn, tp]], "n": int}``. Undefined ratios (no predicted
-        positives, say) are 0.0, as scikit-learn's ``zero_division=0`` gives.
-    """
-    from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
-
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} labels but y_pred has {len(y_pred)}")
-    if not len(y_true):
-        raise ValueError("cannot score an empty set of predictions")
-    out: dict = {"n": len(y_true), "accuracy": float(accuracy_score(y_true, y_pred))}
-    for average in AVERAGES:
-        p, r, f, _ = precision_recall_fscore_support(
-            y_true, y_pred, average=average, pos_label=positive_label, labels=[0, 1], zero_division=0
-        )
-        out[f"precision_{average}"] = float(p)
-        out[f"recall_{average}"] = float(r)
-        out[f"f1_{average}"] = float(f)
-    out["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=[0, 1]).tolist()
-    return out
-
-
 def summarize_folds(per_fold: Sequence[dict]) -> dict[str, dict[str, float]]:
     """Mean and sample standard deviation (ddof=1, 0 for one fold) of each metric over folds.
 

@@ -23,7 +23,7 @@ def test_focal_loss_equals_cross_entropy_at_gamma_zero():
 
 
 def test_classification_metrics_values():
-    from vilbias.training.metrics_util import classification_metrics
+    from vilbias.evaluate.scores import closed_metrics as classification_metrics
 
     m = classification_metrics([1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 1])
     assert m["accuracy"] == pytest.approx(4 / 6)
@@ -31,7 +31,7 @@ def test_classification_metrics_values():
     assert m["recall_binary"] == pytest.approx(2 / 3)
     assert m["f1_macro"] == pytest.approx(2 / 3)
     assert m["confusion_matrix"] == [[2, 1], [1, 2]]
-    with pytest.raises(ValueError, match="labels"):
+    with pytest.raises(ValueError, match="references"):
         classification_metrics([1, 0], [1])
 
 
