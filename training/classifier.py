@@ -382,30 +382,11 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     # What `vilbias publish model` needs to render the card later, from this folder alone.
     card_info(cfg, config_name, metrics, model).save(run_dir)
+    from vilbias.evaluate.report import plot_confusion_matrix
+
     plot_confusion_matrix(test_metrics["confusion_matrix"], run_dir / "confusion_matrix.png", title=f"{cfg.model} [{config_name}] test")
     plot_training_curves(trainer.state.log_history, run_dir / "training_curves.png", metric=cfg.early_stopping_metric)
     return metrics
-
-
-def plot_confusion_matrix(matrix: list[list[int]], path: Path, title: str = "") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4, 3.6))
-    ax.imshow(matrix, cmap="Blues")
-    for i, row in enumerate(matrix):
-        for j, v in enumerate(row):
-            ax.text(j, i, str(v), ha="center", va="center")
-    ax.set_xticks(range(len(LABEL_NAMES)), LABEL_NAMES)
-    ax.set_yticks(range(len(LABEL_NAMES)), LABEL_NAMES)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("gold")
-    ax.set_title(title, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_binary") -> None:
