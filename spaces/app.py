@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +71,7 @@ class SpaceConfig:
     limits: Limits = field(default_factory=Limits)
     rationale_backend: dict | None = field(default=None, metadata={"help": "load_backend spec of the rationale writer (default: embedded SmolLM2)."})
     n_examples: int = field(default=4, metadata={"help": "Examples taken from the embedded sample."})
+    rationale_delay_s: float = field(default=20.0, metadata={"help": "Start loading the rationale writer this long after start (or at the first label)."})
 
     @classmethod
     def from_env(cls) -> SpaceConfig:
@@ -118,10 +120,17 @@ class DemoApp:
         return self.specs[0].name
 
     def warm_up(self) -> None:
-        """Load the default model now and the rationale writer in the background."""
+        """Load the default model now; schedule the rationale writer's background load.
+
+        SmolLM2's load (~30 s of CPU, much of it holding the GIL) would slow the first labels
+        if it ran while they are computed, so it starts after the first label is served or
+        ``rationale_delay_s`` after start, whichever comes first.
+        """
         self.predictors.get(self.default_model)
         if self.specs[0].kind == "fusion" and self.specs[0].rationale:
-            self.rationale.start()
+            timer = threading.Timer(self.config.rationale_delay_s, self.rationale.start)
+            timer.daemon = True
+            timer.start()
 
     def predict(self, image, headline, article_text, url, model):
         """Generator: the label first, then the rationale once written (see module docstring)."""
@@ -184,7 +193,7 @@ class DemoApp:
         text = item.display_text
         if item.url:
             text = f"{text}\n\n(Fetched from {item.url})"
-        return label, confidence, rationale, techniques, highlight_spans(text, p.evidence), item.image
+        return label, confidence, rationale, techniques, highlight_spans(text, p.evidence), item.image_path or item.image
 
     def example_from_query(self, params: dict):
         """``?example=N`` fills the form with example N and labels it (links that run an example)."""

@@ -134,6 +134,8 @@ class Item:
     article_text: str
     url: str | None = None
     image_url: str | None = None
+    image_path: str | None = None
+    """The uploaded file, shown back as it is (re-encoding the image for display costs time)."""
 
     @property
     def display_text(self) -> str:
@@ -199,7 +201,7 @@ def item_from_upload(image_path: str | Path | None, headline: str | None, articl
         raise InputError("The uploaded image could not be read; upload it again.")
     if path.stat().st_size > limits.max_image_bytes:
         raise InputError(f"The image is {_size(path.stat().st_size)}; the limit is {_size(limits.max_image_bytes)}.")
-    return Item(read_image(path.read_bytes(), limits), headline, article_text)
+    return Item(read_image(path.read_bytes(), limits), headline, article_text, image_path=str(path))
 
 
 _FETCH_REASONS = {
@@ -530,13 +532,17 @@ class RationaleWriter:
     def ready(self) -> bool:
         return self._ready.is_set()
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Start loading if needed and wait until loaded (or failed); False on timeout."""
+        self.start()
+        return self._ready.wait(timeout)
+
     def explain(self, item: Item, prediction: Prediction, timeout: float = 300.0) -> Prediction:
         """Fill in ``prediction``'s reasoning, techniques and evidence (or ``rationale_error``)."""
         from vilbias.annotate.backends import ChatRequest
 
-        self.start()
         prediction.rationale_by = f"{self.name}, prompted with the classifier's decision"
-        if not self._ready.wait(timeout):
+        if not self.wait(timeout):
             prediction.rationale_error = f"{self.name} is still loading; try again in a minute."
             return prediction
         if self._backend is None:
