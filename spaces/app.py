@@ -231,6 +231,7 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
         with gr.Row():
             with gr.Column():
                 model = gr.Dropdown([(s.title, s.name) for s in app.specs], value=app.default_model, label="Model")
+                model_note = gr.Markdown(app.specs[0].note)
                 url = gr.Textbox(label="Article URL (optional: fetches the headline, text and image)", placeholder="https://…")
                 image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
                 headline = gr.Textbox(label="Headline", max_lines=2)
@@ -252,6 +253,9 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
             gr.Markdown(HOW_IT_WORKS + ("\n**The models.**\n" + notes if notes else ""))
         submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict", preprocess=False,
                      api_description="Label a news item (image + headline + article, or a URL) and explain the label.")
+
+        notes_by_name = {s.name: s.note for s in app.specs}
+        model.change(lambda name: notes_by_name.get(name, ""), inputs=model, outputs=model_note, api_visibility="private")
 
         def run_example(request):
             yield from app.example_from_query(dict(request.query_params))

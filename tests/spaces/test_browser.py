@@ -33,6 +33,7 @@ def test_browser_submits_an_example_and_sees_label_and_rationale(space):
     assert "calibrated probability" in text
     assert "not biased, confidence" in text or "biased, confidence" in text
     assert "Written by SmolLM2-135M-Instruct" in text and "Framing" in text
+    assert "close to chance" in text  # the offline default says what it is, visibly
     shot = Image.open(io.BytesIO(png)).convert("L")
     assert shot.size[0] >= 800
     assert ImageStat.Stat(shot).stddev[0] > 5  # not a blank page
