@@ -398,6 +398,8 @@ class Predictors:
         spec = self.specs.get(name)
         if spec is None:
             raise InputError(f"Unknown model {name!r}; choose one of {', '.join(self.specs)}.")
+        if name in self._loaded:  # no lock: a slow load of another model must not block this one
+            return self._loaded[name]
         with self._lock:
             if name not in self._loaded:
                 start = time.perf_counter()
