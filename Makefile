@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: setup test lint sample clean
+.PHONY: setup browser test lint sample clean
 
 # torch is pinned to 2.13.0 so pip takes the local CPU wheel instead of resolving a multi-GB CUDA
 # build; the torch vision companion package is never installed (only CUDA builds exist; it breaks transformers).
@@ -17,7 +17,11 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-test: setup
+# The Space's browser tests drive Debian's headless Chromium (no browser download).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+test: setup browser
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q
 
 lint: setup
