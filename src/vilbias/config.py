@@ -40,7 +40,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if not f.init or f.metadata.get("cli", True) is False:
             continue
         tp, _ = _unwrap_optional(hints[f.name])
-        kwargs: dict[str, Any] = {"help": f.metadata.get("help", ""), "dest": f.name}
+        # argparse %-formats help text; a literal "95%" in a field's help must not break --help.
+        kwargs: dict[str, Any] = {"help": f.metadata.get("help", "").replace("%", "%%"), "dest": f.name}
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
