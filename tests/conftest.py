@@ -29,3 +29,17 @@ for key, value in {
 # A token from the developer's environment must never reach the loopback servers or logs.
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("OPENAI_API_KEY", None)
+
+
+import pytest  # noqa: E402  (imported after the environment is set, on purpose)
+
+
+@pytest.fixture(scope="session")
+def sample_dataset_dir(tmp_path_factory):
+    """The embedded sample built once per session into a Hub-layout folder (66 rows; test split
+    of 10). Read-only for the tests that share it."""
+    from vilbias.build import BuildConfig, build
+
+    output = tmp_path_factory.mktemp("built") / "vilbias"
+    build(BuildConfig(output=output))
+    return output

@@ -1,4 +1,4 @@
-"""Fixtures for the evaluation tests: the embedded sample built once, scripted chat backends."""
+"""Fixtures for the evaluation tests: scripted chat backends (the built sample comes from tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,6 @@ import re
 import pytest
 
 from vilbias.annotate.backends import ChatResult
-
-
-@pytest.fixture(scope="session")
-def sample_dataset_dir(tmp_path_factory):
-    """The embedded sample built into a Hub-layout folder (66 rows; test split of 10)."""
-    from vilbias.build import BuildConfig, build
-
-    output = tmp_path_factory.mktemp("built") / "vilbias"
-    build(BuildConfig(output=output))
-    return output
 
 
 @pytest.fixture(scope="session")

@@ -9,20 +9,11 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture(scope="module")
-def sample_repo(tmp_path_factory):
-    from vilbias.build import BuildConfig, build
-
-    out = tmp_path_factory.mktemp("sample") / "vilbias"
-    build(BuildConfig(output=out))
-    return out
-
-
-def test_minilm_efficientnet_fusion_learns_on_sample(tmp_path, sample_repo):
+def test_minilm_efficientnet_fusion_learns_on_sample(tmp_path, sample_dataset_dir):
     from vilbias.training.classifier import train_classifier
     from vilbias.training.train_default import default_config
 
-    cfg = default_config(str(sample_repo), tmp_path / "run", feature_cache=tmp_path / "cache")
+    cfg = default_config(str(sample_dataset_dir), tmp_path / "run", feature_cache=tmp_path / "cache")
     cfg.epochs, cfg.patience = 6, 0
     metrics = train_classifier(cfg)
     losses = [h["loss"] for h in metrics["log_history"] if "loss" in h]

@@ -1,20 +1,10 @@
-"""Fixtures for the SFT tests: the embedded sample's dataset folder and tiny VLMs built once."""
+"""Fixtures for the SFT tests: tiny VLMs built once (the built sample comes from tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.fakes.tiny_vlm import build_tiny_vlm
-
-
-@pytest.fixture(scope="session")
-def sample_dataset_dir(tmp_path_factory):
-    """The embedded sample built into a Hub-layout folder (``load_dataset(folder, "sft")``)."""
-    from vilbias.build import BuildConfig, build
-
-    output = tmp_path_factory.mktemp("built") / "vilbias"
-    build(BuildConfig(output=output))
-    return output
 
 
 @pytest.fixture(scope="session")
