@@ -142,22 +142,10 @@ class AnnotationStore:
 
     # -- calls ----------------------------------------------------------------------------
 
-    def record_call(
-        self,
-        key: CallKey,
-        *,
-        model: str = "",
-        raw: str | None = None,
-        label: str | None = None,
-        tone: str | None = None,
-        techniques: dict[str, bool] | None = None,
-        rationale: str | None = None,
-        error: str | None = None,
-        latency_s: float | None = None,
-    ) -> None:
-        """Store one call (its own transaction). A repeated key replaces the earlier row."""
-        self.record_calls([call_row(key, model=model, raw=raw, label=label, tone=tone, techniques=techniques,
-                                    rationale=rationale, error=error, latency_s=latency_s)])
+    def record_call(self, key: CallKey, **fields: Any) -> None:
+        """Store one call (its own transaction); ``fields`` are :func:`call_row`'s keyword
+        arguments. A repeated key replaces the earlier row."""
+        self.record_calls([call_row(key, **fields)])
 
     def record_calls(self, rows: list[tuple]) -> None:
         """Store rows made by :func:`call_row` in one transaction (all or none). The annotate
