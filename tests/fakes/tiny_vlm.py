@@ -160,28 +160,23 @@ def _llava_next(extra_text, hidden=HIDDEN, intermediate=INTERMEDIATE, layers=2):
     return LlavaNextForConditionalGeneration(config), processor
 
 
-def _llava_phi3(extra_text):
+def _llava_standin(tokenizer, text_config, image_token: str, chat_template: str):
+    """A LLaVA model + processor around ``text_config``: the shape of the stand-ins for VLM
+    families whose own classes cannot be built offline (Phi-3.5-vision, Qwen2.5-VL)."""
     from transformers import (
         CLIPImageProcessorPil,
         CLIPVisionConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
         LlavaProcessor,
-        Phi3Config,
     )
 
-    tokenizer = train_tokenizer(["<unk>", "<s>", "<|endoftext|>", "<|image_1|>", "<|user|>", "<|assistant|>",
-                                 "<|system|>", "<|end|>"],
-                                bos="<s>", eos="<|endoftext|>", pad="<|endoftext|>", unk="<unk>",
-                                extra_text=extra_text)
     vision = CLIPVisionConfig(hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=2,
                               num_attention_heads=4, image_size=32, patch_size=16, projection_dim=HIDDEN)
-    text = _text_kwargs(len(tokenizer), tokenizer)
-    text.pop("num_key_value_heads")
     config = LlavaConfig(
         vision_config=vision,
-        text_config=Phi3Config(**text, num_key_value_heads=4),
-        image_token_id=tokenizer.convert_tokens_to_ids("<|image_1|>"),
+        text_config=text_config,
+        image_token_id=tokenizer.convert_tokens_to_ids(image_token),
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
     )
@@ -189,11 +184,23 @@ def _llava_phi3(extra_text):
     processor = LlavaProcessor(
         image_processor=image_processor, tokenizer=tokenizer, patch_size=16,
         vision_feature_select_strategy="default", num_additional_image_tokens=1,
-        # Phi-3.5-vision numbers its image placeholders; one image per row makes it <|image_1|>
-        image_token="<|image_1|>",
-        chat_template=recipe_chat_template("Phi-3.5-vision-instruct"),
+        image_token=image_token, chat_template=chat_template,
     )
     return LlavaForConditionalGeneration(config), processor
+
+
+def _llava_phi3(extra_text):
+    from transformers import Phi3Config
+
+    tokenizer = train_tokenizer(["<unk>", "<s>", "<|endoftext|>", "<|image_1|>", "<|user|>", "<|assistant|>",
+                                 "<|system|>", "<|end|>"],
+                                bos="<s>", eos="<|endoftext|>", pad="<|endoftext|>", unk="<unk>",
+                                extra_text=extra_text)
+    text = _text_kwargs(len(tokenizer), tokenizer)
+    text.pop("num_key_value_heads")
+    # Phi-3.5-vision numbers its image placeholders; one image per row makes it <|image_1|>
+    return _llava_standin(tokenizer, Phi3Config(**text, num_key_value_heads=4), "<|image_1|>",
+                          recipe_chat_template("Phi-3.5-vision-instruct"))
 
 
 def _idefics3(extra_text):
@@ -229,36 +236,14 @@ def _idefics3(extra_text):
 
 
 def _llava_qwen2(extra_text):
-    from transformers import (
-        CLIPImageProcessorPil,
-        CLIPVisionConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        Qwen2Config,
-    )
+    from transformers import Qwen2Config
 
     tokenizer = train_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
                                  "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"],
                                 bos="<|im_start|>", eos="<|im_end|>", pad="<|endoftext|>", extra_text=extra_text)
-    vision = CLIPVisionConfig(hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=2,
-                              num_attention_heads=4, image_size=32, patch_size=16, projection_dim=HIDDEN)
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=Qwen2Config(**_text_kwargs(len(tokenizer), tokenizer)),
-        image_token_id=tokenizer.convert_tokens_to_ids("<|image_pad|>"),
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="default",
-    )
-    image_processor = CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    processor = LlavaProcessor(
-        image_processor=image_processor, tokenizer=tokenizer, patch_size=16,
-        vision_feature_select_strategy="default", num_additional_image_tokens=1,
-        # The Qwen2.5-VL template writes <|vision_start|><|image_pad|><|vision_end|> per image
-        image_token="<|image_pad|>",
-        chat_template=trl_chat_template("qwen2_5_vl"),
-    )
-    return LlavaForConditionalGeneration(config), processor
+    # The Qwen2.5-VL template writes <|vision_start|><|image_pad|><|vision_end|> per image
+    return _llava_standin(tokenizer, Qwen2Config(**_text_kwargs(len(tokenizer), tokenizer)), "<|image_pad|>",
+                          trl_chat_template("qwen2_5_vl"))
 
 
 def _mllama(extra_text):
