@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.workdirs import make_workdir  # noqa: E402
-from vilbias.annotate.backends import ChatRequest, OpenAIBackend  # noqa: E402
 from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, annotate  # noqa: E402
+from vilbias.models.chat import ChatRequest, OpenAIBackend  # noqa: E402
 
 
 def rss_mb() -> float:

@@ -180,7 +180,7 @@ def child_build(workdir: Path, output: Path) -> None:
     """Entry point of the memory subprocess: build, then print peak RSS as JSON."""
     import logging
 
-    from vilbias.build import BuildConfig, build
+    from vilbias.corpus import BuildConfig, build
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     started = time.perf_counter()
@@ -296,7 +296,7 @@ def pyarrow_baseline(workdir: Path, output: Path) -> int:
     import pyarrow.parquet as pq
     from vilbias.loading_script.biascorpus import DEFAULT_FEATURES, SFT_FEATURES, sft_messages
 
-    from vilbias import LABEL_NAMES
+    from vilbias.task import LABEL_NAMES
 
     resolved = _votes(workdir)
     default_schema, sft_schema = DEFAULT_FEATURES.arrow_schema, SFT_FEATURES.arrow_schema
@@ -364,7 +364,7 @@ def _timed(fn, *args) -> tuple[float, float]:
 
 def measure_speed(workdir: Path, scratch: Path) -> tuple[tuple[float, float], tuple[float, float]]:
     """``((wall, cpu) of the pyarrow baseline, (wall, cpu) of build)`` on ``workdir``."""
-    from vilbias.build import BuildConfig, build
+    from vilbias.corpus import BuildConfig, build
 
     _warm(workdir)
     times = []

@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 from PIL import Image
 from vilbias.training.feature_cache import FeatureCache, compute_image_features
-from vilbias.training.fusion import FusionConfig, FusionForClassification
+
+from vilbias.models.fusion import FusionConfig, FusionForClassification
 
 SAMPLE_IMAGES = Path(__file__).resolve().parents[1] / "src" / "vilbias" / "sample" / "images"
 

@@ -51,7 +51,7 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from tests.fakes.tiny_vlm import build_tiny_vlm
-    from vilbias.build import BuildConfig, build
+    from vilbias.corpus import BuildConfig, build
 
     work = Path(tempfile.mkdtemp(prefix="bench-peft-"))
     build(BuildConfig(output=work / "data"))

@@ -87,7 +87,8 @@ def main() -> None:
     from gradio_client import Client
     from PIL import Image
     from vilbias.spaces.app import SpaceConfig, build_demo, launch_kwargs, sample_examples
-    from vilbias.training.fusion import compose_text
+
+    from vilbias.models.fusion import compose_text
 
     torch.set_num_threads(args.threads)
     examples = sample_examples(4)

@@ -24,11 +24,11 @@ def main() -> int:
         return 1
     sys.path.insert(0, str(ROOT))
     from PIL import Image
+    from vilbias.training.sft import parse_recipe, run_sft
 
     from tests.fakes.tiny_vlm import build_tiny_vlm
-    from vilbias.build import BuildConfig, build
-    from vilbias.training.inference import generate_answers, load_vlm
-    from vilbias.training.sft import parse_recipe, run_sft
+    from vilbias.corpus import BuildConfig, build
+    from vilbias.models.vlm import generate_answers, load_vlm
 
     work = Path(tempfile.mkdtemp(prefix="gpu-check-sft-"))
     build(BuildConfig(output=work / "data"))

@@ -86,7 +86,7 @@ class SpaceConfig:
 def sample_examples(n: int) -> list[list[str]]:
     """``[image_path, headline, article_text, url, model]`` rows from the embedded sample,
     alternating outlets so the examples are not all one voice."""
-    from vilbias.loading_script.biascorpus import sample_workdir
+    from vilbias.workdir import sample_workdir
 
     root = sample_workdir()
     rows, outlets = [], set()
@@ -185,7 +185,7 @@ class DemoApp:
         if pending:
             techniques = ""
         elif p.techniques:
-            from vilbias.annotate.techniques import ALL_NAMES
+            from vilbias.task import ALL_NAMES
 
             techniques = "\n".join(f"- {ALL_NAMES[t]}" for t in p.techniques)
         else:
@@ -271,7 +271,7 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
 
 def launch_kwargs(config: SpaceConfig) -> dict:
     """Arguments for ``demo.launch`` that every way of serving the app shares."""
-    from vilbias.loading_script.biascorpus import sample_workdir
+    from vilbias.workdir import sample_workdir
 
     # Uploads far past the image limit are refused by Gradio before they reach the handler.
     return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes}

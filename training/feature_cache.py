@@ -98,7 +98,7 @@ def compute_image_features(
     """Pooled features for encoded images, ``(len(images), feature_dim)`` float32.
 
     Args:
-        encoder: a module from :func:`vilbias.training.image_encoders.load_image_encoder`.
+        encoder: a module from :func:`vilbias.models.image_encoders.load_image_encoder`.
         images: original encoded bytes (the dataset's ``image`` column with ``decode=False``).
         cache: read features from and write them to this cache; ``None`` computes everything.
         batch_size: images per forward pass on a cache miss.

@@ -377,7 +377,7 @@ def model_card_info(record: dict[str, Any], repo_id: str | None = None):
 
 
 USAGE_SNIPPET = """from PIL import Image
-from vilbias.training.inference import generate_answers, load_vlm
+from vilbias.models.vlm import generate_answers, load_vlm
 
 model, processor = load_vlm("{repo_id}")  # adapter repos load their base model underneath
 answer = generate_answers(model, processor, [(Image.open("news.jpg"), "Headline ...", "Article text ...")])[0]

@@ -21,8 +21,9 @@ import tempfile
 from pathlib import Path
 
 from vilbias.training.classifier import ClassifierConfig, train_classifier
-from vilbias.training.fusion import MINILM
-from vilbias.training.image_encoders import EFFICIENTNET_LITE0
+
+from vilbias.models.fusion import MINILM
+from vilbias.models.image_encoders import EFFICIENTNET_LITE0
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 """Where the shipped head lives (package data of ``vilbias.training``)."""
@@ -59,7 +60,7 @@ def train_default(dataset: str | None = None, output_dir: Path = DEFAULT_MODEL_D
     """Train the default fusion head and leave only :data:`KEEP` files in ``output_dir``."""
     with tempfile.TemporaryDirectory(prefix="vilbias-default-") as tmp:
         if dataset is None:
-            from vilbias.build import BuildConfig, build
+            from vilbias.corpus import BuildConfig, build
 
             dataset = str(Path(tmp) / "sample")
             build(BuildConfig(output=Path(dataset)))

@@ -23,7 +23,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "ingest": ("vilbias.ingest.cli", "Fetch news feeds into a workdir of article-image pairs."),
     "annotate": ("vilbias.annotate.cli", "Label a workdir's items with LLM annotators and hierarchical voting."),
     "review": ("vilbias.review.cli", "Export review sheets, import verdicts, report agreement."),
-    "build": ("vilbias.build.cli", "Build the Hub-layout dataset folder (default: the embedded sample)."),
+    "build": ("vilbias.corpus.cli", "Build the Hub-layout dataset folder (default: the embedded sample)."),
     "publish": ("vilbias.publish.cli", "Publish a dataset release, a model or the Space to the Hub."),
     "train": ("vilbias.training.cli", "Train classifier baselines or run a trl sft recipe."),
     "evaluate": ("vilbias.evaluate.cli", "Score a model: closed-ended metrics, LLM-judged reasoning, analyses."),

@@ -30,6 +30,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +214,8 @@ def store_image(workdir: str | os.PathLike, data: bytes, ext: str) -> str:
     if not target.exists():
         atomic_write(target, data)
     return rel
+
+
+def sample_workdir() -> Path:
+    """The embedded sample shipped inside the package (a small annotated workdir)."""
+    return Path(str(files("vilbias.sample")))

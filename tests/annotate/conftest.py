@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.workdirs import make_workdir
-from vilbias.annotate.backends import ChatRequest, ChatResult
+from vilbias.models.chat import ChatRequest, ChatResult
 
 
 def answer(label: str, rationale: str = "because", techniques: dict[str, str] | None = None) -> str:

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from vilbias.annotate.backends import ChatRequest, OpenAIBackend, image_part, load_backend
+from vilbias.models.chat import ChatRequest, OpenAIBackend, image_part, load_backend
 
 
 @pytest.fixture

@@ -113,7 +113,7 @@ def test_vision_annotator_describes_each_image_once(tmp_path):
             if describe:
                 described.extend(describe)
                 for i, _ in enumerate(requests):
-                    on_result(i, __import__("vilbias.annotate.backends", fromlist=["ChatResult"]).ChatResult("A man waves a red flag."))
+                    on_result(i, __import__("vilbias.models.chat", fromlist=["ChatResult"]).ChatResult("A man waves a red flag."))
                 return []
             return super().chat(requests, on_result)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from vilbias.annotate.backends import ChatRequest, TransformersBackend
+from vilbias.models.chat import ChatRequest, TransformersBackend
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} <|end|> {% endfor %}"

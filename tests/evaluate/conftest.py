@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from vilbias.annotate.backends import ChatResult
+from vilbias.models.chat import ChatResult
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import os
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
-from vilbias.evaluate.scores import (
+from vilbias.metrics.scores import (
     METRICS_DIR,
     as_scored,
     bootstrap_ci,

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from vilbias.review.agreement import cohen_kappa, krippendorff_alpha_nominal
+from vilbias.metrics.agreement import cohen_kappa, krippendorff_alpha_nominal
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from vilbias.annotate.techniques import MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
 from vilbias.annotate.voting import Vote, hierarchical_vote
 from vilbias.images import hamming, validate_image
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
+from vilbias.task import MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
 from vilbias.workdir import Article, read_articles, read_jsonl
 
 SAMPLE = Path(str(importlib.resources.files("vilbias.sample")))

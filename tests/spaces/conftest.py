@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from vilbias.annotate.backends import ChatResult
+from vilbias.models.chat import ChatResult
 
 STUB_RATIONALE = (
     'Reasoning: The wording stays factual and attributes claims to named sources.\n'

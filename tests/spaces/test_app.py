@@ -41,7 +41,8 @@ def test_predict_image_and_text_on_the_offline_default(space, example):
     # the calibrated probability: the raw head's softmax scaled by the fitted temperature
     from PIL import Image
     from vilbias.spaces.predictors import scale_probabilities
-    from vilbias.training.fusion import compose_text
+
+    from vilbias.models.fusion import compose_text
 
     fusion = demo.vilbias_app.predictors.get(MODEL)
     raw = fusion.model.predict(Image.open(image).convert("RGB"), compose_text(headline, article))["probabilities"]

@@ -19,7 +19,8 @@ from vilbias.spaces.predictors import (
     parse_rationale,
     scale_probabilities,
 )
-from vilbias.training.inference import Answer
+
+from vilbias.models.vlm import Answer
 
 
 def test_temperature_scaling():
@@ -96,7 +97,7 @@ def test_rationale_writer_with_a_tiny_real_chat_model():
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     from tests.annotate.test_transformers_backend import CHAT_TEMPLATE
-    from vilbias.annotate.backends import TransformersBackend
+    from vilbias.models.chat import TransformersBackend
 
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()

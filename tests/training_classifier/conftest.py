@@ -99,7 +99,7 @@ def write_multimodal_repo(root, n=40, seed=0):
 
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from vilbias.build.writer import ConfigSpec, RepoWriter, card_metadata
+    from vilbias.corpus.writer import ConfigSpec, RepoWriter, card_metadata
 
     specs = {"default": ConfigSpec("data", features, ("train", "validation", "test"))}
     specs.update({f"fold_{k}": ConfigSpec(f"fold_{k}", features, ("train", "test")) for k in range(5)})

@@ -55,7 +55,8 @@ def test_focal_loss_option_trains(tmp_path, multimodal_repo, tiny_bert):
 
 def test_fusion_end_to_end_and_round_trip(tmp_path, multimodal_repo, tiny_bert, tiny_clip):
     from PIL import Image
-    from vilbias.training.fusion import FusionForClassification
+
+    from vilbias.models.fusion import FusionForClassification
 
     cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, architecture="fusion", image_encoder=tiny_clip, freeze_image_encoder=False, hidden_size=16)
     train_classifier(cfg)
@@ -102,7 +103,7 @@ def test_frozen_fusion_caches_image_features_and_saves_head_only(tmp_path, multi
 
 @pytest.mark.parametrize("modality", ["text", "image"])
 def test_unimodal_controls(tmp_path, multimodal_repo, tiny_bert, tiny_clip, modality):
-    from vilbias.training.fusion import FusionForClassification
+    from vilbias.models.fusion import FusionForClassification
 
     cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, architecture="fusion", image_encoder=tiny_clip, modality=modality, hidden_size=16, epochs=1)
     metrics = train_classifier(cfg)
@@ -114,7 +115,7 @@ def test_unimodal_controls(tmp_path, multimodal_repo, tiny_bert, tiny_clip, moda
 
 
 def test_cv_on_babe_format_corpus(tmp_path, babe_csv, tiny_bert):
-    from vilbias.build.sentences import build_sentences
+    from vilbias.corpus.sentences import build_sentences
 
     build_sentences(babe_csv, tmp_path / "babe")
     cfg = _cfg(tmp_path, tmp_path / "babe", tiny_bert, cv=True, epochs=1, early_stopping_metric="f1_macro")

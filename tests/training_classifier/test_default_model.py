@@ -26,8 +26,9 @@ def test_minilm_efficientnet_fusion_learns_on_sample(tmp_path, sample_dataset_di
 
 def test_shipped_default_model_loads_offline_and_predicts():
     from PIL import Image
-    from vilbias.training.fusion import FusionForClassification
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
+
+    from vilbias.models.fusion import FusionForClassification
 
     assert (DEFAULT_MODEL_DIR / "model.safetensors").stat().st_size < 2_000_000  # the head only
     model = FusionForClassification.from_pretrained(DEFAULT_MODEL_DIR)

@@ -23,7 +23,7 @@ def test_focal_loss_equals_cross_entropy_at_gamma_zero():
 
 
 def test_classification_metrics_values():
-    from vilbias.evaluate.scores import closed_metrics as classification_metrics
+    from vilbias.metrics.scores import closed_metrics as classification_metrics
 
     m = classification_metrics([1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 1])
     assert m["accuracy"] == pytest.approx(4 / 6)
@@ -36,9 +36,9 @@ def test_classification_metrics_values():
 
 
 def test_summarize_folds_mean_std_and_table():
-    from vilbias.training.metrics_util import SUMMARY_KEYS, format_table, summarize_folds
+    from vilbias.metrics.scores import CLOSED_KEYS, format_table, summarize_folds
 
-    folds = [{k: v for k in SUMMARY_KEYS} for v in (0.5, 0.7, 0.9)]
+    folds = [{k: v for k in CLOSED_KEYS} for v in (0.5, 0.7, 0.9)]
     s = summarize_folds(folds)
     assert s["f1_macro"]["mean"] == pytest.approx(0.7)
     assert s["f1_macro"]["std"] == pytest.approx(0.2)
@@ -48,7 +48,8 @@ def test_summarize_folds_mean_std_and_table():
 
 def test_efficientnet_lite0_loads_strictly_and_gives_1280_features():
     from PIL import Image
-    from vilbias.training.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
+
+    from vilbias.models.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 
     encoder = load_image_encoder(EFFICIENTNET_LITE0)  # load_state_dict(strict=True) inside
     pixels = encoder.preprocess([Image.new("RGB", (300, 200), (120, 80, 40)), Image.new("L", (64, 90))])
@@ -99,7 +100,7 @@ def test_feature_cache_reuses_features_by_image_hash(tmp_path):
 def test_sentences_build_layout_and_stratified_folds(tmp_path, babe_csv):
     from datasets import load_dataset
 
-    from vilbias.build.sentences import build_sentences
+    from vilbias.corpus.sentences import build_sentences
 
     report = build_sentences(babe_csv, tmp_path / "babe")
     assert report["rows_read"] == 54 and report["excluded_no_agreement"] == 4 and report["rows_kept"] == 50
@@ -145,7 +146,7 @@ def test_sentences_build_layout_and_stratified_folds(tmp_path, babe_csv):
 )
 def test_sentences_reject_bad_rows(tmp_path, line, message):
     from tests.training_classifier.conftest import BABE_HEADER
-    from vilbias.build.sentences import build_sentences
+    from vilbias.corpus.sentences import build_sentences
 
     path = tmp_path / "bad.csv"
     path.write_bytes(f"{BABE_HEADER}\n{line}\n".encode("utf-8-sig"))
@@ -155,7 +156,7 @@ def test_sentences_reject_bad_rows(tmp_path, line, message):
 
 def test_sentences_reject_wrong_header_and_conflicts(tmp_path):
     from tests.training_classifier.conftest import BABE_HEADER
-    from vilbias.build.sentences import build_sentences
+    from vilbias.corpus.sentences import build_sentences
 
     comma = tmp_path / "comma.csv"
     comma.write_text("text,news_link,outlet,topic,type,label_bias,label_opinion,biased_words\n", encoding="utf-8")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 from PIL import Image
-from vilbias.training.inference import generate_answers, load_vlm, normalise_label, parse_answer
+
+from vilbias.models.vlm import generate_answers, load_vlm, normalise_label, parse_answer
 
 
 @pytest.mark.parametrize("text, label, reasoning", [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from datasets import load_dataset
 
-from vilbias import QUESTION
+from vilbias.task import QUESTION
 
 FAMILY = "llava_next"  # TRL knows this template and swaps in its {% generation %} variant
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.annotate import prompts as prompting
-from vilbias.annotate.backends import ChatBackend, ChatRequest, ChatResult, image_part, load_backend
+from vilbias.models.chat import ChatBackend, ChatRequest, ChatResult, image_part, load_backend
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row
 from vilbias.annotate.voting import hierarchical_vote
 from vilbias.workdir import ARTICLES, Article, read_articles
@@ -216,7 +216,7 @@ class _Recorder:
     def call(self, index: int, result: ChatResult) -> asyncio.Future | None:
         key: CallKey = self.inflight.pop(index)
         text = result.text
-        answer = prompting.parse_answer(text) if text is not None else None
+        answer = prompting.parse_annotation(text) if text is not None else None
         if answer is None:
             row = call_row(key, model=self.model, raw=text, error=result.error, latency_s=result.latency_s)
         else:

@@ -12,7 +12,7 @@ The answer the prompts ask for is one JSON object::
     {"techniques": {"<Technique>": "Present"|"Absent", ...}, "tone": "Neutral"|"Biased",
      "label": "biased"|"not biased", "rationale": "..."}
 
-:func:`parse_answer` accepts that object (bare, inside text, or inside a code fence) and the plain
+:func:`parse_annotation` accepts that object (bare, inside text, or inside a code fence) and the plain
 list form (``- Word Choice: Present`` ... ``- Label: biased``); anything else is unparseable and
 counts as an abstention (the raw text is kept in the store).
 
@@ -23,14 +23,13 @@ article cannot close the block early (prompt injection, see ``docs/annotate.md``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
 
-from vilbias.annotate.techniques import ALL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
+from vilbias.task import ALL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES, normalise_label, text_version
 
 PROMPT_NAMES = ("text", "multimodal")
 CRITERIA: dict[str, list[str]] = {"text": TEXT_TECHNIQUES, "multimodal": MULTIMODAL_CRITERIA}
@@ -54,8 +53,7 @@ def template(prompt: str) -> str:
 
 def prompt_version(prompt: str) -> str:
     """12 hex digits of sha256 over the system message and the template: the prompt's version."""
-    text = system_message() + "\n\x00\n" + template(prompt)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return text_version(system_message() + "\n\x00\n" + template(prompt))
 
 
 @cache
@@ -108,11 +106,11 @@ def render(
 
 
 @dataclass(frozen=True)
-class Answer:
+class Annotation:
     """A parsed annotation answer."""
 
     label: str
-    """``biased`` or ``not_biased`` (:data:`vilbias.LABEL_NAMES` spelling)."""
+    """``biased`` or ``not_biased`` (:data:`vilbias.task.LABEL_NAMES` spelling)."""
     tone: str | None = None
     """``Neutral`` or ``Biased``, None when the answer gave none."""
     techniques: dict[str, bool] = field(default_factory=dict)
@@ -140,7 +138,6 @@ _NAME_LOOKUP[_norm("Logical Fallacy")] = "logical_fallacies"
 _NAME_LOOKUP[_norm("Imbalance")] = "imbalance"
 _NAME_LOOKUP[_norm("Symbolism")] = "use_of_symbolism"
 
-_LABELS = {"biased": "biased", "notbiased": "not_biased", "unbiased": "not_biased"}
 _TONES = {"neutral": "Neutral", "biased": "Biased"}
 _PRESENCE = {"present": True, "absent": False, "yes": True, "no": False, "true": True, "false": False}
 
@@ -153,9 +150,9 @@ def _presence(value: object) -> bool | None:
     return None
 
 
-def _from_object(obj: dict) -> Answer | None:
+def _from_object(obj: dict) -> Annotation | None:
     fields = {_norm(k): v for k, v in obj.items() if isinstance(k, str)}
-    label = _LABELS.get(_norm(str(fields.get("label", ""))))
+    label = normalise_label(str(fields.get("label", "")), strict=True)
     if label is None:
         return None
     tone_raw = fields.get("tone")
@@ -177,7 +174,7 @@ def _from_object(obj: dict) -> Answer | None:
     if tone is not None:
         techniques["tone"] = tone == "Biased"
     rationale = fields.get("rationale", fields.get("reasoning", ""))
-    return Answer(label, tone, techniques, rationale.strip() if isinstance(rationale, str) else "")
+    return Annotation(label, tone, techniques, rationale.strip() if isinstance(rationale, str) else "")
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
@@ -198,7 +195,7 @@ def _json_objects(text: str):
             start = chunk.find("{", start + 1)
 
 
-def _from_list(text: str) -> Answer | None:
+def _from_list(text: str) -> Annotation | None:
     label = tone = None
     rationale = ""
     techniques: dict[str, bool] = {}
@@ -207,8 +204,8 @@ def _from_list(text: str) -> Answer | None:
         if not m:
             continue
         key, value = _norm(m.group(1)), m.group(2).strip().strip("\"'")
-        if key == "label" and _norm(value) in _LABELS:
-            label = _LABELS[_norm(value)]
+        if key == "label" and normalise_label(value, strict=True):
+            label = normalise_label(value, strict=True)
         elif key == "tone" and _norm(value) in _TONES:
             tone = _TONES[_norm(value)]
         elif key in ("rationale", "reasoning"):
@@ -219,10 +216,10 @@ def _from_list(text: str) -> Answer | None:
         return None
     if tone is not None:
         techniques["tone"] = tone == "Biased"
-    return Answer(label, tone, techniques, rationale)
+    return Annotation(label, tone, techniques, rationale)
 
 
-def parse_answer(raw: str | None) -> Answer | None:
+def parse_annotation(raw: str | None) -> Annotation | None:
     """Parse a model's answer; None when it is unparseable (no recognisable label).
 
     Tries, in order: a JSON object with a ``label`` inside a code fence or anywhere in the

@@ -28,7 +28,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from vilbias.annotate.prompts import defuse
 from vilbias.evaluate.data import Item
+from vilbias.models.chat import ChatRequest, image_mime, image_part
+from vilbias.task import ANSWER_LABELS, text_version, truncate_words
 
 logger = logging.getLogger(__name__)
 
@@ -49,22 +52,16 @@ def _read(name: str) -> str:
 
 def judge_prompt_version() -> str:
     """12 hex digits of sha256 over the judge's system message and template."""
-    text = _read("judge_system") + "\n\x00\n" + _read("judge")
-    return "judge-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return text_version(_read("judge_system") + "\n\x00\n" + _read("judge"), "judge-")
 
 
 def _label_text(label: int | None) -> str:
-    return {0: "not biased", 1: "biased"}.get(label, "(no label given)")
+    return ANSWER_LABELS.get(label, "(no label given)")
 
 
 def judge_messages(item: Item, predicted: int | None, rationale: str, *, with_image: bool = True) -> list[dict[str, Any]]:
     """The judge's conversation for one answer (image part included when there is an image;
     text-only judges drop it and rely on the caption)."""
-    from vilbias.annotate.backends import image_part
-    from vilbias.annotate.prompts import defuse
-    from vilbias.evaluate.messages import image_mime
-    from vilbias.loading_script.biascorpus import truncate_words
-
     text = _read("judge").format(
         gold_label=_label_text(item.label),
         predicted_label=_label_text(predicted),
@@ -137,7 +134,6 @@ def run_judge(backend, jobs: Iterable[JudgeJob], on_verdict: OnVerdict, *, retri
     invalid replies, or ``{"status": "error", "error"}`` when the backend could not be reached
     (not final: a resumed run asks again).
     """
-    from vilbias.annotate.backends import ChatRequest
 
     params = {"temperature": 0.0, **(params or {})}
     pending = [(job, job.messages, 1) for job in jobs]

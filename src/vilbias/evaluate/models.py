@@ -11,7 +11,7 @@ A spec is one of:
   ``architectures`` ``*ForSequenceClassification`` → a text classifier; ``*ForCausalLM`` → a
   text LM; anything else → a VLM (``AutoModelForImageTextToText``).
 
-Generative models answer through the chat backends of :mod:`vilbias.annotate.backends`;
+Generative models answer through the chat backends of :mod:`vilbias.models.chat`;
 classifiers predict labels directly and have no rationale to judge.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vilbias import LABEL_NAMES
+from vilbias.task import LABEL_NAMES
 from vilbias.evaluate.data import Item
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class GenerativeModel:
     """A model that answers in text (``Label: … / Reasoning: …``) through a chat backend."""
 
     backend: Any
-    """Anything with ``chat(requests, on_result=None)`` (:class:`vilbias.annotate.backends.ChatBackend`)."""
+    """Anything with ``chat(requests, on_result=None)`` (:class:`vilbias.models.chat.ChatBackend`)."""
     name: str
     vision: bool = True
     """Whether image parts reach the model (text-only backends drop them)."""
@@ -106,7 +106,7 @@ def _fusion_classifier(spec: str, revision: str | None) -> ClassifierModel:
     from PIL import Image
 
     from vilbias.evaluate.data import grey_image
-    from vilbias.training.fusion import FusionForClassification, compose_text
+    from vilbias.models.fusion import FusionForClassification, compose_text
 
     model = FusionForClassification.from_pretrained(spec, revision=revision)
     order = {name: LABEL_NAMES.index(name) for name in LABEL_NAMES}
@@ -129,7 +129,7 @@ def _text_classifier(spec: str, revision: str | None, batch_size: int) -> Classi
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from vilbias.training.fusion import compose_text
+    from vilbias.models.fusion import compose_text
 
     tokenizer = AutoTokenizer.from_pretrained(spec, revision=revision)
     model = AutoModelForSequenceClassification.from_pretrained(spec, revision=revision).eval()
@@ -165,7 +165,7 @@ def load_model(spec: str, *, revision: str | None = None, batch_size: int = 8, m
         concurrency: requests in flight for an OpenAI-compatible server.
         generative_only: refuse classifiers (the judge must write text).
     """
-    from vilbias.annotate.backends import TransformersBackend, load_backend
+    from vilbias.models.chat import TransformersBackend, load_backend
 
     params = {"temperature": 0.0, "max_tokens": max_new_tokens}
     parsed = parse_spec(spec)
@@ -198,8 +198,8 @@ def load_model(spec: str, *, revision: str | None = None, batch_size: int = 8, m
 
 
 def _vlm(spec, revision, batch_size, load_in_4bit, merge, params) -> GenerativeModel:
-    from vilbias.annotate.backends import TransformersBackend
-    from vilbias.training.inference import load_vlm
+    from vilbias.models.chat import TransformersBackend
+    from vilbias.models.vlm import load_vlm
 
     model, processor = load_vlm(spec, revision=revision, load_in_4bit=load_in_4bit, merge=merge)
     backend = TransformersBackend(model, processor, vision=True, params=params, batch_size=batch_size)

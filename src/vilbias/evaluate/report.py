@@ -12,8 +12,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from vilbias import LABEL_NAMES, __version__
-from vilbias.evaluate.scores import CLOSED_KEYS, OPEN_KEYS, summarize
+from vilbias import __version__
+from vilbias.metrics.plots import plot_confusion_matrix, pyplot
+from vilbias.metrics.scores import CLOSED_KEYS, OPEN_KEYS, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -133,36 +134,9 @@ def render_report(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plot_confusion_matrix(matrix: list[list[int]], path: Path, title: str = "") -> None:
-    """Confusion matrix heat map (rows gold, columns predicted)."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4, 3.6))
-    ax.imshow(matrix, cmap="Blues")
-    for i, row in enumerate(matrix):
-        for j, v in enumerate(row):
-            ax.text(j, i, str(v), ha="center", va="center")
-    ax.set_xticks(range(len(LABEL_NAMES)), LABEL_NAMES)
-    ax.set_yticks(range(len(LABEL_NAMES)), LABEL_NAMES)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("gold")
-    ax.set_title(title, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def plot_probe_deltas(deltas: list[dict], path: Path) -> None:
     """Bars of ΔF1 (binary) per probe and regime."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.2))
     labels = [f"{d['probe']}\n{d['regime']}" for d in deltas]
     values = [d["delta_f1_binary"] for d in deltas]

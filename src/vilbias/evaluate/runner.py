@@ -141,7 +141,7 @@ class _Progress:
 def _answer(model: Model, store: EvaluationStore, view: str, regime: str, probe: str, items: list[Item],
             shots: list[Item], with_image: bool, batch_size: int) -> None:
     """Ask the model about every item that has no stored answer; store each as it arrives."""
-    from vilbias.training.inference import parse_answer
+    from vilbias.task import parse_answer
 
     done = store.predictions(view, regime, probe)
     todo = [item for item in items if (item.unique_id, 0) not in done]
@@ -156,7 +156,7 @@ def _answer(model: Model, store: EvaluationStore, view: str, regime: str, probe:
                     store.put_prediction((view, item.unique_id, regime, probe, 0), status="ok", label=int(label))
                     progress()
             return
-        from vilbias.annotate.backends import ChatRequest
+        from vilbias.models.chat import ChatRequest
         from vilbias.evaluate.messages import answer_messages
 
         def on_result(index: int, result) -> None:
@@ -211,7 +211,7 @@ def _judge(judge: GenerativeModel, store: EvaluationStore, view: str, regime: st
 def _score(store: EvaluationStore, view: str, regime: str, probe: str, items: list[Item], judged: bool,
            cfg: EvaluateConfig) -> tuple[dict | None, int]:
     """Metrics of one (view, regime, probe), or None and the number of items still missing."""
-    from vilbias.evaluate.scores import closed_metrics, open_scores
+    from vilbias.metrics.scores import closed_metrics, open_scores
 
     answers = store.predictions(view, regime, probe)
     missing = sum((i.unique_id, 0) not in answers for i in items)
@@ -250,7 +250,7 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
             stored, and re-running the same command asks only the rest.
     """
     from vilbias.evaluate.judge import judge_prompt_version
-    from vilbias.evaluate.messages import prompt_version
+    from vilbias.task import prompt_version
     from vilbias.evaluate.report import finish_run
 
     if cfg.compare:

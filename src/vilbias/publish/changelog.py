@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-START = "<!-- changelog:start -->"
-END = "<!-- changelog:end -->"
+from vilbias.corpus.card import CHANGELOG_END as END
+from vilbias.corpus.card import CHANGELOG_START as START
 LABEL_COLUMNS = ("multimodal_label", "label")
 
 Rows = Mapping[str, tuple[str, int]]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vilbias.review.agreement import cohen_kappa, krippendorff_alpha_nominal
+from vilbias.metrics.agreement import cohen_kappa, krippendorff_alpha_nominal
 from vilbias.review.sheets import automated_results
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
 from vilbias.workdir import REVIEWS, atomic_write

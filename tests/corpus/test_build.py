@@ -13,7 +13,8 @@ from datasets import ClassLabel, load_dataset
 from PIL import Image
 
 from tests.fakes.corpus import make_workdir, noise_jpeg
-from vilbias.build import BuildConfig, build, read_release_cells
+from vilbias.corpus import BuildConfig, build
+from vilbias.corpus.release import read_cells as read_release_cells
 from vilbias.workdir import ARTICLES, append_jsonl, read_articles, store_image
 
 CONFIGS = ["default", *[f"fold_{k}" for k in range(5)], "sft"]
@@ -33,16 +34,24 @@ def card_yaml(folder: Path) -> dict:
 
 def test_layout_card_yaml_and_report(built):
     _, out, report = built
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["README.md", "assets", "build_report.json", "data", "sft", *[f"fold_{k}" for k in range(5)]]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "assets", "build_report.json", "data"]
+    assert sorted(p.name for p in (out / "data").iterdir()) == sorted(
+        f"{s}-fold{k}-00000-of-00001.parquet" for s in ("train", "validation", "test") for k in range(5)
     )
-    assert sorted(p.name for p in (out / "data").iterdir()) == [
-        "test-00000-of-00001.parquet", "train-00000-of-00001.parquet", "validation-00000-of-00001.parquet"
-    ]
     meta = card_yaml(out)
     configs = {c["config_name"]: c for c in meta["configs"]}
     assert set(configs) == set(CONFIGS) and configs["default"]["default"] is True
-    assert configs["fold_2"]["data_files"] == [{"split": "train", "path": "fold_2/train-*"}, {"split": "test", "path": "fold_2/test-*"}]
+    assert configs["default"]["data_files"][0] == {"split": "train", "path": "data/train-*"}
+    assert configs["fold_2"]["data_files"] == [
+        {"split": "train", "path": ["data/*-fold0-*", "data/*-fold1-*", "data/*-fold3-*", "data/*-fold4-*"]},
+        {"split": "test", "path": "data/*-fold2-*"},
+    ]
+    assert configs["sft"]["columns"] == ["messages", "image", "unique_id", "multimodal_label"]
+    assert "messages" not in configs["default"]["columns"]
+    # one copy of the corpus: every config reads the same files
+    shards = sum(p.stat().st_size for p in (out / "data").iterdir())
+    repo = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert report["corpus_bytes"] == shards and repo / shards <= 1.05 + 60_000 / shards
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
     feats = {f["name"]: f for f in infos["default"]["features"]}
     assert feats["image"]["dtype"] == "image"
@@ -66,7 +75,7 @@ def test_loads_with_images_and_class_labels(built):
     assert isinstance(row["image"], Image.Image) and row["image"].size == (96, 64)
     assert len(row["votes"]) == 3 and row["review"] == "unreviewed" and row["agreement"] == 1.0
     # original bytes, never re-encoded
-    table = pq.read_table(next((out / "data").glob("train-*")), columns=["unique_id", "image"])
+    table = pq.read_table(next((out / "data").glob("train-fold0-*")), columns=["unique_id", "image"])
     articles = {a.unique_id: a for a in read_articles(workdir)}
     for uid, image in zip(table.column("unique_id").to_pylist(), table.column("image").to_pylist(), strict=True):
         assert image["bytes"] == (workdir / articles[uid].image_path).read_bytes()
@@ -88,7 +97,7 @@ def test_folds_partition_and_sft_matches_default(built):
     assert user["role"] == "user" and user["content"][0]["type"] == "image"
     assert user["content"][1]["text"].startswith("Headline: ") and "Does this content exhibit bias?" in user["content"][1]["text"]
     assert assistant["content"][0]["text"].startswith(("Label: biased\nReasoning: ", "Label: not biased\nReasoning: "))
-    assert len(row["images"]) == 1 and isinstance(row["images"][0], Image.Image)
+    assert isinstance(row["image"], Image.Image)
     label = "biased" if row["multimodal_label"] == 1 else "not biased"
     assert assistant["content"][0]["text"].startswith(f"Label: {label}\n")
 
@@ -112,6 +121,19 @@ def test_growth_keeps_every_row_in_its_split_and_fold(tmp_path):
     v1, v2 = read_release_cells(tmp_path / "v1"), read_release_cells(tmp_path / "v2")
     assert len(v1) == 40 and len(v2) == 65
     assert all(v2[u] == c for u, c in v1.items())
+
+
+def test_rebuild_in_place_keeps_the_previous_build_s_cells(tmp_path):
+    """No flag: the output folder's existing build is the previous release."""
+    work = make_workdir(tmp_path / "work", 40)
+    out = tmp_path / "out"
+    build(BuildConfig(workdir=work, output=out))
+    before = read_release_cells(out)
+    make_workdir(work, 25, start=40)
+    report = build(BuildConfig(workdir=work, output=out))
+    after = read_release_cells(out)
+    assert report["previous_release"] == {"source": str(out.resolve()), "rows": 40, "kept": 40, "dropped": 0}
+    assert all(after[u] == c for u, c in before.items()) and len(after) == 65
 
 
 def test_bad_images_and_ties_are_excluded_and_reported(tmp_path):
@@ -188,8 +210,10 @@ def test_previous_release_pins_rows(tmp_path):
     work = make_workdir(tmp_path / "work", 30)
     build(BuildConfig(workdir=work, output=tmp_path / "v1"))
     make_workdir(work, 10, start=30)
-    report = build(BuildConfig(workdir=work, output=tmp_path / "v2", previous=tmp_path / "v1"))
+    report = build(BuildConfig(workdir=work, output=tmp_path / "v2", previous=str(tmp_path / "v1")))
     assert report["groups"]["pinned"] == 30
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        build(BuildConfig(workdir=work, output=tmp_path / "v3", previous=str(tmp_path / "nope")))
 
 
 def test_rebuild_replaces_output_and_refuses_empty_workdir(tmp_path):
@@ -210,8 +234,8 @@ def test_cli_builds_into_cwd_and_load_dataset_by_name(tmp_path, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     assert main(["build", "--workdir", str(work)]) == 0
     out = capsys.readouterr().out
-    assert 'load_dataset("vilbias")' in out and "built 10 rows" in out
-    assert load_dataset("vilbias", "fold_3")["test"].num_rows >= 1
+    assert 'load_dataset("BiasCorpus")' in out and "built 10 rows" in out
+    assert load_dataset("BiasCorpus", "fold_3")["test"].num_rows >= 1
     assert main(["build", "--workdir", str(tmp_path / "missing")]) == 2
 
 
@@ -228,21 +252,24 @@ def _jpeg(img: Image.Image) -> bytes:
 
 
 def test_builder_used_directly_agrees_with_the_build(built, tmp_path):
+    from vilbias.corpus.plan import make_plan
     from vilbias.loading_script.biascorpus import BiasCorpus
 
     workdir, out, _ = built
-    builder = BiasCorpus(config_name="fold_3", workdir=str(workdir), cache_dir=str(tmp_path / "cache"))
+    make_plan(workdir, tmp_path / "plan", pinned=read_release_cells(out))
+    builder = BiasCorpus(config_name="fold_3", plan_dir=str(tmp_path / "plan"), cache_dir=str(tmp_path / "cache"))
     builder.download_and_prepare()
     direct = builder.as_dataset()
     written = load_dataset(str(out), "fold_3")
     for split in ("train", "test"):
-        assert direct[split]["unique_id"] == written[split]["unique_id"]
-        assert direct[split]["multimodal_label"] == written[split]["multimodal_label"]
+        assert sorted(zip(direct[split]["unique_id"], direct[split]["multimodal_label"], strict=True)) == sorted(
+            zip(written[split]["unique_id"], written[split]["multimodal_label"], strict=True)
+        )
     assert direct["train"].features == written["train"].features
 
 
 def test_parallel_image_validation_gives_the_same_plan(built, tmp_path):
-    from vilbias.loading_script.biascorpus import make_plan
+    from vilbias.corpus.plan import make_plan
 
     workdir, _, _ = built
     serial = make_plan(workdir, tmp_path / "one", num_proc=1)

@@ -1,10 +1,10 @@
-"""Generate and parse ``Label: … / Reasoning: …`` answers with a fine-tuned VLM.
+"""Generate ``Label: … / Reasoning: …`` answers with a fine-tuned VLM (parsed by :func:`vilbias.task.parse_answer`).
 
 Used by ``vilbias evaluate`` and the Space. Loads a base model, a base + PEFT adapter (optionally
 merged, optionally over a 4-bit base), asks the task's question about (image, headline, article)
 in exactly the ``sft`` config's prompt format, and parses the answer without guessing:
 
-    from vilbias.training.inference import load_vlm, generate_answers
+    from vilbias.models.vlm import load_vlm, generate_answers
     model, processor = load_vlm("ORG/vilbias-smolvlm-lora")             # adapter repo or folder
     answers = generate_answers(model, processor, [(image, headline, article_text)])
     answers[0].label, answers[0].reasoning, answers[0].error           # error set when unparseable
@@ -12,86 +12,16 @@ in exactly the ``sft`` config's prompt format, and parses the answer without gue
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vilbias.task import Answer, messages, parse_answer
+
+# torch, transformers, peft and trl are imported inside the functions that need them, so that
+# importing this module (e.g. for the Space's model list) stays cheap.
+
 logger = logging.getLogger(__name__)
-
-# Spellings a model may use for each label, lower-cased with separators normalised to a space.
-_LABEL_SYNONYMS = {
-    "biased": "biased", "bias": "biased", "yes": "biased",
-    "not biased": "not_biased", "unbiased": "not_biased", "non biased": "not_biased", "no bias": "not_biased",
-    "not bias": "not_biased", "no": "not_biased", "neutral": "not_biased",
-}
-# "Label:", "**Label:**", "label =" ... at the start of a line; markdown emphasis around the key is skipped.
-_LABEL_LINE = re.compile(r"^\W*label\W*?[:=][*_\s]*(?P<value>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-_REASONING = re.compile(r"\breasoning\W*?[:=][*_\s]*(?P<value>.*)", re.IGNORECASE | re.DOTALL)
-
-
-@dataclass
-class Answer:
-    """A parsed model answer. ``label`` is one of ``vilbias.LABEL_NAMES`` or None with ``error`` set."""
-
-    label: str | None
-    reasoning: str | None
-    raw: str
-    error: str | None = None
-
-    @property
-    def label_id(self) -> int | None:
-        from vilbias import LABEL_NAMES
-
-        return LABEL_NAMES.index(self.label) if self.label else None
-
-
-def normalise_label(value: str) -> str | None:
-    """``"Not Biased"``, ``"not_biased"``, ``"unbiased"`` → ``"not_biased"``; unknown → None."""
-    key = re.sub(r"[\s_\-]+", " ", value.strip().strip("\"'*.`").lower()).strip()
-    return _LABEL_SYNONYMS.get(key)
-
-
-def parse_answer(text: str) -> Answer:
-    """Parse a generated answer into label + reasoning; never guesses.
-
-    Accepts the trained format (``Label: biased`` / ``Reasoning: ...``) in any case and spacing,
-    with extra text around it, label spellings like ``not_biased`` / ``unbiased``, and JSON
-    answers (``{"label": ..., "reasoning": ...}``, also inside a code fence). An answer with no
-    label, or with conflicting labels, comes back with ``label=None`` and ``error`` saying why.
-    """
-    stripped = text.strip()
-    match = re.search(r"\{.*\}", stripped, re.DOTALL)
-    if match:
-        try:
-            obj = json.loads(match.group(0))
-        except json.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict):
-            lowered = {str(k).lower(): v for k, v in obj.items()}
-            raw_label = lowered.get("label", lowered.get("answer"))
-            reasoning = lowered.get("reasoning", lowered.get("rationale", lowered.get("explanation")))
-            label = normalise_label(str(raw_label)) if raw_label is not None else None
-            if label is None:
-                return Answer(None, reasoning, text, f"JSON answer without a recognisable label: {raw_label!r}")
-            return Answer(label, str(reasoning).strip() if reasoning is not None else None, text)
-    labels = []
-    for line in _LABEL_LINE.finditer(stripped):
-        value = line.group("value")
-        # "Label: not biased. Reasoning: ..." on one line
-        value = re.split(r"\breasoning\b", value, flags=re.IGNORECASE)[0]
-        label = normalise_label(value)
-        if label is None:
-            return Answer(None, None, text, f"unrecognised label {value.strip()!r}")
-        labels.append(label)
-    if not labels:
-        return Answer(None, None, text, "no 'Label:' line in the answer")
-    if len(set(labels)) > 1:
-        return Answer(None, None, text, f"conflicting labels {labels}")
-    reasoning = _REASONING.search(stripped)
-    return Answer(labels[0], reasoning.group("value").strip() if reasoning else None, text)
 
 
 def load_vlm(model_id: str | Path, *, adapter: str | Path | None = None, merge: bool = False,
@@ -159,13 +89,6 @@ def _adapter_base(model_id, revision) -> str:
     return PeftConfig.from_pretrained(str(model_id), revision=revision).base_model_name_or_path
 
 
-def prompt_messages(headline: str, article_text: str) -> list[dict]:
-    """The user turn the model was trained on (the ``sft`` config's format, article cut the same way)."""
-    from vilbias.loading_script.biascorpus import sft_messages
-
-    return sft_messages(headline, article_text)
-
-
 def generate_answers(model, processor, items: list[tuple[Any, str, str]], *, batch_size: int = 8,
                      max_new_tokens: int = 256, do_sample: bool = False) -> list[Answer]:
     """Answer the task's question for each ``(image, headline, article_text)``, in batches.
@@ -181,7 +104,7 @@ def generate_answers(model, processor, items: list[tuple[Any, str, str]], *, bat
     answers: list[Answer] = []
     for start in tqdm(range(0, len(items), batch_size), desc="generate", disable=len(items) <= batch_size):
         batch = items[start:start + batch_size]
-        conversations = [prepare_multimodal_messages(prompt_messages(h, t), images=[img]) for img, h, t in batch]
+        conversations = [prepare_multimodal_messages(messages(h, t), images=[img]) for img, h, t in batch]
         inputs = processor.apply_chat_template(
             conversations, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt",
             # Left padding keeps every prompt's end next to its generated tokens.

@@ -1,4 +1,4 @@
-"""The dataset card, rendered from the data (DESIGN §4 Card).
+"""The dataset card, rendered from the data.
 
 Statistics come from the build plan; the template is ``dataset_card/README.md.jinja``. The YAML
 header carries ``configs:`` (data files per config and split, as ``push_to_hub`` writes them) and
@@ -9,29 +9,25 @@ folder loads with ``load_dataset(folder, config)`` and on the Hub alike.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from vilbias import LABEL_NAMES, __version__
+from huggingface_hub import DatasetCard
+
+from vilbias import __version__
+from vilbias.metrics.agreement import cohen_kappa
+from vilbias.task import ARTICLE_WORDS, LABEL_NAMES, N_FOLDS, SPLITS
+
+
 
 CHANGELOG_START = "<!-- changelog:start -->"
 CHANGELOG_END = "<!-- changelog:end -->"
+"""The card's changelog sits between these markers; ``vilbias publish`` rewrites what is between."""
 PLOT_PATH = "assets/label_by_outlet.png"
-
-
-def cohen_kappa(a: list[int], b: list[int]) -> float | None:
-    """Cohen's kappa of two label lists (None when undefined: fewer than 2 items)."""
-    n = len(a)
-    if n < 2:
-        return None
-    labels = sorted(set(a) | set(b))
-    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    ca, cb = Counter(a), Counter(b)
-    pe = sum(ca[k] * cb[k] for k in labels) / (n * n)
-    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
 
 
 def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
@@ -46,9 +42,9 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
         b = sum(r.label for r in members)
         table.append({"config": config, "split": split, "rows": len(members), "biased": b, "not_biased": len(members) - b, "share": b / len(members) if members else 0.0})
 
-    for split in ("train", "validation", "test"):
+    for split in SPLITS:
         add("default", split, (r for r in rows if r.split == split))
-    for k in range(5):
+    for k in range(N_FOLDS):
         add(f"fold_{k}", "train", (r for r in rows if r.fold != k))
         add(f"fold_{k}", "test", (r for r in rows if r.fold == k))
     outlets = Counter(r.outlet for r in rows)
@@ -56,7 +52,8 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
     top = [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)]
     reviewed = [r for r in rows if r.review != "unreviewed"]
     pairs = [(automated_labels[r.unique_id], r.label) for r in reviewed if automated_labels.get(r.unique_id) is not None]
-    kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+    kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else math.nan
+    kappa = None if math.isnan(kappa) else kappa  # undefined (no pairs, or one label throughout)
     agreements = [r.agreement for r in rows if r.agreement is not None]
     ann = plan.annotation
     return {
@@ -119,10 +116,6 @@ def render_card(
     pretty_name: str,
 ) -> Any:
     """The :class:`huggingface_hub.DatasetCard` for a build, from the Jinja template."""
-    from huggingface_hub import DatasetCard
-
-    from vilbias.loading_script.biascorpus import SFT_ARTICLE_WORDS
-
     template = files("vilbias.dataset_card") / "README.md.jinja"
     return DatasetCard.from_template(
         card_data,
@@ -134,15 +127,8 @@ def render_card(
         is_sample=is_sample,
         vilbias_version=__version__,
         built_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
-        sft_words=SFT_ARTICLE_WORDS,
+        sft_words=ARTICLE_WORDS,
+        changelog_start=CHANGELOG_START,
+        changelog_end=CHANGELOG_END,
         **stats,
     )
-
-
-def replace_changelog(card_text: str, changelog: str) -> str:
-    """Swap the text between the changelog markers (used again at publish time)."""
-    head, sep, rest = card_text.partition(CHANGELOG_START)
-    if not sep:
-        raise ValueError("the card has no changelog section markers")
-    _, sep2, tail = rest.partition(CHANGELOG_END)
-    return f"{head}{CHANGELOG_START}\n{changelog.strip()}\n{CHANGELOG_END}{tail}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from vilbias.build import BuildConfig, build, format_report
+from vilbias.corpus import BuildConfig, build, format_report
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
 
 

@@ -11,7 +11,7 @@ Save and load with ``save_pretrained`` / ``from_pretrained``. The config names t
 again from its source, so a model trained on frozen encoders is only its head (a few hundred
 kilobytes) plus ``config.json``.
 
-    >>> from vilbias.training.fusion import FusionForClassification
+    >>> from vilbias.models.fusion import FusionForClassification
     >>> model = FusionForClassification.from_pretrained("training/default_model")
     >>> model.predict(image, "Headline\\n\\nArticle text ...")
     {'label': 'biased', 'score': 0.81, 'probabilities': {'not_biased': 0.19, 'biased': 0.81}}
@@ -26,9 +26,9 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import SequenceClassifierOutput
-from vilbias.training.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
+from vilbias.models.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 
-from vilbias import LABEL_NAMES
+from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Sentence corpora in BABE's published format -> a text-only dataset repo (DESIGN §1, §8).
+"""Sentence corpora in BABE's published format -> a text-only dataset repo.
 
     vilbias build --sentences final_labels_SG2.csv --output ./babe
     vilbias train classifier --dataset ./babe --cv
@@ -8,16 +8,17 @@ byte-order mark, header ``text;news_link;outlet;topic;type;label_bias;label_opin
 ``label_bias`` is ``Biased``, ``Non-biased`` or ``No agreement``; ``biased_words`` is a Python
 list literal (``['word', 'other']`` or ``[]``).
 
-Output: the same layout as the main corpus (DESIGN §4): ``default`` with train/validation/test
-(80/10/10) in ``data/``, ``fold_0`` ... ``fold_4`` (train/test) in ``fold_K/``, a README.md
-whose YAML carries ``configs:`` and ``dataset_info:``. Columns: ``unique_id``, ``text``,
+Output: the same layout as the main corpus (:mod:`vilbias.corpus.writer`): every row stored once
+in ``data/{split}-fold{k}-…``, configs ``default`` (train/validation/test, 80/10/10) and
+``fold_0`` ... ``fold_4`` (train/test) reading those files, a README.md whose YAML carries
+``configs:`` and ``dataset_info:``. Columns: ``unique_id``, ``text``,
 ``news_link``, ``outlet``, ``topic``, ``type``, ``label`` (ClassLabel
 ``["not_biased", "biased"]``), ``label_opinion``, ``biased_words``.
 
 Rules: ``No agreement`` rows are excluded and counted (BABE's own protocol drops them); an
 exact repeat of a row (same text, link and label) is kept once and counted; the same sentence
 and link with different labels is an error, as is any other label value or a malformed
-``biased_words``. Splits and folds come from :func:`vilbias.build.splits.assign_splits`:
+``biased_words``. Splits and folds come from :func:`vilbias.corpus.splits.assign_splits`:
 stratified by label, deterministic from the data (rows ordered by ``unique_id``), and the same
 sentence text (after case and space normalisation) never straddles two cells.
 """
@@ -33,8 +34,9 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from vilbias import LABEL_NAMES
-from vilbias.build.splits import N_FOLDS, SplitItem, assign_splits
+from vilbias.corpus.splits import SplitItem, assign_splits
+from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
+from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS
 
 logger = logging.getLogger(__name__)
 
@@ -141,28 +143,26 @@ def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict, list[dict]]:
 
 
 def write_repo(output_dir: Path, rows: list[dict], cells: dict, features, body: str) -> None:
-    """Write the sentences as a Hub-layout repo (``default`` + ``fold_K``) with the shared
-    :class:`~vilbias.build.writer.RepoWriter`."""
+    """Write the sentences, each once, into their cells' shards with the shared
+    :class:`~vilbias.corpus.writer.RepoWriter`; ``default`` and ``fold_K`` read those files."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from vilbias.build.writer import ConfigSpec, RepoWriter, card_metadata
-
-    specs = {"default": ConfigSpec("data", features, ("train", "validation", "test"))}
-    specs.update({f"fold_{k}": ConfigSpec(f"fold_{k}", features, ("train", "test")) for k in range(N_FOLDS)})
+    views = corpus_views(features)
     output_dir.mkdir(parents=True, exist_ok=True)
-    for spec in specs.values():
-        # Old shards of a previous build would otherwise be picked up by the split globs.
-        shutil.rmtree(output_dir / spec.folder, ignore_errors=True)
-    writer = RepoWriter(output_dir, specs)
+    # Old shards of a previous build would otherwise be picked up by the split globs.
+    shutil.rmtree(output_dir / DATA_DIR, ignore_errors=True)
+    for name in FOLDS:
+        shutil.rmtree(output_dir / name, ignore_errors=True)  # the earlier layout's per-config copies
+    writer = RepoWriter(output_dir, features, views)
+    by_cell: dict[tuple[str, int], list[dict]] = {}
     for r in rows:
         cell = cells[r["unique_id"]]
-        example = {name: r[name] for name in features}
-        placements = [("default", cell.split)] + [(f"fold_{k}", "test" if cell.fold == k else "train") for k in range(N_FOLDS)]
-        for config, split in placements:
-            writer.add(config, split, example)
+        by_cell.setdefault((cell.split, cell.fold), []).append({name: r[name] for name in features})
+    for cell, examples in by_cell.items():
+        writer.add(cell, writer.to_table(examples))
     infos = writer.close()
     card_data = DatasetCardData()
-    card_metadata(card_data, specs, infos)
+    card_metadata(card_data, views, infos, list(features))
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}").save(output_dir / "README.md")
 
 
@@ -198,13 +198,13 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
     cells, split_report = assign_splits(items)
     rows.sort(key=lambda r: r["unique_id"])
     features = _features()
-    placed: dict[str, dict[str, list[int]]] = {"default": {s: [] for s in ("train", "validation", "test")}}
-    placed.update({f"fold_{k}": {"train": [], "test": []} for k in range(N_FOLDS)})
+    placed: dict[str, dict[str, list[int]]] = {"default": {s: [] for s in SPLITS}}
+    placed.update({name: {"train": [], "test": []} for name in FOLDS})
     for r in rows:
         cell = cells[r["unique_id"]]
         placed["default"][cell.split].append(r["label"])
         for k in range(N_FOLDS):
-            placed[f"fold_{k}"]["test" if cell.fold == k else "train"].append(r["label"])
+            placed[FOLDS[k]]["test" if cell.fold == k else "train"].append(r["label"])
 
     def share(labels: list[int]) -> dict:
         n = len(labels)
@@ -212,7 +212,7 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
 
     n = len(rows)
     report = {
-        # The keys `vilbias build` prints (vilbias.build.format_report) ...
+        # The keys `vilbias build` prints (vilbias.corpus.format_report) ...
         "rows": n,
         "source": str(csv_path),
         "configs": {name: {split: len(labels) for split, labels in splits.items()} for name, splits in placed.items()},
@@ -235,7 +235,7 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         "rows_kept": n,
         "label_counts": {name: sum(1 for r in rows if r["label"] == i) for i, name in enumerate(LABEL_NAMES)},
         "default": {s: share(labels) for s, labels in placed["default"].items()},
-        "folds": {f"fold_{k}": share(placed[f"fold_{k}"]["test"]) for k in range(N_FOLDS)},
+        "folds": {name: share(placed[name]["test"]) for name in FOLDS},
         "output": str(output_dir),
     }
     body = _card_body(csv_path.name, report)

@@ -1,14 +1,15 @@
-"""The split policy (DESIGN §4), as pure functions.
+"""The split policy, as pure functions.
 
 Every row gets a *cell*: a split (train/validation/test, 80/10/10) and a cross-validation fold
 (0-4). ``default`` uses the split, ``fold_K`` uses the fold (test = fold K, train = the rest).
 
 - **Deterministic from the data alone**: rows are visited in a canonical order — the time they
   entered the corpus (``fetched_at``), then ``unique_id`` — and nothing random is drawn.
-- **Stable across versions**: a row's cell depends only on rows visited before it. Ingestion
-  only appends (a new article has a later ``fetched_at``), so growing the corpus never moves an
-  existing row. Changes in the middle (a relabel, an item admitted late by a reviewer) could
-  shift later rows; passing the previous release as ``pinned`` freezes every row it had.
+- **Stable across versions**: a row's cell is decided when it first appears and never changes.
+  The build passes the previous release's cells as ``pinned``: those rows keep their cells
+  whatever happened to other rows (appends, relabels, drops, reorders, group changes), and are
+  visited *first*, so the label counts the new rows balance against include them and a new row
+  that joins an existing image or story group finds the group's cell already there.
 - **Label-stratified**: a new group goes to the cell whose share of its label stratum is
   furthest below target (largest deficit), so every split and every fold tracks the corpus's
   label balance row by row, not just in expectation.
@@ -27,8 +28,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-SPLIT_SHARES: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 0.1}
-N_FOLDS = 5
+from vilbias.task import N_FOLDS, SPLIT_SHARES
+
 PHASH_MAX_DISTANCE = 4
 """Near-identical images: re-encodes, small crops and resizes of one photo land within 4 of
 64 bits; unrelated photos sit around 32."""
@@ -97,7 +98,7 @@ def assign_splits(
 ) -> tuple[dict[str, Cell], SplitReport]:
     """Assign every item a :class:`Cell`. Returns ``({unique_id: Cell}, SplitReport)``."""
     pinned = pinned or {}
-    ordered = sorted(items, key=lambda it: (it.order or "", it.unique_id))
+    ordered = sorted(items, key=lambda it: (it.unique_id not in pinned, it.order or "", it.unique_id))
     cells = [Cell(s, f) for s in shares for f in range(n_folds)]
     target = {c: shares[c.split] / n_folds for c in cells}
     counts: dict[int, dict[Cell, int]] = defaultdict(lambda: dict.fromkeys(cells, 0))

@@ -4,7 +4,7 @@ percentages with bootstrap intervals, and mean ± std over folds.
 The closed-ended metrics are local ``evaluate`` modules shipped in ``metrics/<name>/<name>.py``
 and loaded by path, so they work offline (``evaluate.load("f1")`` would fetch from the Hub)::
 
-    from vilbias.evaluate.scores import closed_metrics, load_metric
+    from vilbias.metrics.scores import closed_metrics, load_metric
     load_metric("f1").compute(predictions=[1, 0], references=[1, 1], average="macro")
     closed_metrics(references=[1, 0, 1], predictions=[1, 1, None])   # None = unparseable = wrong
 """
@@ -17,7 +17,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-METRICS_DIR = Path(__file__).parent / "metrics"
+METRICS_DIR = Path(__file__).parent
 METRIC_NAMES = ("accuracy", "precision", "recall", "f1", "confusion_matrix")
 AVERAGES = ("binary", "macro", "weighted")
 CLOSED_KEYS = ("accuracy",) + tuple(f"{m}_{a}" for a in AVERAGES for m in ("precision", "recall", "f1"))
@@ -151,3 +151,26 @@ def summarize(per_view: Sequence[dict]) -> dict:
                 opened[key] = mean_std(values)
         opened["judge_failure_rate"] = mean_std([v["open"]["judge_failure_rate"] for v in per_view])
     return {"views": len(per_view), "closed": closed, "open": opened, "confusion_matrix": matrix}
+
+
+def summarize_folds(per_fold: Sequence[dict]) -> dict[str, dict[str, float]]:
+    """Mean and sample standard deviation (ddof=1, 0 for one fold) of each closed metric over folds.
+
+    Returns:
+        ``{metric: {"mean": float, "std": float}}`` for every key of :data:`CLOSED_KEYS`.
+    """
+    if not per_fold:
+        raise ValueError("no folds to summarise")
+    return {key: mean_std([m[key] for m in per_fold]) for key in CLOSED_KEYS}
+
+
+def format_table(summary: dict[str, dict[str, float]], per_fold: Sequence[dict] = ()) -> str:
+    """A plain-text table: one row per metric, ``mean ± std`` then the per-fold values."""
+    header = f"{'metric':<20} {'mean ± std':>17}" + "".join(f" {'fold_' + str(i):>8}" for i in range(len(per_fold)))
+    lines = [header, "-" * len(header)]
+    for key in CLOSED_KEYS:
+        s = summary[key]
+        row = f"{key:<20} {s['mean']:>8.4f} ± {s['std']:<6.4f}"
+        row += "".join(f" {m[key]:>8.4f}" for m in per_fold)
+        lines.append(row)
+    return "\n".join(lines)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from vilbias.build.splits import Cell, SplitItem, assign_splits, story_keys
+from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 
 
 def corpus(n: int, *, seed: int = 0, start: int = 0, share: float = 0.56) -> list[SplitItem]:
@@ -77,7 +77,7 @@ def test_pins_win_and_a_bridged_group_is_reported():
     cells2, report = assign_splits(items + [bridge], pinned={b.unique_id: far})
     assert cells2[b.unique_id] == far and report.pinned == 1
     assert cells2[a.unique_id] == cells[a.unique_id]
-    assert cells2["bridge"] == cells2[a.unique_id]  # follows the earliest linked row
+    assert cells2["bridge"] == far  # pinned rows are visited first: a new row follows the pinned one
     assert [sorted(g) for g in report.not_kept_whole] == [sorted([a.unique_id, b.unique_id, "bridge"])]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datasets import load_dataset
 
-from vilbias.build import BuildConfig, build
+from vilbias.corpus import BuildConfig, build
 
 
 def test_embedded_sample_builds_and_loads(tmp_path):

@@ -3,7 +3,7 @@
 Annotation, the LLM judge and the Space all talk to models the same way: a batch of chat
 requests in, one text (or an error) per request out::
 
-    from vilbias.annotate.backends import ChatRequest, load_backend
+    from vilbias.models.chat import ChatRequest, load_backend
 
     backend = load_backend({"backend": "openai", "model": "Qwen/Qwen2.5-VL-7B-Instruct",
                             "base_url": "http://localhost:8000/v1", "params": {"temperature": 0.7}})
@@ -87,6 +87,17 @@ class ChatBackend(Protocol):
         :class:`vilbias.annotate.pipeline._Recorder`).
         """
         ...
+
+
+def image_mime(data: bytes) -> str:
+    """MIME type of encoded image bytes, from their magic number (JPEG when unknown)."""
+    if data.startswith(b"\x89PNG"):
+        return "image/png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:3] == b"GIF":
+        return "image/gif"
+    return "image/jpeg"
 
 
 def image_part(data: bytes, mime: str = "image/jpeg") -> dict[str, Any]:

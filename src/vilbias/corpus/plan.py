@@ -1,0 +1,211 @@
+"""The build plan: which articles become rows, with which labels, in which split and fold.
+
+:func:`make_plan` reads a workdir — votes from ``annotations.sqlite``, verdicts from ``reviews/``,
+images from ``images/`` — and decides every row once for all configs. Memory stays flat in
+corpus size apart from one small :class:`~vilbias.loading_script.biascorpus.PlanRow` per row:
+votes are streamed from the store and their resolution parked in ``plan_dir/resolved.sqlite``,
+which :func:`~vilbias.loading_script.biascorpus.iter_examples` reads back when rows are written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from vilbias.annotate.store import PROMPTS, ActiveAnnotator, AnnotationStore, CallKey
+from vilbias.annotate.voting import VoteResult, hierarchical_vote
+from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
+from vilbias.images import InvalidImage, validate_image
+from vilbias.loading_script.biascorpus import Plan, PlanRow
+from vilbias.review.verdicts import load_verdicts, resolve_review
+from vilbias.task import LABEL_NAMES
+from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl, sample_workdir
+
+SAMPLE_ANNOTATIONS = "annotations.jsonl"
+"""A workdir may ship its calls as JSONL instead of a store (the embedded sample does)."""
+
+
+def make_plan(
+    workdir: str | os.PathLike | None,
+    plan_dir: str | os.PathLike,
+    *,
+    pinned: dict[str, Cell] | None = None,
+    num_proc: int | None = None,
+) -> Plan:
+    """Resolve votes and reviews, validate images and assign a cell to every article.
+
+    Args:
+        workdir: The pipeline workdir; None for the embedded sample.
+        plan_dir: Scratch folder for ``plan.json`` and ``resolved.sqlite``.
+        pinned: ``{unique_id: Cell}`` of a previous release; those rows keep their cells.
+        num_proc: Processes for image validation (default: all cores above 2,000 images).
+    """
+    workdir = Path(workdir) if workdir else sample_workdir()
+    plan_dir = Path(plan_dir)
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    store_path = _annotation_store(workdir, plan_dir)
+    resolved_path = plan_dir / "resolved.sqlite"
+    plan = Plan(workdir=str(workdir), store=str(store_path), resolved=str(resolved_path))
+    plan.annotation = _resolve_votes(store_path, resolved_path)
+    candidates, meta = _admit_articles(workdir, plan)
+    split_items = _check_images(candidates, meta, plan, num_proc)
+    cells, report = assign_splits(split_items, pinned=pinned)
+    for uid, cell in cells.items():
+        plan.rows[uid].split, plan.rows[uid].fold = cell.split, cell.fold
+    plan.split_report = asdict(report)
+    plan.save(plan_dir / "plan.json")
+    return plan
+
+
+def _annotation_store(workdir: Path, plan_dir: Path) -> Path:
+    """The workdir's store, or one imported into ``plan_dir`` from its JSONL export."""
+    store_path = workdir / ANNOTATIONS
+    if store_path.exists():
+        return store_path
+    jsonl = workdir / SAMPLE_ANNOTATIONS
+    if not jsonl.exists():
+        raise FileNotFoundError(f"{workdir} has no {ANNOTATIONS}: run `vilbias annotate --workdir {workdir}` first")
+    store_path = plan_dir / ANNOTATIONS
+    store_path.unlink(missing_ok=True)
+    _import_annotations(jsonl, store_path)
+    return store_path
+
+
+def _import_annotations(jsonl: Path, store_path: Path) -> None:
+    """Load a JSONL export of calls into a fresh store."""
+    order: dict[str, list[str]] = {p: [] for p in PROMPTS}
+    samples: dict[str, int] = dict.fromkeys(PROMPTS, 0)
+    with AnnotationStore(store_path) as store:
+        for r in read_jsonl(jsonl):
+            prompt = r["prompt"]
+            if r["annotator"] not in order[prompt]:
+                order[prompt].append(r["annotator"])
+            samples[prompt] = max(samples[prompt], int(r["sample"]) + 1)
+            store.record_call(
+                CallKey(r["item_id"], prompt, r["annotator"], "sample", int(r["sample"]), "sample"),
+                model=r.get("model", r["annotator"]), raw=r.get("raw", ""), label=r.get("label"), tone=r.get("tone"),
+                techniques=r.get("techniques") or {}, rationale=r.get("rationale", ""),
+            )
+        for prompt, names in order.items():
+            if names:
+                store.set_active(prompt, "sample", [ActiveAnnotator(n, "sample") for n in names], samples[prompt])
+
+
+def _resolution(mm: VoteResult, text: VoteResult, votes: dict[str, list]) -> dict[str, Any]:
+    fallback = {}
+    for v in votes.get("multimodal", []):
+        if v.label and v.rationale.strip():
+            fallback.setdefault(v.label, v.rationale)
+    return {
+        "label": mm.label,
+        "flag_reason": mm.reason,
+        "text_label": text.label,
+        "reasoning": mm.rationale,
+        "fallback_reasoning": fallback,
+        "techniques": mm.techniques,
+        "votes": [v.ballot() for v in sorted(votes.get("multimodal", []), key=lambda v: (v.annotator, v.sample))],
+        "text_votes": [v.ballot() for v in sorted(votes.get("text", []), key=lambda v: (v.annotator, v.sample))],
+        "agreement": mm.agreement,
+        "annotator_labels": mm.annotator_labels,
+    }
+
+
+def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
+    """Run the hierarchical vote for every annotated item into ``resolved.sqlite``; return the
+    annotation summary the card states."""
+    resolved_path.unlink(missing_ok=True)
+    db = sqlite3.connect(resolved_path)
+    db.execute("CREATE TABLE resolved(unique_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
+    annotated = flagged = 0
+    with AnnotationStore(store_path) as store:
+        active = store.active()
+        names = {p: [a.name for a in cfg["annotators"]] or None for p, cfg in active.items()}
+        batch = []
+        for item_id, votes in tqdm(store.iter_votes(), desc="votes", unit=" items", leave=False):
+            mm = hierarchical_vote(votes.get("multimodal", []), names.get("multimodal"))
+            tv = hierarchical_vote(votes.get("text", []), names.get("text"))
+            batch.append((item_id, json.dumps(_resolution(mm, tv, votes))))
+            annotated += 1
+            flagged += mm.flagged
+            if len(batch) >= 1000:
+                db.executemany("INSERT OR REPLACE INTO resolved VALUES(?,?)", batch)
+                batch.clear()
+        db.executemany("INSERT OR REPLACE INTO resolved VALUES(?,?)", batch)
+    db.commit()
+    db.close()
+    return {
+        "annotators": {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()},
+        "samples": {p: cfg["samples"] for p, cfg in active.items()},
+        "prompt_versions": {p: cfg["prompt_version"] for p, cfg in active.items()},
+        "items_annotated": annotated,
+        "items_flagged": flagged,
+    }
+
+
+def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], dict[str, tuple]]:
+    """Articles with a decided label (after review); the others are excluded with a reason."""
+    verdicts = load_verdicts(workdir)
+    candidates: list[tuple[str, str]] = []
+    meta: dict[str, tuple] = {}
+    db = sqlite3.connect(plan.resolved)
+    try:
+        for art in read_articles(workdir):
+            row = db.execute("SELECT data FROM resolved WHERE unique_id=?", (art.unique_id,)).fetchone()
+            if row is None:
+                plan.exclusions.append({"unique_id": art.unique_id, "reason": "not_annotated"})
+                continue
+            res = json.loads(row[0])
+            review, label = resolve_review(verdicts.get(art.unique_id, []), res["label"])
+            if label is None:
+                reason = res["flag_reason"] or "no_majority"
+                plan.flagged[art.unique_id] = reason
+                plan.exclusions.append({"unique_id": art.unique_id, "reason": f"flagged_for_review:{reason}"})
+                continue
+            text_label = LABEL_NAMES.index(res["text_label"]) if res["text_label"] else -1
+            meta[art.unique_id] = (
+                LABEL_NAMES.index(label), text_label, review, art.outlet, res["agreement"], art.image_path,
+                art.fetched_at, story_keys(art.url, art.headline),
+            )
+            candidates.append((art.unique_id, str(workdir / art.image_path)))
+    finally:
+        db.close()
+    return candidates, meta
+
+
+def _check_image(args: tuple[str, str]) -> tuple[str, str | None, int | None, str | None, str]:
+    """Worker: ``(unique_id, path)`` -> ``(unique_id, sha256, phash, ext, error)``."""
+    unique_id, path = args
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        return unique_id, None, None, None, f"unreadable: {e.strerror or e}"
+    try:
+        info = validate_image(data)
+    except InvalidImage as e:
+        return unique_id, None, None, None, str(e)
+    return unique_id, info.sha256, info.phash, info.ext, ""
+
+
+def _check_images(candidates: list[tuple[str, str]], meta: dict[str, tuple], plan: Plan, num_proc: int | None) -> list[SplitItem]:
+    """Validate every candidate's image (in parallel for large corpora); valid rows enter the plan."""
+    split_items = []
+    if num_proc is None:
+        num_proc = min(os.cpu_count() or 1, 8) if len(candidates) > 2000 else 1
+    with ProcessPoolExecutor(num_proc) if num_proc > 1 else contextlib.nullcontext() as pool:
+        results = pool.map(_check_image, candidates, chunksize=256) if pool else map(_check_image, candidates)
+        for uid, sha, phash, ext, error in tqdm(results, total=len(candidates), desc="images", unit=" img", leave=False):
+            if error:
+                plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
+                continue
+            label, text_label, review, outlet, agreement, image_path, order, stories = meta.pop(uid)
+            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext)
+            split_items.append(SplitItem(uid, label, order, sha, phash, stories))
+    return split_items

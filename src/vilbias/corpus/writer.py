@@ -1,0 +1,197 @@
+"""Write a Hub-layout Parquet repository that stores every row once.
+
+A row lives in exactly one *cell* — its split and fold — and every config reads the cells it
+needs from the same files, through the ``configs:`` entries of the card::
+
+    data/{split}-fold{k}-NNNNN-of-NNNNN.parquet      15 cells: train/validation/test x folds 0-4
+
+    default  train = data/train-*, validation = data/validation-*, test = data/test-*
+    fold_k   test  = data/*-fold{k}-*, train = the other four folds' files
+    sft      the default splits, reading only the conversation columns (``columns:``)
+
+So a user who loads ``default``, a fold and ``sft`` downloads the corpus once, and the file a row
+lives in records its split and fold. :class:`RepoWriter` writes the cells straight from Arrow
+tables with the options ``datasets`` uses (content-defined chunking, page index, image bytes
+stored plain and uncompressed, the features in the ``huggingface`` schema metadata), in row
+groups of :attr:`RepoWriter.row_group_size`, rolling to a new shard past ``max_shard_size``.
+Nothing is decoded or re-encoded, and memory holds one row group per cell.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasets import DatasetInfo, SplitDict, SplitInfo
+from datasets import config as ds_config
+from datasets.arrow_writer import get_parquet_column_options
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from datasets.utils.py_utils import convert_file_size_to_int
+
+from vilbias.task import FOLDS, N_FOLDS, SPLITS
+
+DATA_DIR = "data"
+CELL_FILE = re.compile(r"^(?P<split>train|validation|test)-fold(?P<fold>\d+)-\d{5}-of-\d{5}\.parquet$")
+"""A cell shard's file name; its split and fold are the row's assignment."""
+
+
+def cell_name(split: str, fold: int) -> str:
+    return f"{split}-fold{fold}"
+
+
+CELLS: tuple[tuple[str, int], ...] = tuple((s, k) for s in SPLITS for k in range(N_FOLDS))
+
+
+@dataclass
+class ConfigView:
+    """One config of the repository: which cells make each split, and which columns it reads."""
+
+    features: Any
+    """A ``datasets.Features`` (the config's columns)."""
+    splits: dict[str, list[tuple[str, int]]]
+    """split -> cells."""
+    patterns: dict[str, list[str]] = field(default_factory=dict)
+    """split -> ``data_files`` globs."""
+
+
+def corpus_views(default_features: Any, sft_features: Any | None = None) -> dict[str, ConfigView]:
+    """The configs over the 15 cells: ``default``, ``fold_0`` … ``fold_4`` and, when given, ``sft``."""
+    views = {
+        "default": ConfigView(
+            default_features,
+            {s: [(s, k) for k in range(N_FOLDS)] for s in SPLITS},
+            {s: [f"{DATA_DIR}/{s}-*"] for s in SPLITS},
+        )
+    }
+    for k, name in enumerate(FOLDS):
+        views[name] = ConfigView(
+            default_features,
+            {"train": [c for c in CELLS if c[1] != k], "test": [c for c in CELLS if c[1] == k]},
+            {"train": [f"{DATA_DIR}/*-fold{j}-*" for j in range(N_FOLDS) if j != k], "test": [f"{DATA_DIR}/*-fold{k}-*"]},
+        )
+    if sft_features is not None:
+        views["sft"] = ConfigView(sft_features, views["default"].splits, views["default"].patterns)
+    return views
+
+
+class _CellWriter:
+    def __init__(self, folder: Path, name: str, schema: pa.Schema, options: dict, max_bytes: int):
+        self.folder, self.name, self.schema = folder, name, schema
+        self.options, self.max_bytes = options, max_bytes
+        self.tables: list[pa.Table] = []
+        self.pending = 0
+        self.shards: list[Path] = []
+        self.writer: pq.ParquetWriter | None = None
+        self.shard_bytes = 0
+        self.num_examples = 0
+        self.column_bytes: dict[str, int] = {}
+
+    def add(self, table: pa.Table, row_group_size: int) -> None:
+        self.tables.append(table)
+        self.pending += table.num_rows
+        if self.pending >= row_group_size:
+            self.flush(row_group_size)
+
+    def flush(self, row_group_size: int) -> None:
+        if not self.pending:
+            if self.writer is None:
+                self._open()  # an empty cell still gets a shard carrying its schema
+            return
+        table = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+        self.tables, self.pending = [], 0
+        if self.writer is None or self.shard_bytes >= self.max_bytes:
+            self._open()
+        self.writer.write_table(table, row_group_size=row_group_size)
+        self.shard_bytes += table.nbytes
+        self.num_examples += table.num_rows
+        for name in table.column_names:
+            self.column_bytes[name] = self.column_bytes.get(name, 0) + table.column(name).nbytes
+
+    def _open(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        path = self.folder / f".{self.name}-{len(self.shards):05d}.parquet.partial"
+        self.writer = pq.ParquetWriter(
+            path, self.schema, use_content_defined_chunking=ds_config.DEFAULT_CDC_OPTIONS, write_page_index=True, **self.options
+        )
+        self.writer.add_key_value_metadata({"content_defined_chunking": json.dumps(ds_config.DEFAULT_CDC_OPTIONS)})
+        self.shards.append(path)
+        self.shard_bytes = 0
+
+    def close(self, row_group_size: int) -> list[Path]:
+        self.flush(row_group_size)
+        self.writer.close()
+        n = len(self.shards)
+        final = [self.folder / f"{self.name}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+        for partial, path in zip(self.shards, final, strict=True):
+            partial.rename(path)
+        return final
+
+
+class RepoWriter:
+    """Arrow tables in, one shard set per cell out. Use :meth:`to_table` and :meth:`add` for every
+    batch of a cell's rows, then :meth:`close`, which returns ``{config: datasets.DatasetInfo}``."""
+
+    row_group_size = 100
+    """Rows per row group: image rows are ~100 KB, so this is ~10 MB per group, the size the
+    Hub's dataset viewer pages through (datasets uses 100 for image datasets too)."""
+
+    def __init__(self, root: Path, features: Any, views: dict[str, ConfigView], *, max_shard_size: str | int = "500MB"):
+        self.root = Path(root)
+        self.features, self.views = features, views
+        folder = self.root / DATA_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        self.schema = features.arrow_schema.with_metadata({"huggingface": json.dumps({"info": {"features": features.to_dict()}})})
+        options = get_parquet_column_options(features, self.schema)
+        max_bytes = convert_file_size_to_int(max_shard_size)
+        self.cells = {c: _CellWriter(folder, cell_name(*c), self.schema, options, max_bytes) for c in CELLS}
+        self.files: dict[tuple[str, int], list[Path]] = {}
+
+    def to_table(self, rows: list[dict]) -> pa.Table:
+        return pa.Table.from_pylist(rows, schema=self.schema)
+
+    def add(self, cell: tuple[str, int], table: pa.Table) -> None:
+        self.cells[cell].add(table, self.row_group_size)
+
+    def close(self) -> dict[str, Any]:
+        for c, w in self.cells.items():
+            self.files[c] = w.close(self.row_group_size)
+        return {name: self._info(name, view) for name, view in self.views.items()}
+
+    def corpus_bytes(self) -> int:
+        """Bytes of every shard written (one copy of the corpus)."""
+        return sum(p.stat().st_size for paths in self.files.values() for p in paths)
+
+    def _info(self, name: str, view: ConfigView) -> Any:
+        splits = SplitDict()
+        download = 0
+        for split, cells in view.splits.items():
+            n = sum(self.cells[c].num_examples for c in cells)
+            nbytes = sum(self.cells[c].column_bytes.get(col, 0) for c in cells for col in view.features)
+            splits.add(SplitInfo(name=split, num_bytes=nbytes, num_examples=n))
+            download += sum(p.stat().st_size for c in cells for p in self.files[c])
+        return DatasetInfo(
+            features=view.features, splits=splits, download_size=download,
+            dataset_size=sum(s.num_bytes for s in splits.values()), config_name=name,
+        )
+
+
+def card_metadata(card_data: Any, views: dict[str, ConfigView], infos: dict[str, Any], stored_columns: list[str], default: str = "default") -> None:
+    """Put ``configs:`` (the cells' data files per split; ``columns:`` where a config reads fewer
+    columns than a row stores) and ``dataset_info:`` into a ``DatasetCardData``."""
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    configs = {}
+    for name, view in views.items():
+        entry: dict[str, Any] = {"data_files": [{"split": s, "path": p if len(p) > 1 else p[0]} for s, p in view.patterns.items()]}
+        if list(view.features) != stored_columns:
+            entry["columns"] = list(view.features)
+        if name == default:
+            entry["default"] = True
+        configs[name] = entry
+    MetadataConfigs(configs).to_dataset_card_data(card_data)
