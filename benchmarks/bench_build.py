@@ -10,12 +10,20 @@ prefix, sharing image files by hard link). Then:
 * memory: ``vilbias build`` runs on each workdir in a fresh subprocess; the peak RSS of the
   main process (``ru_maxrss``), of its largest pool worker and of the whole tree (sampled) are
   printed with ``peak RSS ratio <rows>/<small-rows>`` (target <= 1.5);
-* speed, in one process: the same configs, splits and columns written straight to Parquet with
-  ``pyarrow.parquet.ParquetWriter`` (row groups of 100 rows, votes read from the sqlite store
-  the simple way), then ``build`` on the same workdir; printed as ``build / pyarrow baseline``
-  (target <= 1.5).
+* speed, in one process: what the build stores, written straight to Parquet with
+  ``pyarrow.parquet.ParquetWriter`` -- each row once, into its cell file
+  ``data/{split}-fold{k}-00000-of-00001.parquet`` (15 cells: train/validation/test x folds 0-4),
+  with the ``STORED_FEATURES`` schema (the ``default`` columns plus the ``sft`` ``messages``),
+  row groups of 100 rows, votes read from the sqlite store the simple way -- then ``build`` on
+  the same workdir; printed as ``build / pyarrow baseline`` (target <= 1.5), with the bytes each
+  wrote;
+* size: ``repo bytes / corpus bytes`` (target <= 1.05), where repo bytes are every file of the
+  built folder (``README.md``, ``build_report.json``, ``assets/``, ``data/``) and corpus bytes
+  one copy of each row's Parquet data (the shards' total, the report's ``corpus_bytes``). Every
+  config (``default``, ``fold_0`` ... ``fold_4``, ``sft``) reads its splits from the same cell
+  files (``configs:`` data_files and ``columns:`` in the card), so nothing is stored twice.
 
-Each output (about 7x the image bytes, ~31 GB at 40,945 rows) is deleted right after it is
+Each output (about the image bytes, ~4.5 GB at 40,945 rows) is deleted right after it is
 measured; ``--speed-corpus small`` runs the pyarrow comparison on the small corpus where disk or
 time is short. Each memory run leaves ``memory-<rows>.log`` (the build's log) and
 ``memory-<rows>.tsv`` (main and tree RSS each second) under ``--scratch``. Wall times are
@@ -190,9 +198,16 @@ def child_build(workdir: Path, output: Path) -> None:
     print(json.dumps({
         "rows": report["rows"],
         "seconds": seconds,
+        "repo_bytes": _folder_bytes(output),
+        "corpus_bytes": report["corpus_bytes"],
         "self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     }))
+
+
+def _folder_bytes(folder: Path) -> int:
+    """Bytes of every file under ``folder``."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
 def _tree_rss(proc) -> int:
@@ -288,60 +303,49 @@ def _cells(uid: str) -> tuple[str, int]:
 
 
 def pyarrow_baseline(workdir: Path, output: Path) -> int:
-    """Write every config and split the build writes, with the same columns, using pyarrow alone.
+    """Write what the build stores -- each row once, into its cell file, with the
+    ``STORED_FEATURES`` schema and the same columns -- using pyarrow alone.
 
     Returns the bytes written.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from vilbias.loading_script.biascorpus import DEFAULT_FEATURES, SFT_FEATURES, sft_messages
+    from vilbias.loading_script.biascorpus import STORED_FEATURES
 
-    from vilbias.task import LABEL_NAMES
+    from vilbias.task import LABEL_NAMES, N_FOLDS, SPLITS, messages
 
     resolved = _votes(workdir)
-    default_schema, sft_schema = DEFAULT_FEATURES.arrow_schema, SFT_FEATURES.arrow_schema
-    configs = {"default": ("train", "validation", "test"), **{f"fold_{k}": ("train", "test") for k in range(5)}, "sft": ("train", "validation", "test")}
-    for name, splits in configs.items():
-        folder = output / name
-        folder.mkdir(parents=True)
-        schema = sft_schema if name == "sft" else default_schema
-        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema) for s in splits}
-        buffers: dict[str, list] = {s: [] for s in splits}
-        with open(workdir / "articles.jsonl", encoding="utf-8") as f:
-            for line in f:
-                art = json.loads(line)
-                uid = art["unique_id"]
-                res = resolved[uid]
-                split, fold = _cells(uid)
-                if name.startswith("fold_"):
-                    split = "test" if fold == int(name[-1]) else "train"
-                label = LABEL_NAMES.index(res["label"])
-                image = {"bytes": (workdir / art["image_path"]).read_bytes(), "path": Path(art["image_path"]).name}
-                if name == "sft":
-                    row = {
-                        "messages": sft_messages(art["headline"], art["article_text"], label, res["reasoning"]),
-                        "images": [image],
-                        "unique_id": uid,
-                        "multimodal_label": label,
-                    }
-                else:
-                    row = {
-                        "unique_id": uid, "outlet": art["outlet"], "headline": art["headline"],
-                        "article_text": art["article_text"], "url": art["url"], "published": art.get("published"),
-                        "image": image, "image_url": art.get("image_url", ""), "image_caption": art.get("image_caption", ""),
-                        "text_label": LABEL_NAMES.index(res["text_label"]), "multimodal_label": label,
-                        "reasoning": res["reasoning"], "techniques": res["techniques"], "votes": res["votes"],
-                        "text_votes": res["text_votes"], "agreement": res["agreement"], "review": "unreviewed",
-                    }
-                buffers[split].append(row)
-                if len(buffers[split]) == ROW_GROUP:
-                    writers[split].write_table(pa.Table.from_pylist(buffers[split], schema=schema))
-                    buffers[split].clear()
-        for s, w in writers.items():
-            if buffers[s]:
-                w.write_table(pa.Table.from_pylist(buffers[s], schema=schema))
-            w.close()
-    return sum(p.stat().st_size for p in output.rglob("*.parquet"))
+    schema = STORED_FEATURES.arrow_schema
+    folder = output / "data"
+    folder.mkdir(parents=True)
+    cells = [(s, k) for s in SPLITS for k in range(N_FOLDS)]
+    writers = {c: pq.ParquetWriter(folder / f"{c[0]}-fold{c[1]}-00000-of-00001.parquet", schema) for c in cells}
+    buffers: dict[tuple[str, int], list] = {c: [] for c in cells}
+    with open(workdir / "articles.jsonl", encoding="utf-8") as f:
+        for line in f:
+            art = json.loads(line)
+            uid = art["unique_id"]
+            res = resolved[uid]
+            cell = _cells(uid)
+            label = LABEL_NAMES.index(res["label"])
+            buffers[cell].append({
+                "unique_id": uid, "outlet": art["outlet"], "headline": art["headline"],
+                "article_text": art["article_text"], "url": art["url"], "published": art.get("published"),
+                "image": {"bytes": (workdir / art["image_path"]).read_bytes(), "path": Path(art["image_path"]).name},
+                "image_url": art.get("image_url", ""), "image_caption": art.get("image_caption", ""),
+                "text_label": LABEL_NAMES.index(res["text_label"]), "multimodal_label": label,
+                "reasoning": res["reasoning"], "techniques": res["techniques"], "votes": res["votes"],
+                "text_votes": res["text_votes"], "agreement": res["agreement"], "review": "unreviewed",
+                "messages": messages(art["headline"], art["article_text"], label, res["reasoning"]),
+            })
+            if len(buffers[cell]) == ROW_GROUP:
+                writers[cell].write_table(pa.Table.from_pylist(buffers[cell], schema=schema))
+                buffers[cell].clear()
+    for c, w in writers.items():
+        if buffers[c]:
+            w.write_table(pa.Table.from_pylist(buffers[c], schema=schema))
+        w.close()
+    return _folder_bytes(output)
 
 
 def _warm(workdir: Path) -> None:
@@ -356,18 +360,19 @@ def _cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _timed(fn, *args) -> tuple[float, float]:
+def _timed(fn, *args) -> tuple[float, float, object]:
     wall, cpu = time.perf_counter(), _cpu_seconds()
-    fn(*args)
-    return time.perf_counter() - wall, _cpu_seconds() - cpu
+    value = fn(*args)
+    return time.perf_counter() - wall, _cpu_seconds() - cpu, value
 
 
-def measure_speed(workdir: Path, scratch: Path) -> tuple[tuple[float, float], tuple[float, float]]:
-    """``((wall, cpu) of the pyarrow baseline, (wall, cpu) of build)`` on ``workdir``."""
+def measure_speed(workdir: Path, scratch: Path) -> dict[str, dict]:
+    """``{"baseline": ..., "build": ...}``, each with ``wall``, ``cpu`` and ``written`` (bytes of
+    every file written); the build's also with ``corpus_bytes`` (its report's shard total)."""
     from vilbias.corpus import BuildConfig, build
 
     _warm(workdir)
-    times = []
+    results = {}
     for name, run in (
         ("pyarrow baseline", lambda out: pyarrow_baseline(workdir, out)),
         ("vilbias build", lambda out: build(BuildConfig(workdir=workdir, output=out))),
@@ -376,12 +381,15 @@ def measure_speed(workdir: Path, scratch: Path) -> tuple[tuple[float, float], tu
         shutil.rmtree(out, ignore_errors=True)
         # Flush the previous contender's dirty pages so their writeback is not billed to this one.
         os.sync()
-        wall, cpu = _timed(run, out)
-        written = sum(p.stat().st_size for p in out.rglob("*.parquet"))
+        wall, cpu, value = _timed(run, out)
+        written = _folder_bytes(out)
         shutil.rmtree(out)
         print(f"  {name:<17} {wall:7.1f} s wall, {cpu:7.1f} s CPU ({written / 1e9:.2f} GB written, load {os.getloadavg()[0]:.2f})", flush=True)
-        times.append((wall, cpu))
-    return times[0], times[1]
+        result = {"wall": wall, "cpu": cpu, "written": written}
+        if isinstance(value, dict):
+            result["corpus_bytes"] = value["corpus_bytes"]
+        results["build" if name == "vilbias build" else "baseline"] = result
+    return results
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -409,8 +417,10 @@ def main() -> int:
     small = ensure_prefix(args.scratch, big, args.small_rows)
     image_gb = sum(p.stat().st_size for p in (big / "images").iterdir()) / 1e9
     free_gb = shutil.disk_usage(args.scratch).free / 1e9
-    print(f"corpus {big} ({image_gb:.2f} GB of images); each output is about {7 * image_gb:.0f} GB, {free_gb:.0f} GB free")
-    if 7.5 * image_gb > free_gb:
+    # Rows are stored once: an output is about the image bytes (plus text and metadata), and
+    # each is deleted before the next is written.
+    print(f"corpus {big} ({image_gb:.2f} GB of images); each output is about {image_gb:.1f} GB, {free_gb:.0f} GB free")
+    if 1.5 * image_gb + 1 > free_gb:
         raise SystemExit(f"not enough disk for one output of {args.rows} rows: use a smaller --rows")
 
     if not args.skip_memory:
@@ -428,14 +438,29 @@ def main() -> int:
         print(f"peak RSS ratio {args.rows}/{args.small_rows} = {b['self_kib'] / s['self_kib']:.2f} (target <= 1.5)")
         worker = f"{b['children_kib'] / s['children_kib']:.2f}" if s["children_kib"] else "n/a (no pool at the small size)"
         print(f"  (whole tree {b['tree_peak_kib'] / s['tree_peak_kib']:.2f}, largest worker {worker})")
+        _print_size(args.rows, b["repo_bytes"], b["corpus_bytes"])
 
     if not args.skip_speed:
         rows, workdir = (args.rows, big) if args.speed_corpus == "large" else (args.small_rows, small)
         print(f"speed ({rows} rows, one process, load {os.getloadavg()[0]:.2f}):", flush=True)
-        baseline, built = measure_speed(workdir, args.scratch)
-        print(f"build / pyarrow baseline = {built[0] / baseline[0]:.2f} (target <= 1.5)")
-        print(f"  (CPU time build / baseline = {built[1] / baseline[1]:.2f}; wall time is shared with other jobs on {os.cpu_count()} cores)")
+        r = measure_speed(workdir, args.scratch)
+        baseline, built = r["baseline"], r["build"]
+        print(f"build / pyarrow baseline = {built['wall'] / baseline['wall']:.2f} (target <= 1.5)")
+        print(f"  (CPU time build / baseline = {built['cpu'] / baseline['cpu']:.2f}; wall time is shared with other jobs on {os.cpu_count()} cores)")
+        print(
+            f"  bytes written: build {built['written']:,} ({built['written'] / 1e9:.2f} GB), "
+            f"baseline {baseline['written']:,} ({baseline['written'] / 1e9:.2f} GB); build / baseline = {built['written'] / baseline['written']:.3f}"
+        )
+        _print_size(rows, built["written"], built["corpus_bytes"])
     return 0
+
+
+def _print_size(rows: int, repo_bytes: int, corpus_bytes: int) -> None:
+    print(
+        f"repo bytes / corpus bytes ({rows} rows) = {repo_bytes / corpus_bytes:.4f} (target <= 1.05): "
+        f"repo {repo_bytes:,} B ({repo_bytes / 1e9:.3f} GB), corpus {corpus_bytes:,} B ({corpus_bytes / 1e9:.3f} GB)",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -225,43 +225,39 @@ def _fetch_message(e) -> str:
 
 
 def item_from_url(url: str, limits: Limits, *, image_path: str | Path | None = None) -> Item:
-    """Fetch an article page with the ingest stage's safety checks and extractor.
+    """Fetch an article page and its image with the ingest stage's checks and extractor.
 
     The page's own image is used unless one was uploaded. Raises :class:`InputError` for a
     non-http(s) URL, a private/loopback address (unless ``limits.allow_private_addresses``),
-    a timeout, a page that is not an article, or an article without a usable image.
+    an unreachable host, a robots.txt refusal, a timeout, a page that is not an article, or an
+    article without a usable image (the message comes from :func:`vilbias.ingest.fetch_item`).
     """
-    from vilbias.ingest.net import FetchFailed, FetchSettings, fetch_article, fetch_image
-    from vilbias.ingest.urls import is_http_url
+    from vilbias.ingest import FetchSettings, ItemFetchError, fetch_item
     from vilbias.models.fusion import compose_text
 
-    url = (url or "").strip()
-    if not is_http_url(url):
-        raise InputError("The URL must start with http:// or https://.")
-    settings = FetchSettings(allow_private=limits.allow_private_addresses, timeout=limits.fetch_timeout, max_retries=0)
+    settings = FetchSettings(
+        allow_private_addresses=limits.allow_private_addresses,
+        timeout=limits.fetch_timeout,
+        max_retries=0,
+        max_image_bytes=limits.max_image_bytes,
+    )
     try:
-        extracted = asyncio.run(fetch_article(url, settings=settings))
-    except FetchFailed as e:
-        raise InputError(_fetch_message(e)) from None
-    if extracted.page_kind != "article":
-        what = f" ({extracted.kind_detail.replace('_', ' ')})" if extracted.kind_detail else ""
-        raise InputError(f"That page is not a news article{what}. Paste an article's text instead.")
-    headline, article_text = extracted.headline, extracted.text
-    if len(article_text) > limits.max_article_chars:
-        # A long article is cut, not refused: the models read only its start anyway.
-        article_text = article_text[: limits.max_article_chars]
-    headline = headline[: limits.max_headline_chars]
+        fetched = fetch_item((url or "").strip(), settings, image=not image_path)
+    except ItemFetchError as e:
+        instead = {
+            "not_an_article": " Paste an article's text instead.",
+            "no_usable_image": " Upload the article's image together with the URL.",
+            "robots_disallowed": " Paste the text and upload the image instead.",
+        }
+        raise InputError(str(e) + instead.get(e.reason, "")) from None
+    extracted = fetched.article
+    # A long article is cut, not refused: the models read only its start anyway.
+    headline, article_text = extracted.headline[: limits.max_headline_chars], extracted.text[: limits.max_article_chars]
     if not compose_text(headline, article_text):
         raise InputError("No article text was found on that page. Paste the text instead.")
     if image_path:
         return Item(item_from_upload(image_path, headline, article_text, limits).image, headline, article_text, extracted.url)
-    for candidate in extracted.images[:3]:
-        try:
-            data = asyncio.run(fetch_image(candidate.url, allow_private=limits.allow_private_addresses, timeout=limits.fetch_timeout))
-            return Item(read_image(data, limits), headline, article_text, extracted.url, candidate.url)
-        except (FetchFailed, InputError) as e:
-            logger.info("image candidate %s skipped: %s", candidate.url, e)
-    raise InputError("That article has no usable image. Upload the article's image together with the URL.")
+    return Item(read_image(fetched.image, limits), headline, article_text, extracted.url, fetched.image_url)
 
 
 # -- predictions ------------------------------------------------------------------------------

@@ -43,3 +43,16 @@ def sample_dataset_dir(tmp_path_factory):
     output = tmp_path_factory.mktemp("built") / "vilbias"
     build(BuildConfig(output=output))
     return output
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """In CI, a skipped real-data test fails the run: the tier must have run."""
+    from tests.real_data import in_ci
+
+    if not in_ci():
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = [r for r in (reporter.stats.get("skipped", []) if reporter else []) if "real_data" in getattr(r, "keywords", {})]
+    if skipped:
+        reporter.write_line(f"CI: {len(skipped)} real-data test(s) were skipped; the real-data tier must run", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

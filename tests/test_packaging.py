@@ -40,7 +40,7 @@ def test_wheel_contents(wheel):
         "vilbias/publish/templates/model_card.md",
         "vilbias/training/default_model/config.json",
         "vilbias/training/recipes/SmolVLM-Instruct/lora.yaml",
-        "vilbias/evaluate/metrics/f1/f1.py",
+        "vilbias/metrics/f1/f1.py",
         "vilbias/evaluate/prompts/judge.txt",
     ]:
         assert required in names, required
@@ -64,5 +64,8 @@ def test_installed_wheel_builds_outside_the_checkout(wheel, tmp_path):
     assert where.startswith(str(venv))
     out = subprocess.run([str(venv / "bin" / "vilbias"), "build"], cwd=work, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert 'load_dataset("vilbias")' in out.stdout
-    assert (work / "vilbias" / "README.md").exists() and (work / "vilbias" / "sft").is_dir()
+    assert 'load_dataset("BiasCorpus")' in out.stdout
+    assert (work / "BiasCorpus" / "README.md").exists() and len(list((work / "BiasCorpus" / "data").glob("*.parquet"))) == 15
+    # the built folder does not shadow the installed package, in its own directory
+    where = subprocess.check_output([str(py), "-c", "import vilbias.task; print(vilbias.task.__file__)"], cwd=work, env=env, text=True)
+    assert where.startswith(str(venv))

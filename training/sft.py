@@ -72,32 +72,31 @@ class VilbiasSFTArguments:
     )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # Everything after the recipe is handed to TRL's parser, which knows the hundreds of
-    # SFTConfig/ModelConfig fields; argparse would reject them as unknown options.
-    parser.add_argument("--recipe", required=True, nargs=argparse.REMAINDER, metavar="RECIPE [--field value ...]",
-                        help="Recipe YAML (e.g. training/recipes/SmolVLM-Instruct/lora.yaml), then any TRL or "
-                             "vilbias field as --name value overriding it (e.g. --max_steps 10 --method ia3).")
+def make_parser(subparsers: argparse._SubParsersAction | None = None) -> argparse.ArgumentParser:
+    """TRL's own ``trl sft`` parser (same dataclasses), extended with :class:`VilbiasSFTArguments`.
+
+    With ``subparsers`` (made with a ``TrlParser`` subclass as ``parser_class``, as TRL's own CLI
+    makes them) it is added as their ``sft`` command, which ``vilbias train`` gives ``--recipe``.
+    """
+    from trl import DatasetMixtureConfig, ModelConfig, ScriptArguments, SFTConfig, TrlParser
+
+    dataclass_types = (ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments)
+    if subparsers is None:
+        return TrlParser(dataclass_types, prog="vilbias train sft")
+    help_ = "Run a trl sft recipe: --recipe RECIPE.yaml, then any TRL or vilbias field as --name value."
+    # No abbreviations: among this many flags a mistyped one would silently set its longer neighbour.
+    return subparsers.add_parser("sft", dataclass_types=dataclass_types, help=help_, description=help_,
+                                 allow_abbrev=False)
 
 
 def main(args: argparse.Namespace) -> int:
-    if not args.recipe:
-        raise ValueError("--recipe needs a recipe file")
-    recipe, *overrides = args.recipe
-    parsed = parse_recipe(recipe, overrides)
-    record = run_sft(*parsed)
+    """``vilbias train sft``: ``args`` holds the recipe's fields, overridden by the flags given."""
+    parsed = make_parser().parse_dict(vars(args), allow_extra_keys=True)
+    record = run_sft(*_complete(resolve_recipe(args.recipe), parsed))
     print(json.dumps({k: record[k] for k in ("method", "trainable_share", "peak_memory_bytes", "wall_time_s",
                                              "train_samples_per_second")}, indent=1))
     print(f"saved to {record['output_dir']}")
     return 0
-
-
-def make_parser():
-    """TRL's own ``trl sft`` parser (same dataclasses), extended with :class:`VilbiasSFTArguments`."""
-    from trl import DatasetMixtureConfig, ModelConfig, ScriptArguments, SFTConfig, TrlParser
-
-    return TrlParser((ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments),
-                     prog="vilbias train sft")
 
 
 def resolve_recipe(recipe: str | Path) -> Path:
@@ -119,7 +118,11 @@ def parse_recipe(recipe: str | Path, overrides: list[str] | None = None):
         `(ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments)`
     """
     path = resolve_recipe(recipe)
-    parsed = make_parser().parse_args_and_config(["--config", str(path), *(overrides or [])])
+    return _complete(path, make_parser().parse_args_and_config(["--config", str(path), *(overrides or [])]))
+
+
+def _complete(path: Path, parsed: tuple) -> tuple:
+    """What a vilbias recipe adds to TRL's parsing: its training template found beside it, ``method`` applied."""
     script_args, training_args, model_args, dataset_args, extra = parsed
     # A recipe names its training template relative to the checkout (so `trl sft` finds it from
     # the repository root); an installed wheel carries it next to the recipe.

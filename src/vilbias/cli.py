@@ -1,14 +1,15 @@
 """The ``vilbias`` command: one subcommand per pipeline stage.
 
-    vilbias build                      # the embedded sample -> ./vilbias
+    vilbias build                      # the embedded sample -> ./BiasCorpus
     vilbias ingest --feed URL --workdir work
     vilbias annotate --workdir work
     vilbias review stats --workdir work
     vilbias publish dataset --repo-id ORG/NAME --version 1.0.0
+    vilbias -v train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml --max_steps 10
 
-Each stage's module defines ``add_arguments(parser)`` and ``main(args)``; only the chosen stage's
-module is imported, so ``vilbias build`` never pays for torch. The logic lives in the stage
-functions, which Python callers use directly with the same config dataclasses.
+Each stage's module defines ``add_arguments(parser)``, which fills the stage's subparser (a stage
+with commands of its own adds its own subparsers), and ``main(args)``. The logic lives in the
+stage functions, which Python callers use directly with the same config dataclasses.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import importlib
 import logging
 import sys
 
-# subcommand -> (module defining add_arguments/main, one-line description)
+# stage -> (module defining add_arguments/main, one-line description)
 STAGES: dict[str, tuple[str, str]] = {
     "ingest": ("vilbias.ingest.cli", "Fetch news feeds into a workdir of article-image pairs."),
     "annotate": ("vilbias.annotate.cli", "Label a workdir's items with LLM annotators and hierarchical voting."),
@@ -31,52 +32,71 @@ STAGES: dict[str, tuple[str, str]] = {
 }
 
 
-def _top_parser() -> argparse.ArgumentParser:
+class StageParser(argparse.ArgumentParser):
+    """A stage's subparser, filled by its module's ``add_arguments`` when argparse hands it the stage's arguments.
+
+    The deferral is deliberate: filling every stage's parser up front would import every stage on
+    every call (httpx for ingest, the annotator clients, trl and torch for ``train``: seconds), while
+    ``vilbias build`` should cost only the build stage. Argparse still does all the routing.
+    """
+
+    def __init__(self, *, module: str, **kwargs):
+        super().__init__(**kwargs)
+        self.module = module
+        self.filled = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if not self.filled:
+            stage = importlib.import_module(self.module)
+            stage.add_arguments(self)
+            self.set_defaults(func=stage.main)
+            self.filled = True
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            # Reported here, with this stage's usage, rather than by the top-level parser.
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def add_subparsers(self, **kwargs):
+        # A stage's own commands (review export, publish dataset ...) are plain parsers; argparse
+        # would otherwise make them of this class.
+        kwargs.setdefault("parser_class", argparse.ArgumentParser)
+        return super().add_subparsers(**kwargs)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The ``vilbias`` parser: global flags, then one subparser per stage."""
     from vilbias import __version__
 
-    parser = argparse.ArgumentParser(
-        prog="vilbias",
-        description="BiasCorpus: bias in multimodal news, from feeds to the Hub.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="stages:\n" + "\n".join(f"  {name:<10} {desc}" for name, (_, desc) in STAGES.items()),
-    )
+    parser = argparse.ArgumentParser(prog="vilbias", description="BiasCorpus: bias in multimodal news, from feeds to the Hub.")
     parser.add_argument("--version", action="version", version=f"vilbias {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="Log debug messages.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="Log debug messages; show tracebacks.")
     parser.add_argument("-q", "--quiet", action="store_true", help="Log warnings and errors only.")
-    parser.add_argument("stage", choices=list(STAGES), metavar="STAGE", help="One of: " + ", ".join(STAGES))
+    stages = parser.add_subparsers(dest="stage", required=True, metavar="STAGE", title="stages",
+                                   parser_class=StageParser)
+    for name, (module, description) in STAGES.items():
+        stages.add_parser(name, module=module, help=description, description=description)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    top = _top_parser()
-    # Global flags come before the stage; everything after it belongs to the stage.
-    split = next((i for i, a in enumerate(argv) if a in STAGES), None)
-    if split is None:
-        top.parse_args(argv)  # prints usage / --help / --version and exits
-        top.error("choose a stage")
-    head = top.parse_args(argv[: split + 1])
-    module_name, description = STAGES[head.stage]
-    parser = argparse.ArgumentParser(prog=f"vilbias {head.stage}", description=description)
-    module = importlib.import_module(module_name)
-    module.add_arguments(parser)
-    args = parser.parse_args(argv[split + 1 :])
+    args = make_parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
-        level=logging.DEBUG if head.verbose else logging.WARNING if head.quiet else logging.INFO,
+        level=logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
     try:
-        return int(module.main(args) or 0)
+        return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
     except (ValueError, FileNotFoundError, PermissionError, RuntimeError) as e:
         # Expected failures (bad input, missing files, refused actions) get one clear line;
         # -v shows the traceback.
-        if head.verbose:
+        if args.verbose:
             raise
-        print(f"vilbias {head.stage}: error: {e}", file=sys.stderr)
+        print(f"vilbias {args.stage}: error: {e}", file=sys.stderr)
         return 2
 
 

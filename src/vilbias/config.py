@@ -5,7 +5,11 @@ Every stage takes a config dataclass; its fields carry their help text in
 argparse options so the CLI never repeats them, and :func:`dataclass_from_args` builds the
 config back from the parsed namespace. Booleans become ``--flag/--no-flag`` pairs, lists take
 several values (``--feed A --feed B`` or ``--feed A B``), and ``metadata={"flag": "--x"}``
-renames an option where the contract (DESIGN §8) fixes its spelling.
+renames an option whose spelling the command-line contract fixes.
+
+A field whose type is itself a dataclass (``fetch: FetchSettings``) is flattened: its fields
+become flags of the same command, listed under their own heading in ``--help``, and are
+gathered back into the nested config. Flag names must therefore be unique across the levels.
 """
 
 from __future__ import annotations
@@ -29,25 +33,42 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+def _cli_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    """The fields of ``cls`` that are flags, with their resolved types."""
+    hints = typing.get_type_hints(cls)
+    return [
+        (f, _unwrap_optional(hints[f.name])[0])
+        for f in dataclasses.fields(cls)
+        if f.init and f.metadata.get("cli", True) is not False
+    ]
+
+
+def _field_default(f: dataclasses.Field) -> tuple[Any, bool]:
+    """``(default, required)``."""
+    if f.default is not dataclasses.MISSING:
+        return f.default, False
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory(), False
+    return None, True
+
+
+def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:
     """Add one option per field of the dataclass ``cls`` to ``parser``.
 
     Fields with ``metadata={"positional": True}`` become positional arguments; fields with
-    ``metadata={"cli": False}`` are left out (they are set from Python only).
+    ``metadata={"cli": False}`` are left out (they are set from Python only); dataclass-typed
+    fields contribute their own fields, in an argument group titled by their help text.
     """
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        if not f.init or f.metadata.get("cli", True) is False:
+    for f, tp in _cli_fields(cls):
+        if dataclasses.is_dataclass(tp):
+            title = f.metadata.get("help") or f.name
+            group = parser.add_argument_group(title) if isinstance(parser, argparse.ArgumentParser) else parser
+            add_dataclass_arguments(group, tp)
             continue
-        tp, _ = _unwrap_optional(hints[f.name])
+        default, required = _field_default(f)
         # argparse %-formats help text; a literal "95%" in a field's help must not break --help.
         kwargs: dict[str, Any] = {"help": f.metadata.get("help", "").replace("%", "%%"), "dest": f.name}
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = None
+        if required:
             kwargs["required"] = True
         names = [f.metadata.get("flag", "--" + f.name.replace("_", "-"))]
         names += list(f.metadata.get("aliases", ()))
@@ -81,15 +102,19 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
 def dataclass_from_args(cls: type[T], args: argparse.Namespace | dict[str, Any]) -> T:
     """Build ``cls`` from parsed arguments, ignoring names that are not its fields.
 
-    List fields that argparse left as ``None`` fall back to the field's default factory.
+    List fields that argparse left as ``None`` fall back to the field's default factory;
+    dataclass-typed fields are rebuilt from the same flat arguments.
     """
     values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
+    nested = {f.name: tp for f, tp in _cli_fields(cls) if dataclasses.is_dataclass(tp)}
     kwargs = {}
     for f in dataclasses.fields(cls):
-        if f.name not in values or not f.init:
+        if not f.init:
             continue
-        v = values[f.name]
-        if v is None and f.default_factory is not dataclasses.MISSING:
-            continue
-        kwargs[f.name] = v
+        if f.name in values:
+            if values[f.name] is None and f.default_factory is not dataclasses.MISSING:
+                continue
+            kwargs[f.name] = values[f.name]
+        elif f.name in nested:
+            kwargs[f.name] = dataclass_from_args(nested[f.name], values)
     return cls(**kwargs)

@@ -1,6 +1,6 @@
 """The pipeline's working directory: its files, their schema, and safe ways to write them.
 
-A workdir is what one stage leaves for the next (DESIGN §3)::
+A workdir is what one stage leaves for the next::
 
     workdir/
       workdir.json            {"schema_version": "1.0", "created_at": ...}
@@ -71,7 +71,7 @@ class Article:
     image_url: str = ""
     image_caption: str = ""
     fetched_at: str = ""
-    """ISO 8601 UTC time of the fetch. Orders rows for the stable split (DESIGN §4)."""
+    """ISO 8601 UTC time of the fetch. Orders rows for the stable split."""
     item_url: str = ""
     """The feed item's own link (e.g. a Google News link), so a re-run recognises it unresolved."""
 

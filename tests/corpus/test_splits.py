@@ -1,4 +1,4 @@
-"""The split policy (DESIGN §4) on the pure function: stable, stratified, group-aware."""
+"""The split policy on the pure function: stable, stratified, group-aware."""
 
 from __future__ import annotations
 

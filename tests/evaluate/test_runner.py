@@ -12,6 +12,7 @@ from tests.evaluate.conftest import ScriptedBackend, headline_of
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.evaluate import EvaluateConfig, evaluate
 from vilbias.evaluate.models import GenerativeModel, parse_spec
+from vilbias.evaluate.runner import CompareConfig
 
 GOOD = '{"reasoning_accuracy": 1, "faithfulness": 1, "justification": "Cites the headline."}'
 
@@ -133,6 +134,8 @@ def test_spec_parsing():
         EvaluateConfig()
     with pytest.raises(ValueError, match="unknown probe"):
         EvaluateConfig(dataset="d", model="m", probes=["blur"])
+    with pytest.raises(ValueError, match="one or more RUN_DIR"):
+        CompareConfig(run_dirs=[])
 
 
 def test_cli_against_openai_compatible_servers(sample_dataset_dir, test_items, tmp_path, monkeypatch):
@@ -196,7 +199,10 @@ def test_compare_runs_and_model_index(sample_dataset_dir, test_items, tmp_path):
                  judge=GenerativeModel(ScriptedBackend(judge), name="j"))
         runs.append(tmp_path / f"r{n}")
 
-    analysis = evaluate(EvaluateConfig(compare=runs, output=tmp_path / "analysis"))
+    from vilbias.cli import main
+
+    assert main(["evaluate", "compare", *map(str, runs), "--output", str(tmp_path / "analysis")]) == 0
+    analysis = json.loads((tmp_path / "analysis" / "analysis.json").read_text())
     assert analysis["closed_vs_open"]["pearson"]["r"] == pytest.approx(1.0)
     assert [p["train_fraction"] for p in analysis["scaling"]["m 0-shot"]] == [0.25, 1.0]
     (gap,) = analysis["modality_gap"]

@@ -207,6 +207,11 @@ class HubServer:
                 return matches[0]
         raise HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
 
+    def tags(self, repo_type: str, repo_id: str) -> list[str]:
+        """The repo's tag names (for assertions)."""
+        with self.lock:
+            return sorted(self.get_repo(repo_type, repo_id, authorized=True).tags)
+
     def tree_at(self, repo_type: str, repo_id: str, revision: str = "main") -> dict[str, bytes]:
         """Every file of a repo at a revision, as ``{path: bytes}`` (for assertions)."""
         with self.lock:

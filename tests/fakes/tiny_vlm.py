@@ -1,6 +1,6 @@
 """Tiny random vision-language models, built offline, for tests that need a real VLM path.
 
-No VLM weights are reachable offline (DESIGN §5), so tests build one from a config with random
+No VLM weights are reachable offline, so tests build one from a config with random
 weights, a byte-level BPE tokenizer trained in the test, and the family's real processor class
 assembled from its components. Each family carries the chat template its Hub checkpoint ships
 (read from TRL's ``chat_templates`` folder, because TRL recognises templates by their exact

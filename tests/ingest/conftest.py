@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.web_server import WebServer
-from vilbias.ingest import IngestConfig
+from vilbias.ingest import FetchSettings, IngestConfig
 
 
 @pytest.fixture
@@ -16,20 +16,15 @@ def web():
 
 @pytest.fixture
 def make_config(web, tmp_path):
-    """An IngestConfig for the fake web: fast retries, short timeouts, no progress bars."""
+    """An IngestConfig for the fake web: fast retries, short timeouts, no progress bars.
+    ``fetch`` overrides fields of its FetchSettings, other keywords fields of the config."""
 
-    def make(*feeds: str, **overrides) -> IngestConfig:
-        settings = dict(
-            workdir=tmp_path / "work",
-            feed=list(feeds),
-            allow_private_addresses=True,
-            resolver=web.resolver,
-            timeout=0.5,
-            max_retries=1,
-            backoff=0.01,
-            rate=0.0,
-            progress=False,
+    def make(*feeds: str, fetch: dict | None = None, **overrides) -> IngestConfig:
+        fetch_settings = FetchSettings(
+            allow_private_addresses=True, resolver=web.resolver, timeout=0.5, max_retries=1, backoff=0.01, rate=0.0,
+            **(fetch or {}),
         )
+        settings = dict(workdir=tmp_path / "work", feed=list(feeds), progress=False, fetch=fetch_settings)
         settings.update(overrides)
         return IngestConfig(**settings)
 

@@ -11,7 +11,8 @@ import pytest
 from tests.fakes.web_server import Page
 from tests.ingest import site
 from vilbias.ingest import net
-from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings, fetch_article, is_public_address
+from vilbias.ingest.item import fetch_article
+from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings, is_public_address
 
 
 def _run(coro):
@@ -38,15 +39,15 @@ def test_private_addresses_refused_by_default(web):
     web.add("*", "/a", Page("hello"))
     literal = f"http://127.0.0.1:{web.port}/a"
     with pytest.raises(FetchFailed) as e:
-        _run(_get(literal, FetchSettings(obey_robots=False)))
+        _run(_get(literal, FetchSettings(ignore_robots=True)))
     assert e.value.reason == "blocked_address"
     # a host name that resolves to loopback is refused too (DNS checked before connecting)
     with pytest.raises(FetchFailed) as e:
-        _run(_get(web.url("innocent.test", "/a"), FetchSettings(obey_robots=False, resolver=web.resolver)))
+        _run(_get(web.url("innocent.test", "/a"), FetchSettings(ignore_robots=True, resolver=web.resolver)))
     assert e.value.reason == "blocked_address"
     assert web.requests == []
     # ... and allowed when asked
-    assert _run(_get(literal, FetchSettings(obey_robots=False, allow_private=True))).content == b"hello"
+    assert _run(_get(literal, FetchSettings(ignore_robots=True, allow_private_addresses=True))).content == b"hello"
 
 
 def test_redirect_to_a_private_address_is_refused(web, monkeypatch):
@@ -55,23 +56,23 @@ def test_redirect_to_a_private_address_is_refused(web, monkeypatch):
     web.add("public.test", "/go", Page(status=302, headers={"Location": "http://internal.test/secret"}))
     resolver = {"public.test": ["127.0.0.1"], "internal.test": ["10.0.0.7"]}.__getitem__
     with pytest.raises(FetchFailed) as e:
-        _run(_get(web.url("public.test", "/go"), FetchSettings(obey_robots=False, resolver=resolver)))
+        _run(_get(web.url("public.test", "/go"), FetchSettings(ignore_robots=True, resolver=resolver)))
     assert e.value.reason == "blocked_address" and "10.0.0.7" in e.value.detail
     web.add("public.test", "/file", Page(status=302, headers={"Location": "file:///etc/passwd"}))
     with pytest.raises(FetchFailed) as e:
-        _run(_get(web.url("public.test", "/file"), FetchSettings(obey_robots=False, resolver=resolver)))
+        _run(_get(web.url("public.test", "/file"), FetchSettings(ignore_robots=True, resolver=resolver)))
     assert e.value.reason == "bad_scheme"
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/a", "gopher://x/", "javascript:alert(1)"])
 def test_only_http_and_https(url):
     with pytest.raises(FetchFailed) as e:
-        _run(_get(url, FetchSettings(obey_robots=False)))
+        _run(_get(url, FetchSettings(ignore_robots=True)))
     assert e.value.reason == "bad_scheme"
 
 
 def _fast(web, **kw) -> FetchSettings:
-    return FetchSettings(obey_robots=False, allow_private=True, resolver=web.resolver, backoff=0.01,
+    return FetchSettings(ignore_robots=True, allow_private_addresses=True, resolver=web.resolver, backoff=0.01,
                          timeout=kw.pop("timeout", 1.0), rate=0, **kw)
 
 
@@ -142,7 +143,7 @@ def test_per_host_concurrency_and_rate(web):
     web.add("c.test", "/r", Page("c"))
 
     async def rated():
-        async with Fetcher(FetchSettings(obey_robots=False, allow_private=True, resolver=web.resolver, rate=20, per_host=8)) as f:
+        async with Fetcher(FetchSettings(ignore_robots=True, allow_private_addresses=True, resolver=web.resolver, rate=20, per_host=8)) as f:
             await asyncio.gather(*(f.get(web.url("c.test", "/r")) for _ in range(6)))
 
     _run(rated())
@@ -152,7 +153,7 @@ def test_per_host_concurrency_and_rate(web):
 
 def test_fetch_article_for_a_single_url(web):
     web.add("one.test", "/story", Page(site.og_page("Single", site.paragraphs(5), web.url("img.test", "/1.jpg"))))
-    got = _run(fetch_article(web.url("one.test", "/story"), settings=FetchSettings(allow_private=True, resolver=web.resolver)))
+    got = _run(fetch_article(web.url("one.test", "/story"), settings=FetchSettings(allow_private_addresses=True, resolver=web.resolver)))
     assert got.headline == "Single" and got.page_kind == "article"
     assert got.images[0].url == web.url("img.test", "/1.jpg")
     with pytest.raises(FetchFailed) as e:
@@ -161,7 +162,7 @@ def test_fetch_article_for_a_single_url(web):
 
 
 def test_robots_txt_rules_and_outages(web):
-    settings = FetchSettings(allow_private=True, resolver=web.resolver, backoff=0.01, max_retries=1, rate=0)
+    settings = FetchSettings(allow_private_addresses=True, resolver=web.resolver, backoff=0.01, max_retries=1, rate=0)
     web.add("r.test", "/robots.txt", Page("User-agent: *\nDisallow: /\n\nUser-agent: vilbias\nAllow: /news/\nDisallow: /\n", content_type="text/plain"))
     web.add("r.test", "/news/a", Page("ok"))
     assert _run(_get(web.url("r.test", "/news/a"), settings)).content == b"ok"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -194,7 +195,7 @@ def test_ingest_end_to_end(web, news, make_config):
     paths = {r.path for r in web.requests[before:]}
     assert paths - {"/robots.txt", "/rss.xml", "/atom.xml", "/latin.xml", "/missing.xml"} == {"/broken", "/slow"}
     # a third run gives them up (max_attempts=2 here)
-    third = ingest(IngestConfig(**{**config.__dict__, "max_attempts": 2}))
+    third = ingest(dataclasses.replace(config, max_attempts=2))
     assert third.given_up == 2 and third.fetched == 0
     assert len([ln for ln in (work / "articles.jsonl").read_text().splitlines() if ln]) == 9
 
@@ -211,7 +212,7 @@ def test_robots_and_user_agent(web, make_config):
     assert web.requests_to("polite.test", "/private/a") == []
     assert all(r.headers["user-agent"].startswith("vilbias/") for r in web.requests)
 
-    summary = ingest(make_config(feed, ignore_robots=True, workdir=make_config().workdir.parent / "w2"))
+    summary = ingest(make_config(feed, fetch={"ignore_robots": True}, workdir=make_config().workdir.parent / "w2"))
     assert summary.kept == 2
 
 

@@ -28,18 +28,49 @@ def _png(seed: int) -> bytes:
     return buf.getvalue()
 
 
-def make_release_folder(folder: Path, rows: dict[str, tuple[str, int]]) -> Path:
-    """Write a Hub-layout dataset folder (DESIGN §4 shape, tiny) for ``{unique_id: (split, label)}``.
+def _features():
+    from datasets import ClassLabel, Features, Image, Value
 
-    ``default`` has train/validation/test; ``fold_k`` puts every k-th row in test; ``sft`` keeps
-    the default membership. The card carries the changelog markers the build's template writes.
-    """
-    from datasets import ClassLabel, Dataset, Features, Image, Value
-
-    features = Features({
+    return Features({
         "unique_id": Value("string"), "headline": Value("string"), "image": Image(),
         "multimodal_label": ClassLabel(names=["not_biased", "biased"]),
     })
+
+
+def fold_of(uid: str) -> int:
+    """The fake releases' fold: fixed per id, so a row keeps its cell across versions."""
+    return int(uid.split("-")[1]) % 5
+
+
+def make_release_folder(folder: Path, rows: dict[str, tuple[str, int]], *, folds: dict[str, int] | None = None) -> Path:
+    """Write a tiny Hub-layout dataset folder for ``{unique_id: (split, label)}`` with the build's
+    own writer (every row once, in its split×fold cell; ``default``, ``fold_k`` and ``sft`` read
+    those files). The card carries the changelog markers the build's template writes."""
+    from huggingface_hub import DatasetCardData
+
+    from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views
+
+    features = _features()
+    views = corpus_views(features, features)
+    writer = RepoWriter(folder, features, views)
+    for uid in sorted(rows):
+        split, label = rows[uid]
+        fold = (folds or {}).get(uid, fold_of(uid))
+        example = {"unique_id": uid, "headline": f"headline {uid}", "image": {"bytes": _png(int(uid.split("-")[1])), "path": None}, "multimodal_label": label}
+        writer.add((split, fold), writer.to_table([example]))
+    infos = writer.close()
+    card_data = DatasetCardData(license="cc-by-nc-4.0")
+    card_metadata(card_data, views, infos, list(features))
+    _finish(folder, card_data.to_yaml(), len(rows))
+    return folder
+
+
+def make_old_layout_folder(folder: Path, rows: dict[str, tuple[str, int]]) -> Path:
+    """A release in the earlier seven-copy layout: ``data/{split}-…``, ``fold_k/{train,test}-…``
+    (every fifth row in each fold's test) and ``sft/{split}-…``."""
+    from datasets import Dataset
+
+    features = _features()
     ids = sorted(rows)
 
     def table(uids):
@@ -52,29 +83,30 @@ def make_release_folder(folder: Path, rows: dict[str, tuple[str, int]]) -> Path:
     yaml_configs = []
     for split in ("train", "validation", "test"):
         table([u for u in ids if rows[u][0] == split]).to_parquet(folder / f"data/{split}-00000-of-00001.parquet")
-        (folder / "sft").mkdir(parents=True, exist_ok=True)
-        table([u for u in ids if rows[u][0] == split]).select_columns(["unique_id", "multimodal_label"]).to_parquet(
-            folder / f"sft/{split}-00000-of-00001.parquet")
+        table([u for u in ids if rows[u][0] == split]).to_parquet(folder / f"sft/{split}-00000-of-00001.parquet")
     yaml_configs.append(("default", "data", ("train", "validation", "test")))
     for k in range(5):
         test = [u for i, u in enumerate(ids) if i % 5 == k]
-        train = [u for u in ids if u not in test]
-        table(train).to_parquet(folder / f"fold_{k}/train-00000-of-00001.parquet")
+        table([u for u in ids if u not in test]).to_parquet(folder / f"fold_{k}/train-00000-of-00001.parquet")
         table(test).to_parquet(folder / f"fold_{k}/test-00000-of-00001.parquet")
         yaml_configs.append((f"fold_{k}", f"fold_{k}", ("train", "test")))
     yaml_configs.append(("sft", "sft", ("train", "validation", "test")))
-    lines = ["---", "license: cc-by-nc-4.0", "configs:"]
+    lines = ["license: cc-by-nc-4.0", "configs:"]
     for name, data_dir, splits in yaml_configs:
         lines += [f"- config_name: {name}", "  data_files:"]
         lines += [f"  - split: {s}\n    path: {data_dir}/{s}-*" for s in splits]
-    lines += ["---", "", "# BiasCorpus (test build)", "", "## Changelog", "",
-              "<!-- changelog:start -->", "local build, not yet published", "<!-- changelog:end -->", "",
-              "## Citation", "", "tbd", ""]
+    _finish(folder, "\n".join(lines), len(rows))
+    return folder
+
+
+def _finish(folder: Path, yaml_text: str, n: int) -> None:
+    lines = ["---", yaml_text.strip(), "---", "", "# BiasCorpus (test build)", "", "## Changelog", "",
+             "<!-- changelog:start -->", "local build, not yet published", "<!-- changelog:end -->", "",
+             "## Citation", "", "tbd", ""]
     (folder / "README.md").write_text("\n".join(lines), encoding="utf-8")
     (folder / "assets").mkdir(exist_ok=True)
     (folder / "assets/label_by_outlet.png").write_bytes(_png(99))
-    (folder / "build_report.json").write_text(f'{{"rows": {len(rows)}}}\n', encoding="utf-8")
-    return folder
+    (folder / "build_report.json").write_text(f'{{"rows": {n}}}\n', encoding="utf-8")
 
 
 def base_rows(n: int = 20) -> dict[str, tuple[str, int]]:

@@ -160,11 +160,69 @@ def test_missing_and_rejected_token(hub, tmp_path, monkeypatch, capsys):
 
 def test_stale_shards_are_deleted_in_the_release_commit(hub, tmp_path):
     folder = make_release_folder(tmp_path / "v1", base_rows(10))
-    (folder / "data/train-00000-of-00001.parquet").rename(folder / "data/train-00000-of-00002.parquet")
+    (folder / "data/train-fold0-00000-of-00001.parquet").rename(folder / "data/train-fold0-00000-of-00002.parquet")
     _publish(folder, "1.0.0")
     make_release_folder(tmp_path / "v2", base_rows(10))
     release = _publish(tmp_path / "v2", "1.0.1")
-    assert release.deleted == ["data/train-00000-of-00002.parquet"]
+    assert release.deleted == ["data/train-fold0-00000-of-00002.parquet"]
     files = hub.tree_at("dataset", REPO, "v1.0.1")
-    assert "data/train-00000-of-00001.parquet" in files and "data/train-00000-of-00002.parquet" not in files
-    assert "data/train-00000-of-00002.parquet" in hub.tree_at("dataset", REPO, "v1.0.0")
+    assert "data/train-fold0-00000-of-00001.parquet" in files and "data/train-fold0-00000-of-00002.parquet" not in files
+    assert "data/train-fold0-00000-of-00002.parquet" in hub.tree_at("dataset", REPO, "v1.0.0")
+
+
+def test_a_release_that_moves_rows_is_refused_naming_them(hub, tmp_path):
+    _publish(make_release_folder(tmp_path / "v1", base_rows(20)), "1.0.0")
+    moved = make_release_folder(tmp_path / "v2", base_rows(20), folds={"id-003": 4, "id-007": 0})
+    with pytest.raises(ValueError, match=r"would move 2 row\(s\) of v1.0.0 .*id-003, id-007.*--allow-moved-rows"):
+        _publish(moved, "1.1.0")
+    assert "v1.1.0" not in hub.tags("dataset", REPO)
+    release = _publish(moved, "1.1.0", allow_moved_rows=True)
+    assert release.moved == ["id-003", "id-007"] and release.changelog.moved_allowed
+    card = (moved / "README.md").read_text()
+    assert "changed split or fold" in changelog_section(card) and "--allow-moved-rows" in changelog_section(card)
+
+
+def test_an_old_seven_copy_release_is_read_as_the_previous_assignment(hub, tmp_path):
+    """Migration: the new layout built against an old release keeps every row where it was."""
+    from tests.publish.conftest import make_old_layout_folder
+    from vilbias.corpus.release import read_cells
+
+    old = make_old_layout_folder(tmp_path / "v1", base_rows(20))
+    _publish(old, "1.0.0")
+    cells = read_cells(old)
+    assert len(cells) == 20 and {c.fold for c in cells.values()} == set(range(5))
+    same = make_release_folder(tmp_path / "v2", base_rows(20), folds={u: c.fold for u, c in cells.items()})
+    release = _publish(same, "1.1.0")
+    assert release.moved == [] and "data/train-00000-of-00001.parquet" in release.deleted
+    assert "fold_2/test-00000-of-00001.parquet" in release.deleted and "sft/train-00000-of-00001.parquet" in release.deleted
+
+
+def test_an_unreadable_previous_release_is_an_error_not_a_reshuffle(tmp_path):
+    from vilbias.corpus.release import PreviousReleaseError, read_cells
+
+    folder = make_release_folder(tmp_path / "v1", base_rows(10))
+    next((folder / "data").glob("train-fold0-*")).write_bytes(b"not parquet")
+    with pytest.raises(PreviousReleaseError, match="cannot read its unique_id column"):
+        read_cells(folder)
+    for p in (folder / "data").iterdir():
+        p.unlink()
+    with pytest.raises(PreviousReleaseError, match="expected Parquet shards named data/<split>-fold<k>"):
+        read_cells(folder)
+
+
+def test_without_network_publish_is_one_sentence_and_a_dry_run_still_works(tmp_path, monkeypatch, capsys):
+    from vilbias.cli import main
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    v1 = make_release_folder(tmp_path / "v1", base_rows(20))
+    v2 = make_release_folder(tmp_path / "v2", base_rows(24))
+    assert main(["publish", "dataset", "--repo-id", REPO, "--version", "1.1.0", "--source", str(v2)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "could not reach the Hub at http://127.0.0.1:9" in err and "Traceback" not in err
+    assert main(["publish", "dataset", "--repo-id", REPO, "--version", "1.1.0", "--source", str(v2),
+                 "--dry-run", "--previous", str(v1)]) == 0
+    out = capsys.readouterr().out
+    assert "rows: 24 (4 added, 0 removed, 0 relabelled, 0 moved)" in out
+    assert "could not reach the Hub at http://127.0.0.1:9" in out and f"compared against {v1}" in out

@@ -20,7 +20,7 @@ from vilbias.spaces.predictors import (
     scale_probabilities,
 )
 
-from vilbias.models.vlm import Answer
+from vilbias.task import Answer
 
 
 def test_temperature_scaling():

@@ -48,7 +48,7 @@ def _jpeg(color, size=(40, 30)):
 
 
 def write_multimodal_repo(root, n=40, seed=0):
-    """A tiny repo in the corpus layout (DESIGN §4 columns) whose label is learnable from
+    """A tiny repo in the corpus layout whose label is learnable from
     both the words and the image colour."""
     from datasets import ClassLabel, Features, Image, List, Value
 
@@ -99,17 +99,15 @@ def write_multimodal_repo(root, n=40, seed=0):
 
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from vilbias.corpus.writer import ConfigSpec, RepoWriter, card_metadata
+    from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views
 
-    specs = {"default": ConfigSpec("data", features, ("train", "validation", "test"))}
-    specs.update({f"fold_{k}": ConfigSpec(f"fold_{k}", features, ("train", "test")) for k in range(5)})
-    writer = RepoWriter(root, specs)
+    views = corpus_views(features)
+    writer = RepoWriter(root, features, views)
     for i, row in enumerate(rows):
-        writer.add("default", "train" if i < 28 else "validation" if i < 34 else "test", row)
-        for k in range(5):
-            writer.add(f"fold_{k}", "test" if i % 5 == k else "train", row)
+        cell = ("train" if i < 28 else "validation" if i < 34 else "test", i % 5)
+        writer.add(cell, writer.to_table([row]))
     card_data = DatasetCardData()
-    card_metadata(card_data, specs, writer.close())
+    card_metadata(card_data, views, writer.close(), list(features))
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n# tiny test corpus\n").save(root / "README.md")
     return root
 

@@ -106,8 +106,8 @@ def test_sentences_build_layout_and_stratified_folds(tmp_path, babe_csv):
     assert report["rows_read"] == 54 and report["excluded_no_agreement"] == 4 and report["rows_kept"] == 50
     assert report["label_counts"] == {"not_biased": 20, "biased": 30}
     out = tmp_path / "babe"
-    assert (out / "data" / "train-00000-of-00001.parquet").is_file()
-    assert (out / "fold_3" / "test-00000-of-00001.parquet").is_file()
+    assert (out / "data" / "train-fold0-00000-of-00001.parquet").is_file()
+    assert (out / "data" / "test-fold3-00000-of-00001.parquet").is_file() and not (out / "fold_3").exists()
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "configs:" in readme and "dataset_info:" in readme and "class_label" in readme
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 from PIL import Image
 
-from vilbias.models.vlm import generate_answers, load_vlm, normalise_label, parse_answer
+from vilbias.models.vlm import generate_answers, load_vlm
+from vilbias.task import normalise_label, parse_answer
 
 
 @pytest.mark.parametrize("text, label, reasoning", [

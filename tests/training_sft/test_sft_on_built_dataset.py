@@ -1,4 +1,4 @@
-"""`trl`'s SFTTrainer trains on the built dataset's ``sft`` config as is (DESIGN §4).
+"""`trl`'s SFTTrainer trains on the built dataset's ``sft`` config as is.
 
 This is the dataset contract's end-to-end check: the folder ``vilbias build`` writes loads with
 ``load_dataset(folder, "sft")`` and a LoRA run of TRL's own trainer steps on it, with the loss on
@@ -19,14 +19,14 @@ def test_sft_rows_have_the_trl_vision_format(sample_dataset_dir):
     ds = load_dataset(str(sample_dataset_dir), "sft")
     assert set(ds) == {"train", "validation", "test"}
     row = ds["train"][0]
-    assert {"messages", "images", "unique_id", "multimodal_label"} <= set(row)
+    assert set(row) == {"messages", "image", "unique_id", "multimodal_label"}  # read from the shared shards
     user, assistant = row["messages"][-2:]
     assert user["role"] == "user" and assistant["role"] == "assistant"
     # Arrow stores content items as {type, text} structs, so the image item carries text=None
     assert user["content"][0] == {"type": "image", "text": None}
     assert user["content"][1]["type"] == "text" and QUESTION in user["content"][1]["text"]
     assert assistant["content"][0]["text"].startswith(("Label: biased\nReasoning: ", "Label: not biased\nReasoning: "))
-    assert len(row["images"]) == 1 and row["images"][0].size[0] > 0
+    assert row["image"].size[0] > 0
 
 
 def test_collator_masks_everything_but_the_answer(sample_dataset_dir, tiny_vlm_dirs, tmp_path):

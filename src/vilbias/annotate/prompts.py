@@ -1,6 +1,6 @@
 """The annotation prompts and the parser for their answers.
 
-Two prompts label every item (DESIGN §1): ``text`` (the 13 rhetorical techniques, text only) and
+Two prompts label every item: ``text`` (the 13 rhetorical techniques, text only) and
 ``multimodal`` (14 criteria, the text plus the image or its description). A third,
 ``describe_image``, asks a vision-capable annotator once per image for the description that
 text-only annotators see. The prompts are package data (``prompts/*.txt``) filled with

@@ -1,4 +1,4 @@
-"""``annotations.sqlite``: every annotation call, raw and parsed (DESIGN §3).
+"""``annotations.sqlite``: every annotation call, raw and parsed.
 
 One row per (item, prompt, annotator, sample, prompt version, annotator fingerprint). The store
 is the annotate stage's memory: a re-run asks only for the keys it lacks, and a process killed

@@ -1,4 +1,4 @@
-"""Hierarchical majority voting (DESIGN §1 Annotation), as pure functions.
+"""Hierarchical majority voting, as pure functions.
 
 Each of M annotators answers the same item K times. :func:`majority_vote` over an annotator's K
 samples gives its answer; :func:`majority_vote` over the M answers gives the final label. A

@@ -1,7 +1,7 @@
 """``vilbias build``: build the Hub-layout dataset folder.
 
-    vilbias build                                   # embedded sample -> ./vilbias
-    vilbias build --workdir work --output ./vilbias
+    vilbias build                                   # embedded sample -> ./BiasCorpus
+    vilbias build --workdir work --output ./BiasCorpus
     vilbias build --sentences babe.csv --output ./babe
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from vilbias.corpus import BuildConfig, build, format_report
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.corpus import BuildConfig, build, format_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

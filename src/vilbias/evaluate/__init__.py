@@ -1,8 +1,8 @@
-"""Evaluation (DESIGN §1 Protocol and Analyses): closed-ended metrics, LLM-judged reasoning,
+"""Evaluation: closed-ended metrics, LLM-judged reasoning,
 robustness probes and the paper's cross-run analyses.
 
     from vilbias.evaluate import EvaluateConfig, evaluate
-    results = evaluate(EvaluateConfig(dataset="./vilbias", model="training/default_model"))
+    results = evaluate(EvaluateConfig(dataset="./BiasCorpus", model="training/default_model"))
 """
 
 from vilbias.evaluate.runner import EvaluateConfig, evaluate

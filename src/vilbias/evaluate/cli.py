@@ -1,9 +1,12 @@
 """``vilbias evaluate`` (see :mod:`vilbias.evaluate.runner` for what it does and writes).
 
-    vilbias evaluate --dataset ./vilbias --model training/default_model
-    vilbias evaluate --dataset ./vilbias --model outputs/smolvlm-lora --judge openai:judge@http://localhost:8000/v1 \\
+    vilbias evaluate --dataset ./BiasCorpus --model training/default_model
+    vilbias evaluate --dataset ./BiasCorpus --model outputs/smolvlm-lora --judge openai:judge@http://localhost:8000/v1 \\
         --shots 0 5 --probes all
-    vilbias evaluate --compare results/a results/b results/c --output results/analysis
+    vilbias evaluate compare results/a results/b results/c --output results/analysis
+
+Without a command it evaluates one model; ``compare`` analyses finished runs instead (Pearson r
+between closed and open-ended scores, training-data scaling, modality gap).
 """
 
 from __future__ import annotations
@@ -11,20 +14,26 @@ from __future__ import annotations
 import argparse
 
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
-from vilbias.evaluate.runner import EvaluateConfig, evaluate
+from vilbias.evaluate.runner import CompareConfig, EvaluateConfig, compare, evaluate
+
+COMPARE_HELP = "Analyse finished runs: closed vs open-ended Pearson r, data-size scaling, modality gap."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_arguments(parser, EvaluateConfig)
+    # Optional, so that `vilbias evaluate --dataset D --model M` stays the way to evaluate one model.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands (optional)")
+    add_dataclass_arguments(commands.add_parser("compare", help=COMPARE_HELP, description=COMPARE_HELP), CompareConfig)
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.command == "compare":
+        cfg = dataclass_from_args(CompareConfig, args)
+        analysis = compare(cfg)
+        print(f"analysis of {len(analysis['runs'])} runs written to {cfg.output}/analysis.md")
+        return 0
     cfg = dataclass_from_args(EvaluateConfig, args)
     results = evaluate(cfg)
-    if cfg.compare:
-        out = cfg.output or "results/analysis"
-        print(f"analysis of {len(results['runs'])} runs written to {out}/analysis.md")
-        return 0
     for s in results["summary"]:
         c = s["closed"]
         line = (f"{s['regime']:>10} {s['probe']:<14} accuracy {c['accuracy']['mean']:.4f}  F1 {c['f1_binary']['mean']:.4f}  "

@@ -1,11 +1,11 @@
 """``vilbias evaluate``: score a classifier or a generative model on BiasCorpus.
 
-    vilbias evaluate --dataset ./vilbias --model outputs/classifier            # a fusion/text classifier
+    vilbias evaluate --dataset ./BiasCorpus --model outputs/classifier            # a fusion/text classifier
     vilbias evaluate --dataset ORG/BiasCorpus --revision v1.0.0 --model ORG/vilbias-smolvlm-lora \\
         --judge openai:Qwen/Qwen2.5-72B-Instruct@http://localhost:8000/v1 --shots 0 5 --cv
-    vilbias evaluate --dataset ./vilbias --model openai:gpt-4o@https://api.openai.com/v1 \\
+    vilbias evaluate --dataset ./BiasCorpus --model openai:gpt-4o@https://api.openai.com/v1 \\
         --judge openai:gpt-4o@https://api.openai.com/v1 --probes all
-    vilbias evaluate --compare results/run-a results/run-b results/run-c --output results/analysis
+    vilbias evaluate compare results/run-a results/run-b results/run-c --output results/analysis
 
 One run writes to ``--output`` (default ``./results/<run>``): ``results.json`` (every number, with
 the dataset and model revisions, the config, the seed and the prompt versions), ``report.md``
@@ -36,7 +36,7 @@ RESULTS_FILE = "results.json"
 
 @dataclass
 class EvaluateConfig:
-    dataset: str | None = field(default=None, metadata={"help": "Dataset folder or Hub repo id (DESIGN §4 layout)."})
+    dataset: str | None = field(default=None, metadata={"help": "Dataset folder (as `vilbias build` writes it) or Hub repo id."})
     model: str | None = field(default=None, metadata={
         "help": "Checkpoint folder, Hub id, or openai:<model>@<base_url> (key from OPENAI_API_KEY)."})
     config: str = field(default="default", metadata={"help": "Dataset config to evaluate: default or fold_K."})
@@ -69,17 +69,14 @@ class EvaluateConfig:
         "help": "Share of train the model was trained on, recorded for the data-size scaling analysis."})
     pair: str | None = field(default=None, metadata={
         "help": "Name pairing a text-only and a text+image run for the modality-gap analysis."})
-    compare: list[Path] = field(default_factory=list, metadata={
-        "help": "Analyse finished runs (their folders) instead of evaluating: Pearson r, scaling, modality gap."})
 
     def __post_init__(self):
         if self.output is not None:
             self.output = Path(self.output)
-        self.compare = [Path(p) for p in self.compare]
-        if self.compare:
-            return
+        # Checked here, not by argparse: `vilbias evaluate compare` goes through the same parser without them.
         if not self.dataset or not self.model:
-            raise ValueError("--dataset and --model are required (or --compare RUN_DIR ... to analyse finished runs)")
+            raise ValueError("--dataset and --model are required "
+                             "(or `vilbias evaluate compare RUN_DIR ...` to analyse finished runs)")
         if self.cv and self.config != "default":
             raise ValueError("--cv evaluates every fold_K itself; drop --config")
         if "all" in self.probes:
@@ -105,6 +102,31 @@ class EvaluateConfig:
     @property
     def output_dir(self) -> Path:
         return self.output if self.output is not None else Path("results") / self.name
+
+
+@dataclass
+class CompareConfig:
+    run_dirs: list[Path] = field(metadata={
+        "positional": True, "help": "Folders of finished `vilbias evaluate` runs (each holds results.json)."})
+    output: Path = field(default=Path("results/analysis"), metadata={
+        "help": "Where analysis.json, analysis.md and the plots go."})
+
+    def __post_init__(self):
+        self.run_dirs = [Path(p) for p in self.run_dirs]
+        self.output = Path(self.output)
+        if not self.run_dirs:
+            raise ValueError("compare needs one or more RUN_DIR folders of finished `vilbias evaluate` runs")
+
+
+def compare(cfg: CompareConfig) -> dict:
+    """The paper's analyses across finished runs (:func:`vilbias.evaluate.analysis.compare_runs`).
+
+    Returns:
+        The analysis dict also written to ``analysis.json`` in ``cfg.output``.
+    """
+    from vilbias.evaluate.analysis import compare_runs
+
+    return compare_runs(cfg.run_dirs, cfg.output)
 
 
 def _regimes(model: Model, shots: list[int]) -> list[str]:
@@ -253,10 +275,6 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
     from vilbias.task import prompt_version
     from vilbias.evaluate.report import finish_run
 
-    if cfg.compare:
-        from vilbias.evaluate.analysis import compare_runs
-
-        return compare_runs(cfg.compare, cfg.output or Path("results") / "analysis")
     out = cfg.output_dir
     out.mkdir(parents=True, exist_ok=True)
     if model is None:
@@ -328,8 +346,7 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
         "seed": cfg.seed,
         "prompt_versions": {"answer": prompt_version() if isinstance(model, GenerativeModel) else None,
                             "judge": judge_prompt_version() if judged else None},
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(cfg).items()
-                   if k != "compare"},
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(cfg).items()},
         "regimes": regimes,
         "probes": probes,
         "k_shot_examples": shot_ids,

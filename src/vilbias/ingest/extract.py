@@ -5,20 +5,34 @@ the Space and the tests share it. The text comes from ``trafilatura``; the page'
 (``og:*``, ``article:*``, JSON-LD ``NewsArticle``, ``rel=canonical``) fills and overrides what
 trafilatura guesses, because publishers maintain it for search engines and it is more reliable.
 
-**The image.** The corpus pairs each article with its *first* image (DESIGN §1), i.e. the first
-photo a reader sees in the article: the lead ``<figure>``/``<picture>``/``<img>`` inside the
-article body, lazy-loading attributes (``data-src``, ``srcset``, ...) resolved. ``og:image`` is a
-*fallback*, tried after the in-article candidates: it is a social-media card chosen for sharing,
-often cropped, sometimes branded or a site-wide default logo, and not always in the article at
-all. When the page has no usable in-article image, ``og:image`` (then JSON-LD ``image``) is used.
-The caption is the image's ``<figcaption>``, else its ``alt`` text, else ``title``; for
-``og:image`` it is ``og:image:alt``.
+**The headline** is the one the reader sees: the ``<h1>``/``<h2>`` that a metadata title
+(JSON-LD ``headline``, ``og:title``, ``twitter:title``, ``<title>``) names. Metadata titles are
+search-engine titles and often carry the site's name (``... | The Guardian``); without a
+matching heading, the first metadata title is used with that suffix removed.
+
+**The text** is trafilatura's, one paragraph per block. What trafilatura keeps that is not the
+story is removed at its edges: the headline copy and the kicker above it, bylines, datelines
+and the lead photo's caption before the first sentence; copyright lines, photo credits and
+headings with nothing under them after the last.
+
+**The image.** The corpus pairs each article with its *first* image, i.e. the first photo a
+reader sees in the article: the lead ``<figure>``/``<picture>``/``<img>`` of the article (the
+``<article>``/``articleBody`` that holds the headline), lazy-loading attributes (``data-src``,
+``srcset``, ...) resolved, page chrome (navigation, share bars, author boxes, related stories)
+skipped. ``og:image`` is a *fallback*, tried after the in-article candidates: it is a
+social-media card chosen for sharing, often cropped, sometimes branded or a site-wide default
+logo, and not always in the article at all. When the page has no usable in-article image,
+``og:image`` (then JSON-LD ``image``) is used. The caption is the image's ``<figcaption>``, else
+its ``alt`` text, else ``title``; for ``og:image`` it is ``og:image:alt``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import functools
 import hashlib
+import html as html_entities
 import json
 import logging
 import re
@@ -29,6 +43,9 @@ import lxml.html
 from lxml import etree
 
 from vilbias.ingest.urls import canonicalize_url, is_http_url, strip_amp
+
+# trafilatura and pysbd are imported where they are used: together they take ~0.4 s to import,
+# which `vilbias ingest --help` and the fetcher alone should not pay.
 
 logger = logging.getLogger(__name__)
 
@@ -50,20 +67,42 @@ MULTIMEDIA_SEGMENTS = {
 MULTIMEDIA_TITLE = re.compile(
     r"^\s*(video|watch|live|in pictures|in photos|photos|gallery|slideshow|podcast|listen)\s*[:|–-]", re.IGNORECASE
 )
+# The last path segment of pages about the site itself rather than a story.
+SITE_PAGES = {
+    "about", "about-us", "aboutus", "who-we-are", "what-we-do", "contact", "contact-us", "imprint",
+    "impressum", "privacy", "privacy-policy", "datenschutz", "terms", "terms-of-use", "terms-of-service",
+    "tos", "legal", "faq", "help", "jobs", "careers", "team", "mission", "subscribe", "newsletter",
+    "mentions-legales", "a-propos", "ueber-uns",
+}
+# `<meta name="generator">` of wiki engines: their pages are reference entries, not news stories.
+WIKI_GENERATORS = re.compile(r"mediawiki|dokuwiki|confluence|tiddlywiki|moinmoin|xwiki|wiki\.js", re.IGNORECASE)
 # Containers whose images are chrome, not the article's photo.
-_CHROME_TAGS = {"nav", "footer", "aside", "header", "form", "button", "noscript"}
+_CHROME_TAGS = {"nav", "footer", "aside", "header", "form", "button"}
 _CHROME_WORDS = re.compile(
     r"(^|[-_\s])(logo|icon|avatar|author|byline|social|share|sharing|sponsor|promo|advert|ad|ads|"
     r"related|recommended|newsletter|masthead|navbar|nav|menu|footer|sidebar|teaser|outbrain|taboola)([-_\s]|$)",
     re.IGNORECASE,
 )
 _BAD_IMAGE_URL = re.compile(
-    r"(\.svgz?($|\?)|^data:|/pixel|pixel\.(gif|png)|spacer|blank\.(gif|png)|1x1|tracking|/beacon|"
-    r"logo|favicon|sprite|/icons?/|icon[-_.]|avatar|placeholder|gravatar)",
+    r"(\.svgz?($|\?)|^data:|/pixel|pixel\.(gif|png)|spacer|(blank|empty|leer|transparent)\.(gif|png|jpe?g)|"
+    r"1x1|tracking|/beacon|/banners?/|logo|favicon|sprite|/icons?/|icon[-_.]|avatar|placeholder|gravatar)",
     re.IGNORECASE,
 )
 _LAZY_ATTRS = ("data-src", "data-lazy-src", "data-original", "data-lazy", "data-url", "data-hi-res-src")
+_OTHER_LAZY_ATTR = re.compile(r"^data-[\w-]*src$")
 _SRCSET_ATTRS = ("srcset", "data-srcset", "data-lazy-srcset")
+_DATE_METAS = ("article:published_time", "datePublished", "pubdate", "publishdate", "date", "dc.date", "DC.date.issued")
+# " | ", " - ", " » " ...: what joins a title to the site's name in <title> and og:title.
+_LINE_BREAK = "\u2028"
+# Elements of trafilatura's output tree that hold paragraphs rather than inline text.
+_BLOCK_TAGS = {"p", "head", "list", "quote", "table", "div", "section", "article", "main", "blockquote"}
+_TITLE_SEPARATOR = re.compile(r"\s+[|\-–—»«›‹·•]\s+")
+_SENTENCE_END = re.compile(r"[.!?…:;\"'“”»«)]$")
+_END_MATTER = re.compile(
+    r"^(©|\(c\)\s|copyright\b|(header image|beitragsbild|titelbild|aufmacherbild|photo|foto|bild|image|picture|"
+    r"crédit photo|crédits?|credits?)\b[^:]{0,12}:)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -96,6 +135,9 @@ class Extracted:
     kind_detail: str = ""
     """For multimedia: ``video``, ``gallery``, ``slideshow``, ``live_blog`` or ``podcast``;
     for a non-article: why."""
+    language: str = ""
+    """The page's language (ISO 639-1, from ``<html lang>``, ``og:locale`` or
+    ``Content-Language``), "" when it does not say; sentences are split by its rules."""
 
     @property
     def content_hash(self) -> str:
@@ -140,17 +182,19 @@ def decode_html(data: bytes, charset: str | None = None) -> str:
     return data.decode("cp1252", errors="replace")
 
 
-@functools.lru_cache(maxsize=1)
-def _segmenter():
+@functools.lru_cache(maxsize=None)
+def _segmenter(language: str):
     import pysbd
+    from pysbd.languages import LANGUAGE_CODES
 
-    return pysbd.Segmenter(language="en", clean=False)
+    return pysbd.Segmenter(language=language if language in LANGUAGE_CODES else "en", clean=False)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences with pysbd (rule-based; "Dr.", "U.S.", "Jan. 5", decimal
-    numbers and initials do not end a sentence). Paragraph breaks always end one."""
-    seg = _segmenter()
+def split_sentences(text: str, language: str = "en") -> list[str]:
+    """Split ``text`` into sentences with pysbd's rules for ``language`` (ISO 639-1; English
+    when pysbd has no rules for it): "Dr.", "U.S.", "Jan. 5", decimal numbers and initials do
+    not end a sentence, nor German ordinals ("am 8. März"). Paragraph breaks always end one."""
+    seg = _segmenter(language)
     out: list[str] = []
     for para in text.splitlines():
         if para.strip():
@@ -158,10 +202,10 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def count_sentences(text: str, stop_at: int | None = None) -> int:
-    """Number of sentences in ``text``; stops counting once ``stop_at`` is reached (the filter
-    only needs to know whether there are enough)."""
-    seg = _segmenter()
+def count_sentences(text: str, stop_at: int | None = None, language: str = "en") -> int:
+    """Number of sentences in ``text`` (as :func:`split_sentences` splits them); stops counting
+    once ``stop_at`` is reached (the filter only needs to know whether there are enough)."""
+    seg = _segmenter(language)
     n = 0
     for para in text.splitlines():
         if para.strip():
@@ -169,6 +213,21 @@ def count_sentences(text: str, stop_at: int | None = None) -> int:
             if stop_at is not None and n >= stop_at:
                 return n
     return n
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _key(text: str) -> str:
+    """A title or caption reduced to its lowercase words, for comparing spellings of it."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _metas(doc, name: str) -> list[str]:
+    """Every non-empty ``content`` of the page's ``<meta>`` tags named ``name``."""
+    els = doc.xpath(f'//meta[@property="{name}" or @name="{name}" or @itemprop="{name}"]')
+    return [c for c in ((el.get("content") or "").strip() for el in els) if c]
 
 
 def _meta(doc, *names: str) -> str:
@@ -237,6 +296,234 @@ def _ld_images(value) -> list[tuple[str, str]]:
     return out
 
 
+@dataclass
+class _Page:
+    """A parsed page and the metadata every extraction step reads."""
+
+    doc: lxml.html.HtmlElement
+    url: str
+    base: str
+    """Where relative links resolve: ``<base href>`` when it is http(s), else ``url``."""
+    ld_types: set[str]
+    ld_article: dict | None
+    og_type: str
+
+    @property
+    def declares_article(self) -> bool:
+        """The page's metadata calls it an article or gives it a publication date."""
+        return self.og_type == "article" or self.ld_article is not None or bool(_meta(self.doc, *_DATE_METAS))
+
+
+def _parse_page(html: str, url: str) -> _Page | None:
+    # lxml refuses str input that carries an XML encoding declaration (XHTML pages do).
+    html = re.sub(r"^\s*<\?xml[^>]*\?>", "", html)
+    try:
+        doc = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError):
+        return None
+    base = url
+    base_el = doc.find(".//base[@href]")
+    if base_el is not None and is_http_url(urljoin(url, base_el.get("href"))):
+        base = urljoin(url, base_el.get("href"))
+    ld = _json_ld(doc)
+    return _Page(
+        doc=doc,
+        url=url,
+        base=base,
+        ld_types=set().union(*(_types(o) for o in ld)) if ld else set(),
+        ld_article=next((o for o in ld if _types(o) & (ARTICLE_TYPES | {"liveblogposting"})), None),
+        og_type=_meta(doc, "og:type").lower(),
+    )
+
+
+def _language(page: _Page) -> str:
+    declared = (
+        page.doc.get("lang")
+        or _meta(page.doc, "og:locale", "language", "content-language")
+        or next(iter(page.doc.xpath('//meta[@http-equiv="content-language" or @http-equiv="Content-Language"]/@content')), "")
+    )
+    code = re.split(r"[-_,;\s]", declared.strip().lower(), maxsplit=1)[0]
+    return code if re.fullmatch(r"[a-z]{2}", code) else ""
+
+
+def _canonical_url(page: _Page) -> str:
+    """rel=canonical, else og:url, else JSON-LD url, else the fetched URL; normalised."""
+    canonical = ""
+    for el in page.doc.xpath('//link[@rel="canonical"][@href]'):
+        canonical = urljoin(page.base, el.get("href").strip())
+        break
+    if not canonical and _meta(page.doc, "og:url"):
+        canonical = urljoin(page.base, _meta(page.doc, "og:url"))
+    if not canonical and page.ld_article and isinstance(page.ld_article.get("url"), str):
+        canonical = urljoin(page.base, page.ld_article["url"])
+    if not is_http_url(canonical or ""):
+        canonical = strip_amp(page.url)
+    return canonicalize_url(canonical)
+
+
+def _main_text(html: str, url: str):
+    """trafilatura's reading of the page: ``(blocks, document)``, blocks as in :func:`_blocks`."""
+    import trafilatura
+
+    document = trafilatura.bare_extraction(
+        html, url=url, with_metadata=True, include_comments=False, include_tables=False, include_images=False
+    )
+    body = getattr(document, "body", None)
+    if body is None:
+        return [], document
+    # <lb/> is a <br>: it ends a paragraph in the text as it did on the page.
+    for lb in body.iter("lb"):
+        lb.tail = _LINE_BREAK + (lb.tail or "")
+    return [(tag, text) for tag, text in _blocks(body) if text.strip("- ")], document
+
+
+def _blocks(element) -> list[tuple[str, str]]:
+    """``(tag, text)`` per paragraph, heading or list item of trafilatura's output tree,
+    whitespace squashed: a line break in the HTML source inside a paragraph is not a paragraph
+    break. trafilatura's fallback extractors keep nested ``<div>``s; they are walked through."""
+    if element.tag == "list":
+        return [("item", "- " + _squash("".join(item.itertext()))) for item in element.findall("item")]
+    if not any(child.tag in _BLOCK_TAGS for child in element):
+        return [(element.tag, _squash(line)) for line in "".join(element.itertext()).split(_LINE_BREAK)]
+    out: list[tuple[str, str]] = []
+    run = [element.text or ""]  # text between block children belongs to no child: its own block
+    for child in element:
+        if child.tag in _BLOCK_TAGS:
+            out += [(element.tag, _squash(line)) for line in "".join(run).split(_LINE_BREAK)]
+            out += _blocks(child)
+            run = [child.tail or ""]
+        else:
+            run += [*child.itertext(), child.tail or ""]
+    return out + [(element.tag, _squash(line)) for line in "".join(run).split(_LINE_BREAK)]
+
+
+def _site_names(page: _Page) -> list[str]:
+    names = [_meta(page.doc, "og:site_name", "application-name", "twitter:site").lstrip("@")]
+    if page.ld_article:
+        names.append(_ld_text(page.ld_article.get("publisher")))
+    # Host labels: "meedia" in meedia.de, "scilogs" in scilogs.spektrum.de.
+    labels = (urlsplit(page.url).hostname or "").lower().split(".")
+    names += [label for label in labels[:-1] if len(label) >= 4 and label not in ("www", "blog", "news")]
+    return [_key(n).replace(" ", "") for n in names if _key(n)]
+
+
+def _strip_site_name(title: str, site_names: list[str]) -> str:
+    """``Story - Stack Overflow Blog`` -> ``Story``; a title without a site suffix is kept.
+
+    Separators are tried from the right, over tails of at most five words, so a separator
+    inside the headline itself ("Zugverkehr - Im ICE ... | ZEIT ONLINE") is left alone.
+    """
+    for m in reversed(list(_TITLE_SEPARATOR.finditer(title))):
+        tail = _key(title[m.end():])
+        if len(tail.split()) > 5:
+            break
+        tail = tail.replace(" ", "")
+        if tail and any(name in tail or tail in name for name in site_names if len(name) >= 3):
+            return title[: m.start()].strip()
+    return title
+
+
+def _title_variants(page: _Page, document) -> list[str]:
+    """The page's metadata titles, best first, each also without its site-name suffix."""
+    doc = page.doc
+    raw = [
+        _ld_text(page.ld_article.get("headline")) if page.ld_article else "",
+        *_metas(doc, "og:title"),
+        *_metas(doc, "twitter:title"),
+        getattr(document, "title", None) or "",
+        doc.findtext(".//title") or "",
+    ]
+    # html.unescape: CMSs double-escape entities in metadata ("&#8216;" arriving as text).
+    raw = [_squash(html_entities.unescape(t)) for t in raw if t and t.strip()]
+    names = _site_names(page)
+    out: list[str] = []
+    for title in raw:
+        out += [_strip_site_name(title, names), title]
+    return list(dict.fromkeys(t for t in out if t))
+
+
+def _title_headings(page: _Page, title_keys: set[str]) -> list:
+    """The ``<h1>``/``<h2>`` elements that show one of the page's titles, in document order."""
+    return [h for h in page.doc.iter("h1", "h2") if _key(h.text_content()) in title_keys]
+
+
+def _headline(titles: list[str], headings: list) -> str:
+    """The visible headline a metadata title names, else the first cleaned metadata title."""
+    for heading in headings:
+        if heading.tag == "h1":
+            return _squash(heading.text_content())
+    if headings:
+        return _squash(headings[0].text_content())
+    return titles[0] if titles else ""
+
+
+def _is_kicker(text: str) -> bool:
+    """A section label, byline or dateline: a few words that do not end like a sentence."""
+    return len(text.split()) <= 5 and not _SENTENCE_END.search(text)
+
+
+def _is_caption(text: str, caption_keys: list[str]) -> bool:
+    """An image caption, possibly followed by a short credit ("... Bild: dpa")."""
+    key = _key(text)
+    return any(len(c.split()) >= 3 and key.startswith(c) and len(key.split()) - len(c.split()) <= 4 for c in caption_keys)
+
+
+def _trim_start(blocks: list[tuple[str, str]], title_keys: set[str], caption_keys: list[str]) -> list[tuple[str, str]]:
+    """Drop the headline copy (and a kicker above it), bylines, datelines and captions before
+    the first sentence of the story."""
+    for i, (_, text) in enumerate(blocks[:4]):
+        if _key(text) in title_keys:
+            # A kicker above the headline copy goes too, a standfirst above it stays.
+            blocks = [b for b in blocks[:i] if not _is_kicker(b[1])] + blocks[i + 1:]
+            break
+    while blocks and (_is_kicker(blocks[0][1]) or _is_caption(blocks[0][1], caption_keys)):
+        blocks = blocks[1:]
+    return blocks
+
+
+def _trim_end(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Drop copyright lines, photo credits, headings and labels with nothing under them, and a
+    closing list under a label ("Editors' Recommendations:"), which is a reading list."""
+    while blocks:
+        tag, text = blocks[-1]
+        if tag == "item":
+            start = len(blocks) - 1
+            while start > 0 and blocks[start - 1][0] == "item":
+                start -= 1
+            if start == 0 or not blocks[start - 1][1].endswith(":"):
+                break
+            blocks = blocks[: start - 1]
+        elif tag == "head" or _END_MATTER.match(text) or text.endswith(":"):
+            blocks = blocks[:-1]
+        else:
+            break
+    return blocks
+
+
+def _story_text(blocks: list[tuple[str, str]], title_keys: set[str], caption_keys: list[str]) -> str:
+    """The article text: trafilatura's blocks without what surrounds the story, one paragraph
+    per line pair."""
+    blocks = _trim_start(blocks, title_keys, caption_keys)
+    blocks = [b for b in blocks if not _is_caption(b[1], caption_keys)]
+    return "\n\n".join(text for _, text in _trim_end(blocks))
+
+
+def _text_anchor(doc, first_paragraph: str):
+    """The element holding the start of the article's text, or None."""
+    words = first_paragraph.lstrip("- ").split()
+    for n in (6, 3):
+        if len(words) < n:
+            continue
+        nodes = doc.xpath(
+            "//body//text()[contains(normalize-space(.), $s)][not(ancestor::script)][not(ancestor::style)]",
+            s=" ".join(words[:n]),
+        )
+        if nodes:
+            parent = nodes[0].getparent()
+            return parent.getparent() if nodes[0].is_tail and parent.getparent() is not None else parent
+    return None
+
+
 def _best_from_srcset(srcset: str) -> str:
     """The widest candidate of a ``srcset`` (``a.jpg 320w, b.jpg 1024w`` or ``1x, 2x``)."""
     best, best_w = "", -1.0
@@ -254,21 +541,29 @@ def _best_from_srcset(srcset: str) -> str:
     return best
 
 
-def _img_src(img) -> str:
-    for attr in _LAZY_ATTRS:
+def _lazy_src(img) -> str:
+    """The real source of a lazy-loaded image (``data-src``, ``data-retina-src``, ...)."""
+    for attr in _LAZY_ATTRS + tuple(a for a in img.attrib if _OTHER_LAZY_ATTR.match(a) and a not in _LAZY_ATTRS):
         v = (img.get(attr) or "").strip()
         if v and not v.startswith("data:"):
             return v
+    return ""
+
+
+def _img_src(img) -> str:
+    lazy = _lazy_src(img)
+    src = (img.get("src") or "").strip()
+    if lazy:
+        # A data-src that src extends is a template a script completes ("bild/wide" ->
+        # "bild/wide__822x462"): src is then the finished URL.
+        return src if src.startswith(lazy) and len(src) > len(lazy) else lazy
     for attr in _SRCSET_ATTRS:
         v = (img.get(attr) or "").strip()
         if v:
             best = _best_from_srcset(v)
             if best and not best.startswith("data:"):
                 return best
-    src = (img.get("src") or "").strip()
-    if src and not src.startswith("data:"):
-        return src
-    # <picture><source srcset=...><img src="data:..."></picture>
+    # <picture><source srcset=...><img src="small.jpg or data:..."></picture>
     parent = img.getparent()
     if parent is not None and parent.tag == "picture":
         for source in parent.findall("source"):
@@ -276,18 +571,24 @@ def _img_src(img) -> str:
                 v = (source.get(attr) or "").strip()
                 if v:
                     return _best_from_srcset(v)
-    return ""
+    return src if not src.startswith("data:") else ""
 
 
-def _in_chrome(el, stop) -> bool:
-    """True when ``el`` sits inside navigation, ads, author boxes and other page chrome."""
+def _in_chrome(el, stop, story: set) -> bool:
+    """True when ``el`` sits inside navigation, ads, author boxes and other page chrome.
+
+    ``story`` holds the containers of the headline and of the text: a ``<header>`` that holds
+    the headline, or a wrapper whose class happens to say "menu" around the whole story, is the
+    article's own.
+    """
     node = el
     while node is not None and node is not stop:
-        if node.tag in _CHROME_TAGS:
-            return True
-        marker = f"{node.get('class', '')} {node.get('id', '')} {node.get('role', '')}"
-        if _CHROME_WORDS.search(marker):
-            return True
+        if node not in story:
+            if node.tag in _CHROME_TAGS:
+                return True
+            marker = f"{node.get('class', '')} {node.get('id', '')} {node.get('role', '')}"
+            if _CHROME_WORDS.search(marker):
+                return True
         node = node.getparent()
     return False
 
@@ -309,43 +610,80 @@ def _caption(img) -> str:
         if node.tag == "figure":
             cap = node.find(".//figcaption")
             if cap is not None:
-                text = " ".join(cap.text_content().split())
+                text = _squash(cap.text_content())
                 if text:
                     return text
             break
-    return " ".join((img.get("alt") or img.get("title") or "").split())
+    return _squash(img.get("alt") or img.get("title") or "")
 
 
-def _article_root(doc):
-    for xp in ('//*[@itemprop="articleBody"]', "//article", '//*[@role="main"]', "//main"):
+def _article_root(page: _Page, headings: list):
+    """The element that holds the story: the ``<article>`` (or ``articleBody``, widened to its
+    enclosing ``<article>``) that shows the headline, else the first one, else ``<main>``."""
+    doc = page.doc
+    candidates = [next(el.iterancestors("article"), el) for el in doc.xpath('//*[@itemprop="articleBody"]')]
+    candidates += doc.xpath("//article")
+    for candidate in candidates:
+        if any(candidate in h.iterancestors() for h in headings):
+            return candidate
+    if candidates:
+        return candidates[0]
+    for xp in ('//*[@role="main"]', "//main"):
         found = doc.xpath(xp)
         if found:
-            el = found[0]
-            # The lead photo is often just above the body, inside the enclosing <article>.
-            if xp == '//*[@itemprop="articleBody"]':
-                for anc in el.iterancestors():
-                    if anc.tag == "article":
-                        return anc
-            return el
+            return found[0]
     return doc.find("body") if doc.find("body") is not None else doc
 
 
 def is_usable_image_url(url: str) -> bool:
-    """Cheap pre-download check: http(s), not SVG, not a pixel/logo/icon by its name."""
+    """Cheap pre-download check: http(s), not SVG, not a pixel/logo/icon/banner by its name."""
     return is_http_url(url) and not _BAD_IMAGE_URL.search(url)
 
 
-def _article_images(doc, base: str) -> list[ImageCandidate]:
-    root = _article_root(doc)
+def _article_images(root, base: str, story: set) -> list[ImageCandidate]:
     out = []
     for img in root.iter("img", "amp-img"):
-        if _in_chrome(img, root) or _too_small_declared(img):
+        if _in_chrome(img, root, story) or _too_small_declared(img):
             continue
         src = _img_src(img)
-        if not src:
-            continue
-        out.append(ImageCandidate(urljoin(base, src), _caption(img), "article"))
+        if src:
+            out.append(ImageCandidate(urljoin(base, src), _caption(img), "article"))
     return out
+
+
+def _image_candidates(page: _Page, article_images: list[ImageCandidate]) -> list[ImageCandidate]:
+    """In-article images, then og:image, then JSON-LD image; de-duplicated, usable URLs only."""
+    doc, base = page.doc, page.base
+    images = list(article_images)
+    og_image = _meta(doc, "og:image:secure_url", "og:image", "og:image:url", "twitter:image", "twitter:image:src")
+    if og_image:
+        images.append(ImageCandidate(urljoin(base, og_image), _meta(doc, "og:image:alt", "twitter:image:alt"), "og:image"))
+    if page.ld_article and page.ld_article.get("image"):
+        images.extend(ImageCandidate(urljoin(base, u), c, "json-ld") for u, c in _ld_images(page.ld_article["image"]))
+    seen: set[str] = set()
+    out = []
+    for cand in images:
+        if cand.url not in seen and is_usable_image_url(cand.url):
+            seen.add(cand.url)
+            out.append(cand)
+    return out
+
+
+def _outlet(page: _Page, document) -> tuple[str, bool]:
+    """The publisher's name, and whether it is only trafilatura's guess."""
+    outlet = _meta(page.doc, "og:site_name", "application-name")
+    if not outlet and page.ld_article:
+        outlet = _ld_text(page.ld_article.get("publisher"))
+    guessed = not outlet
+    return _squash(html_entities.unescape(outlet or getattr(document, "sitename", None) or "")), guessed
+
+
+def _published(page: _Page, document) -> str | None:
+    published = (_ld_text(page.ld_article.get("datePublished")) if page.ld_article else "") or _meta(page.doc, *_DATE_METAS)
+    if not published:
+        times = page.doc.xpath("//time[@datetime]")
+        published = times[0].get("datetime") if times else ""
+    return _iso_date(published) or _iso_date(getattr(document, "date", None) or "")
 
 
 def _multimedia_kind(url: str, og_type: str, types: set[str], headline: str, has_article_ld: bool) -> str:
@@ -365,6 +703,40 @@ def _multimedia_kind(url: str, og_type: str, types: set[str], headline: str, has
     return ""
 
 
+def _is_index_page(doc) -> bool:
+    """Several ``<article>`` teasers and none long enough to be the story: a section front."""
+    articles = doc.xpath("//article")
+    return len(articles) >= 3 and all(len(_squash(a.text_content())) < 1000 for a in articles)
+
+
+def _prose_paragraphs(text: str) -> int:
+    return sum(1 for p in text.split("\n\n") if len(p.split()) >= 8 and re.search(r"[.!?…][\"'“”»)]?$", p))
+
+
+def _non_article_reason(page: _Page, result: Extracted) -> str:
+    """Why the page is not a news article, or "" when it may be one."""
+    path = urlsplit(result.url).path
+    last_segment = re.sub(r"\.\w+$", "", path.rstrip("/").rsplit("/", 1)[-1].lower())
+    if not result.text:
+        return "no_text"
+    if path in ("", "/"):
+        return "home_page"
+    if last_segment in SITE_PAGES:
+        return "site_page"
+    if WIKI_GENERATORS.search(_meta(page.doc, "generator")):
+        return "wiki_page"
+    if page.og_type and page.og_type != "article" and page.ld_article is None:
+        return f"og:type {page.og_type}"
+    if not page.declares_article and _is_index_page(page.doc):
+        return "index_page"
+    marked = page.declares_article or page.doc.xpath("//article|//*[@itemprop='articleBody']")
+    if len(result.text) < 1000 and not marked and _prose_paragraphs(result.text) < 3:
+        # Nothing marks the page as an article and trafilatura found only scraps (menus,
+        # teasers): an index or error page, not a story.
+        return "no_article_markup"
+    return ""
+
+
 def extract_article(html: str, url: str) -> Extracted:
     """Extract headline, text, outlet, date, canonical URL and image candidates from a page.
 
@@ -376,117 +748,47 @@ def extract_article(html: str, url: str) -> Extracted:
         :class:`Extracted`. ``page_kind`` tells multimedia and non-article pages apart; the
         caller decides what to drop.
     """
-    import trafilatura
-
     result = Extracted(url=url, source_url=url)
-    # lxml refuses str input that carries an XML encoding declaration (XHTML pages do).
-    html = re.sub(r"^\s*<\?xml[^>]*\?>", "", html)
-    try:
-        doc = lxml.html.document_fromstring(html)
-    except (etree.ParserError, ValueError):
+    page = _parse_page(html, url)
+    if page is None:
         result.page_kind, result.kind_detail = "non_article", "unparseable"
         return result
-    base = url
-    base_el = doc.find(".//base[@href]")
-    if base_el is not None and is_http_url(urljoin(url, base_el.get("href"))):
-        base = urljoin(url, base_el.get("href"))
+    result.url = _canonical_url(page)
+    result.language = _language(page)
+    blocks, document = _main_text(html, url)
+    titles = _title_variants(page, document)
+    headings = _title_headings(page, {_key(t) for t in titles})
+    result.headline = _headline(titles, headings)
+    title_keys = {_key(t) for t in titles} | {_key(result.headline)}
 
-    ld = _json_ld(doc)
-    types = set().union(*(_types(o) for o in ld)) if ld else set()
-    ld_article = next((o for o in ld if _types(o) & (ARTICLE_TYPES | {"liveblogposting"})), None)
+    anchor = _text_anchor(page.doc, blocks[0][1]) if blocks else None
+    story = {el for h in headings[:1] + ([anchor] if anchor is not None else []) for el in (h, *h.iterancestors())}
+    article_images = _article_images(_article_root(page, headings), page.base, story)
+    captions = [_key(c.caption) for c in article_images if c.caption]
+    result.text = _story_text(blocks, title_keys, captions)
+    result.images = _image_candidates(page, article_images)
+    result.outlet, result.outlet_guessed = _outlet(page, document)
+    result.published = _published(page, document)
 
-    # Canonical URL: rel=canonical, else og:url, else JSON-LD url, else the fetched URL.
-    canonical = ""
-    for el in doc.xpath('//link[@rel="canonical"][@href]'):
-        canonical = urljoin(base, el.get("href").strip())
-        break
-    if not canonical and _meta(doc, "og:url"):
-        canonical = urljoin(base, _meta(doc, "og:url"))
-    if not canonical and ld_article and isinstance(ld_article.get("url"), str):
-        canonical = urljoin(base, ld_article["url"])
-    if not is_http_url(canonical or ""):
-        canonical = strip_amp(url)
-    result.url = canonicalize_url(canonical)
-
-    doc_extract = trafilatura.bare_extraction(
-        html, url=url, with_metadata=True, include_comments=False, include_tables=False, include_images=False
-    )
-    text = (getattr(doc_extract, "text", None) or "").strip() if doc_extract is not None else ""
-    # One paragraph per line from trafilatura; the workdir separates them by blank lines.
-    result.text = "\n\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
-
-    headline = (
-        _ld_text(ld_article.get("headline")) if ld_article else ""
-    ) or _meta(doc, "og:title", "twitter:title") or (getattr(doc_extract, "title", None) or "")
-    if not headline:
-        title = doc.find(".//title")
-        headline = title.text_content() if title is not None else ""
-    result.headline = " ".join(headline.split())
-    paras = result.text.split("\n\n")
-    if paras and result.headline and paras[0].strip() == result.headline:
-        # trafilatura keeps the <h1>; the headline is its own field.
-        result.text = "\n\n".join(paras[1:])
-
-    outlet = _meta(doc, "og:site_name", "application-name")
-    if not outlet and ld_article:
-        outlet = _ld_text(ld_article.get("publisher"))
-    result.outlet_guessed = not outlet
-    result.outlet = " ".join((outlet or getattr(doc_extract, "sitename", None) or "").split())
-
-    published = (_ld_text(ld_article.get("datePublished")) if ld_article else "") or _meta(
-        doc, "article:published_time", "datePublished", "pubdate", "publishdate", "date", "dc.date", "DC.date.issued"
-    )
-    if not published:
-        times = doc.xpath("//time[@datetime]")
-        published = times[0].get("datetime") if times else ""
-    result.published = _iso_date(published) or _iso_date(getattr(doc_extract, "date", None) or "")
-
-    images = _article_images(doc, base)
-    og_image = _meta(doc, "og:image:secure_url", "og:image", "og:image:url", "twitter:image", "twitter:image:src")
-    if og_image:
-        images.append(ImageCandidate(urljoin(base, og_image), _meta(doc, "og:image:alt", "twitter:image:alt"), "og:image"))
-    if ld_article and ld_article.get("image"):
-        images.extend(ImageCandidate(urljoin(base, u), c, "json-ld") for u, c in _ld_images(ld_article["image"]))
-    seen: set[str] = set()
-    for cand in images:
-        if cand.url not in seen and is_usable_image_url(cand.url):
-            seen.add(cand.url)
-            result.images.append(cand)
-
-    og_type = _meta(doc, "og:type").lower()
-    kind = _multimedia_kind(result.url, og_type, types, result.headline, ld_article is not None)
+    kind = _multimedia_kind(result.url, page.og_type, page.ld_types, result.headline, page.ld_article is not None)
+    reason = "" if kind else _non_article_reason(page, result)
     if kind:
         result.page_kind, result.kind_detail = "multimedia", kind
-    elif not result.text:
-        result.page_kind, result.kind_detail = "non_article", "no_text"
-    elif urlsplit(result.url).path in ("", "/"):
-        result.page_kind, result.kind_detail = "non_article", "home_page"
-    elif og_type and og_type != "article" and ld_article is None:
-        result.page_kind, result.kind_detail = "non_article", f"og:type {og_type}"
-    elif len(result.text) < 1000 and not (
-        og_type == "article" or ld_article is not None or published or doc.xpath("//article|//*[@itemprop='articleBody']")
-    ):
-        # Nothing marks the page as an article and trafilatura found only scraps (menus,
-        # teasers): an index or error page, not a story.
-        result.page_kind, result.kind_detail = "non_article", "no_article_markup"
+    elif reason:
+        result.page_kind, result.kind_detail = "non_article", reason
     return result
 
 
 def _iso_date(value: str) -> str | None:
     """Normalise a page's date to ISO 8601 (keeping its timezone), or None."""
-    import datetime as dt
-
     value = (value or "").strip()
     if not value:
         return None
-    v = value.replace("Z", "+00:00")
     try:
-        return dt.datetime.fromisoformat(v).isoformat()
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).isoformat()
     except ValueError:
         pass
     try:
-        import email.utils
-
         return email.utils.parsedate_to_datetime(value).isoformat()
     except (TypeError, ValueError, IndexError):
         pass

@@ -4,7 +4,7 @@ What every request gets:
 
 * **Safety.** Only ``http``/``https``. Every TCP connection, redirects included, goes through
   :class:`GuardedBackend`, which resolves the host itself, refuses loopback, private,
-  link-local and other non-global addresses (unless ``allow_private``), and connects to the
+  link-local and other non-global addresses (unless ``allow_private_addresses``), and connects to the
   address it checked, so a DNS answer cannot change between the check and the connection.
   Proxies from the environment are ignored for the same reason.
 * **Politeness.** An honest User-Agent; robots.txt obeyed (cached per origin); at most
@@ -86,9 +86,9 @@ def is_public_address(address: str) -> bool:
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """An httpcore network backend that resolves, checks, then connects to the checked address."""
 
-    def __init__(self, *, allow_private: bool, resolver: Resolver | None = None):
+    def __init__(self, *, allow_private_addresses: bool, resolver: Resolver | None = None):
         self._inner = httpcore.AnyIOBackend()
-        self._allow_private = allow_private
+        self._allow_private_addresses = allow_private_addresses
         self._resolver = resolver
 
     async def _resolve(self, host: str, port: int) -> list[str]:
@@ -97,16 +97,19 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             return [host]
         except ValueError:
             pass
-        if self._resolver is not None:
-            return list(self._resolver(host))
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        try:
+            if self._resolver is not None:
+                return list(self._resolver(host))
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as e:  # socket.gaierror: the name does not resolve
+            raise httpcore.ConnectError(f"{host} does not resolve ({e})") from None
         return list(dict.fromkeys(info[4][0] for info in infos))
 
     async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         addresses = await self._resolve(host, port)
         if not addresses:
             raise httpcore.ConnectError(f"{host} does not resolve")
-        if not self._allow_private:
+        if not self._allow_private_addresses:
             # Refuse if *any* answer is private: picking the public one would still let a
             # hostile DNS server steer a later connection.
             for address in addresses:
@@ -148,26 +151,38 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
 
 @dataclass
 class FetchSettings:
-    """How the fetcher behaves; the CLI's flags map onto these fields."""
+    """How the fetcher behaves. ``vilbias ingest`` takes these fields as flags (all but those
+    marked ``cli: False``), with the help text below."""
 
-    timeout: float = 20.0
-    """Seconds for connect and for each read; the whole request gets 3x this."""
-    max_retries: int = 3
-    """Retries after the first try on 429, 5xx, timeouts and dropped connections."""
-    backoff: float = 0.5
-    """First backoff in seconds; doubles each retry, with +/-50% jitter."""
-    max_retry_after: float = 60.0
-    """A 429/503 asking to wait longer than this fails the item (retried on the next run)."""
-    per_host: int = 4
-    concurrency: int = 32
-    rate: float = 5.0
-    """Request starts per second per host; 0 means unlimited."""
-    user_agent: str = DEFAULT_USER_AGENT
-    obey_robots: bool = True
-    allow_private: bool = False
-    max_page_bytes: int = 5 * 1024 * 1024
-    max_image_bytes: int = 25 * 1024 * 1024
-    resolver: Resolver | None = field(default=None, repr=False)
+    timeout: float = field(default=20.0, metadata={"help": "Seconds for connect and each read; a request gets 3x."})
+    max_retries: int = field(default=3, metadata={"help": "In-run retries on 429/5xx/timeouts, with backoff and jitter."})
+    backoff: float = field(
+        default=0.5, metadata={"cli": False, "help": "First retry delay in seconds; doubles each retry, with +/-50% jitter."}
+    )
+    max_retry_after: float = field(
+        default=60.0, metadata={"help": "Longest Retry-After honoured in-run; longer fails the item until the next run."}
+    )
+    per_host: int = field(default=4, metadata={"help": "Requests in flight per host."})
+    concurrency: int = field(default=32, metadata={"help": "Requests in flight over all hosts."})
+    rate: float = field(default=5.0, metadata={"help": "Request starts per second per host (0: unlimited)."})
+    user_agent: str = field(default=DEFAULT_USER_AGENT, metadata={"help": "User-Agent header; keep it honest."})
+    ignore_robots: bool = field(default=False, metadata={"help": "Do not obey robots.txt (only for sites you own)."})
+    allow_private_addresses: bool = field(
+        default=False,
+        metadata={"help": "Allow fetching from loopback/private/link-local addresses (tests, intranets)."},
+    )
+    max_page_bytes: int = field(default=5 * 1024 * 1024, metadata={"cli": False, "help": "Size cap of pages and feeds."})
+    max_image_bytes: int = field(default=25 * 1024 * 1024, metadata={"cli": False, "help": "Size cap of images."})
+    resolver: Resolver | None = field(
+        default=None, repr=False, metadata={"cli": False, "help": "Host name -> addresses hook (tests serve many hosts from loopback)."}
+    )
+
+    def validate(self) -> None:
+        """Fail fast on settings no run can work with."""
+        if self.per_host < 1 or self.concurrency < 1:
+            raise ValueError("--per-host and --concurrency must be at least 1")
+        if self.timeout <= 0 or self.max_retries < 0 or self.rate < 0:
+            raise ValueError("--timeout must be positive, --max-retries and --rate non-negative")
 
 
 @dataclass
@@ -181,6 +196,11 @@ class Response:
     @property
     def content_type(self) -> str:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    @property
+    def is_html(self) -> bool:
+        """An HTML page, or a response that does not say what it is."""
+        return self.content_type in ("text/html", "application/xhtml+xml", "")
 
     @property
     def charset(self) -> str | None:
@@ -239,7 +259,7 @@ class Fetcher:
         self._global = asyncio.Semaphore(s.concurrency)
         self._robots: dict[str, urllib.robotparser.RobotFileParser | FetchFailed] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
-        self._backend = GuardedBackend(allow_private=s.allow_private, resolver=s.resolver)
+        self._backend = GuardedBackend(allow_private_addresses=s.allow_private_addresses, resolver=s.resolver)
         self._ssl_context = httpx.create_ssl_context()  # loading CA certificates takes ~50 ms
         # One client (connection pool) per host: httpcore scans every pooled connection each
         # time a request is queued or released, which with one shared pool of hundreds of
@@ -291,7 +311,7 @@ class Fetcher:
         for _ in range(MAX_REDIRECTS + 1):
             if not is_http_url(current):
                 raise FetchFailed(current, "bad_scheme", "only http and https are fetched")
-            if self.settings.obey_robots and not await self._allowed(current):
+            if not self.settings.ignore_robots and not await self._allowed(current):
                 raise FetchFailed(current, "robots_disallowed")
             response = await self._get_with_retries(current, limit, accept, form)
             if response.status in (301, 302, 303, 307, 308) and "location" in response.headers:
@@ -401,8 +421,8 @@ class Fetcher:
                     continue
                 break
         except FetchFailed as e:
-            if e.reason == "blocked_address":
-                return e
+            if e.reason in ("blocked_address", "connect_failed"):
+                return e  # the host itself is refused or unreachable: that is the reason, not robots.txt
             # RFC 9309 §2.3.1.3: an unreachable robots.txt means "assume complete disallow".
             return FetchFailed(robots_url, "robots_unavailable", e.reason, retryable=True)
         if response.status >= 500:
@@ -412,42 +432,3 @@ class Fetcher:
             return parser
         parser.parse(response.content.decode("utf-8", "replace").splitlines())
         return parser
-
-
-async def fetch_article(
-    url: str,
-    *,
-    allow_private: bool = False,
-    timeout: float = 20.0,
-    settings: FetchSettings | None = None,
-):
-    """Fetch one article page and extract it, with the same safety checks as the ingest stage.
-
-    This is what the Space calls when a user pastes a URL. The image is not downloaded; use
-    :func:`fetch_image` for it.
-
-    Args:
-        url: The article's http(s) URL.
-        allow_private: Allow loopback/private addresses (tests only).
-        timeout: Seconds for connect and each read.
-        settings: Full fetch settings; overrides ``allow_private`` and ``timeout`` when given.
-
-    Returns:
-        :class:`vilbias.ingest.extract.Extracted`.
-
-    Raises:
-        FetchFailed: the page could not be fetched.
-    """
-    from vilbias.ingest.extract import decode_html, extract_article
-
-    settings = settings or FetchSettings(allow_private=allow_private, timeout=timeout, max_retries=1)
-    async with Fetcher(settings) as fetcher:
-        page = await fetcher.get(url, accept="text/html,application/xhtml+xml")
-    return extract_article(decode_html(page.content, page.charset), page.url)
-
-
-async def fetch_image(url: str, *, allow_private: bool = False, timeout: float = 20.0) -> bytes:
-    """Download one image's bytes with the ingest stage's safety checks."""
-    settings = FetchSettings(allow_private=allow_private, timeout=timeout, max_retries=1)
-    async with Fetcher(settings) as fetcher:
-        return (await fetcher.get(url, kind="image", accept="image/*")).content

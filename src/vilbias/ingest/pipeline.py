@@ -1,4 +1,4 @@
-"""The ingest stage: feeds in, ``articles.jsonl`` + ``images/`` out (DESIGN §3).
+"""The ingest stage: feeds in, a workdir's ``articles.jsonl`` + ``images/`` out.
 
 For every feed item: resolve a Google News link to the publisher, fetch the page, extract it,
 filter it (multimedia, non-article, too few sentences, duplicate URL or text), then take the
@@ -24,7 +24,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vilbias.images import InvalidImage, validate_image
+from tqdm.auto import tqdm
+
+from vilbias.images import ImageInfo, validate_image
 from vilbias.ingest.extract import (
     Extracted,
     content_hash,
@@ -39,7 +41,8 @@ from vilbias.ingest.feeds import (
     parse_feed,
     resolve_google_news,
 )
-from vilbias.ingest.net import DEFAULT_USER_AGENT, Fetcher, FetchFailed, FetchSettings, Resolver
+from vilbias.ingest.item import PAGE_ACCEPT, NoUsableImage, first_usable_image
+from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
 from vilbias.ingest.urls import canonicalize_url, host_of, is_http_url
 from vilbias.workdir import (
     ARTICLES,
@@ -61,12 +64,12 @@ FILTER_REASONS = (
     "too_few_sentences", "multimedia", "not_an_article", "not_html", "no_usable_image",
     "duplicate_url", "duplicate_content",
 )
-_HTML_TYPES = ("text/html", "application/xhtml+xml", "")
 
 
 @dataclass
 class IngestConfig:
-    """Settings of ``vilbias ingest``; every field is also a command-line flag."""
+    """Settings of ``vilbias ingest``; every field is also a command-line flag (``fetch``'s
+    fields too, flattened: ``--timeout``, ``--per-host``, ``--allow-private-addresses`` ...)."""
 
     workdir: Path = field(metadata={"help": "Workdir to create or resume (articles.jsonl, images/, ingest_errors.jsonl)."})
     feed: list[str] = field(default_factory=list, metadata={"help": "Feed URL (RSS/Atom, Google News RSS); repeatable."})
@@ -75,23 +78,9 @@ class IngestConfig:
         default=None, metadata={"help": "Stop once the workdir holds this many articles (counts earlier runs)."}
     )
     min_sentences: int = field(default=20, metadata={"help": "Drop articles with fewer sentences (paper: 20)."})
-    allow_private_addresses: bool = field(
-        default=False,
-        metadata={"help": "Allow fetching from loopback/private/link-local addresses (tests, intranets)."},
-    )
-    concurrency: int = field(default=32, metadata={"help": "Requests in flight over all hosts."})
-    per_host: int = field(default=4, metadata={"help": "Requests in flight per host."})
-    rate: float = field(default=5.0, metadata={"help": "Request starts per second per host (0: unlimited)."})
-    timeout: float = field(default=20.0, metadata={"help": "Seconds for connect and each read; a request gets 3x."})
-    max_retries: int = field(default=3, metadata={"help": "In-run retries on 429/5xx/timeouts, with backoff and jitter."})
     max_attempts: int = field(
         default=3, metadata={"help": "Runs in which a transiently failing URL is tried before it is given up."}
     )
-    max_retry_after: float = field(
-        default=60.0, metadata={"help": "Longest Retry-After honoured in-run; longer fails the item until the next run."}
-    )
-    ignore_robots: bool = field(default=False, metadata={"help": "Do not obey robots.txt (only for sites you own)."})
-    user_agent: str = field(default=DEFAULT_USER_AGENT, metadata={"help": "User-Agent header; keep it honest."})
     workers: int = field(
         default=0,
         metadata={
@@ -100,8 +89,9 @@ class IngestConfig:
         },
     )
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
-    resolver: Resolver | None = field(default=None, metadata={"cli": False, "help": "Host name -> addresses hook."})
-    backoff: float = field(default=0.5, metadata={"cli": False, "help": "First retry delay in seconds."})
+    fetch: FetchSettings = field(
+        default_factory=FetchSettings, metadata={"help": "fetching (safety, politeness, retries)"}
+    )
 
     def feed_urls(self) -> list[str]:
         urls = list(self.feed)
@@ -124,26 +114,10 @@ class IngestConfig:
             raise ValueError("--min-sentences must be at least 1")
         if self.max_items is not None and self.max_items < 1:
             raise ValueError("--max-items must be at least 1")
-        if self.per_host < 1 or self.concurrency < 1:
-            raise ValueError("--per-host and --concurrency must be at least 1")
-        if self.timeout <= 0 or self.max_retries < 0 or self.max_attempts < 1 or self.rate < 0:
-            raise ValueError("--timeout must be positive, --max-retries and --rate non-negative, --max-attempts >= 1")
+        if self.max_attempts < 1:
+            raise ValueError("--max-attempts must be at least 1")
+        self.fetch.validate()
         return urls
-
-    def fetch_settings(self) -> FetchSettings:
-        return FetchSettings(
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_retry_after=self.max_retry_after,
-            per_host=self.per_host,
-            concurrency=self.concurrency,
-            rate=self.rate,
-            user_agent=self.user_agent,
-            obey_robots=not self.ignore_robots,
-            allow_private=self.allow_private_addresses,
-            resolver=self.resolver,
-        )
 
 
 @dataclass
@@ -201,10 +175,11 @@ class _Drop(Exception):
 def analyse_page(content: bytes, charset: str | None, url: str, min_sentences: int) -> tuple[Extracted, int]:
     """Decode, extract and count sentences (the CPU-bound part; runs in a worker)."""
     extracted = extract_article(decode_html(content, charset), url)
-    return extracted, count_sentences(extracted.text, stop_at=min_sentences)
+    return extracted, count_sentences(extracted.text, stop_at=min_sentences, language=extracted.language or "en")
 
 
-def check_image(data: bytes):
+def check_image(data: bytes) -> ImageInfo:
+    """:func:`vilbias.images.validate_image`, at module level so a process pool can run it."""
     return validate_image(data)
 
 
@@ -280,44 +255,45 @@ class _Run:
         self.claimed_urls: set[str] = set()
         self.claimed_hashes: set[str] = set()
 
-    async def run(self) -> IngestSummary:
-        from tqdm.auto import tqdm
-
-        cfg = self.config
-        if cfg.workers > 0:
+    def _executor(self) -> concurrent.futures.Executor:
+        if self.config.workers > 0:
             # forkserver: forking this (threaded) process could copy a lock held by another
             # thread into a worker and hang it.
-            executor: concurrent.futures.Executor = concurrent.futures.ProcessPoolExecutor(
-                cfg.workers, mp_context=multiprocessing.get_context("forkserver")
+            return concurrent.futures.ProcessPoolExecutor(
+                self.config.workers, mp_context=multiprocessing.get_context("forkserver")
             )
-        else:
-            executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vilbias-ingest")
-        self.executor = executor
+        return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vilbias-ingest")
+
+    async def run(self) -> IngestSummary:
+        self.executor = self._executor()
         try:
-            async with Fetcher(cfg.fetch_settings()) as fetcher:
+            async with Fetcher(self.config.fetch) as fetcher:
                 self.fetcher = fetcher
                 t0 = time.monotonic()
-                items = await self._read_feeds(tqdm)
+                items = await self._read_feeds()
                 t1 = time.monotonic()
                 self.summary.feeds_seconds = t1 - t0
-                todo = self._select(items)
-                if todo:
-                    bar = tqdm(total=len(todo), desc="articles", unit="item", disable=not cfg.progress)
-                    queue: asyncio.Queue[FeedItem] = asyncio.Queue()
-                    for item in todo:
-                        queue.put_nowait(item)
-                    # Enough workers to keep every host's slots busy; the fetcher enforces limits.
-                    n_workers = min(len(todo), cfg.concurrency * 2)
-                    await asyncio.gather(*(self._worker(queue, bar) for _ in range(n_workers)))
-                    bar.close()
+                await self._process_all(self._select(items))
                 self.summary.items_seconds = time.monotonic() - t1
         finally:
-            executor.shutdown(wait=True, cancel_futures=True)
+            self.executor.shutdown(wait=True, cancel_futures=True)
         self.summary.articles_total = self.state.articles
         logger.info("ingest done:\n%s", self.summary.format())
         return self.summary
 
-    async def _read_feeds(self, tqdm) -> list[FeedItem]:
+    async def _process_all(self, todo: list[FeedItem]) -> None:
+        if not todo:
+            return
+        bar = tqdm(total=len(todo), desc="articles", unit="item", disable=not self.config.progress)
+        queue: asyncio.Queue[FeedItem] = asyncio.Queue()
+        for item in todo:
+            queue.put_nowait(item)
+        # Enough workers to keep every host's slots busy; the fetcher enforces the limits.
+        n_workers = min(len(todo), self.config.fetch.concurrency * 2)
+        await asyncio.gather(*(self._worker(queue, bar) for _ in range(n_workers)))
+        bar.close()
+
+    async def _read_feeds(self) -> list[FeedItem]:
         bar = tqdm(total=len(self.feed_urls), desc="feeds", unit="feed", disable=not self.config.progress)
 
         async def one(url: str) -> list[FeedItem]:
@@ -382,29 +358,30 @@ class _Run:
         # detail and retryable extend the IngestError line (docs/ingest.md).
         append_jsonl(self.root / INGEST_ERRORS, {**asdict(error), "detail": detail[:500], "retryable": retryable})
 
-    async def _process(self, item: FeedItem) -> None:
-        loop = asyncio.get_running_loop()
-        link = item.link
-        if is_google_news_link(link):
-            try:
-                link = await resolve_google_news(link, self.fetcher)
-            except FetchFailed as e:
-                raise _Drop("resolve", e.reason, e.detail, retryable=e.retryable) from None
+    async def _publisher_link(self, item: FeedItem) -> str:
+        """The item's link, a Google News link resolved to the publisher's URL."""
+        if not is_google_news_link(item.link):
+            return item.link
         try:
-            early = canonicalize_url(link)
-        except ValueError as e:
-            raise _Drop("resolve", "bad_url", str(e)) from None
-        if early in self.state.urls or early in self.claimed_urls:
-            # The feed link is already a kept article's canonical URL: no need to fetch it.
-            raise _Drop("article", "duplicate_url", early)
+            return await resolve_google_news(item.link, self.fetcher)
+        except FetchFailed as e:
+            raise _Drop("resolve", e.reason, e.detail, retryable=e.retryable) from None
+
+    def _check_new_url(self, url: str) -> None:
+        if url in self.state.urls or url in self.claimed_urls:
+            raise _Drop("article", "duplicate_url", url)
+
+    async def _analyse(self, link: str) -> tuple[Extracted, str]:
+        """Fetch and read the page; drops what the filters reject. Returns the extraction and
+        the URL the page came from."""
         try:
-            page = await self.fetcher.get(link, accept="text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+            page = await self.fetcher.get(link, accept=PAGE_ACCEPT)
         except FetchFailed as e:
             raise _Drop("article", e.reason, e.detail, retryable=e.retryable) from None
         self.summary.fetched += 1
-        if page.content_type not in _HTML_TYPES:
+        if not page.is_html:
             raise _Drop("article", "not_html", page.content_type)
-        extracted, n_sentences = await loop.run_in_executor(
+        extracted, n_sentences = await asyncio.get_running_loop().run_in_executor(
             self.executor, analyse_page, page.content, page.charset, page.url, self.config.min_sentences
         )
         if extracted.page_kind == "multimedia":
@@ -413,69 +390,64 @@ class _Run:
             raise _Drop("article", "not_an_article", extracted.kind_detail)
         if n_sentences < self.config.min_sentences:
             raise _Drop("article", "too_few_sentences", f"{n_sentences} < {self.config.min_sentences}")
+        return extracted, page.url
+
+    async def _process(self, item: FeedItem) -> None:
+        link = await self._publisher_link(item)
+        try:
+            # The feed link is already a kept article's canonical URL: no need to fetch it.
+            self._check_new_url(canonicalize_url(link))
+        except ValueError as e:
+            raise _Drop("resolve", "bad_url", str(e)) from None
+        extracted, source_url = await self._analyse(link)
         digest = extracted.content_hash
-        # Claim URL and text before the first await below, so two copies racing through
-        # the workers cannot both be kept.
-        if extracted.url in self.state.urls or extracted.url in self.claimed_urls:
-            raise _Drop("article", "duplicate_url", extracted.url)
+        # Claim URL and text before the next await, so two copies racing through the workers
+        # cannot both be kept.
+        self._check_new_url(extracted.url)
         if digest in self.state.hashes or digest in self.claimed_hashes:
             raise _Drop("article", "duplicate_content", extracted.url)
         self.claimed_urls.add(extracted.url)
         self.claimed_hashes.add(digest)
         try:
-            await self._keep(item, extracted, page.url, digest)
+            await self._keep(item, extracted, source_url, digest)
         finally:
             self.claimed_urls.discard(extracted.url)
             self.claimed_hashes.discard(digest)
 
+    async def _validate_image(self, data: bytes) -> ImageInfo:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, check_image, data)
+
     async def _keep(self, item: FeedItem, extracted: Extracted, source_url: str, digest: str) -> None:
-        loop = asyncio.get_running_loop()
-        reasons: list[str] = []
-        transient = False
-        for candidate in extracted.images:
-            try:
-                response = await self.fetcher.get(candidate.url, kind="image", accept="image/*")
-            except FetchFailed as e:
-                reasons.append(f"{candidate.url}: {e.reason}")
-                transient = transient or e.retryable
-                continue
-            if response.content_type in ("image/svg+xml",) or response.content_type.startswith("text/"):
-                reasons.append(f"{candidate.url}: {response.content_type}")
-                continue
-            try:
-                info = await loop.run_in_executor(self.executor, check_image, response.content)
-            except InvalidImage as e:
-                reasons.append(f"{candidate.url}: {e.reason}")
-                continue
-            # store_image fsyncs: keep that wait off the event loop.
-            image_path = await asyncio.to_thread(store_image, self.root, response.content, info.ext)
-            if self._full():
-                # Checked after the last await so --max-items is exact; the stored image is
-                # harmless (content-addressed) and the item is taken up by a later run.
-                return
-            article = Article(
-                unique_id=unique_id_for(extracted.url),
-                url=extracted.url,
-                outlet=(item.outlet or extracted.outlet) if extracted.outlet_guessed else extracted.outlet,
-                headline=extracted.headline or item.title,
-                article_text=extracted.text,
-                image_path=image_path,
-                source_url=source_url,
-                feed_url=item.feed_url,
-                published=extracted.published or item.published,
-                image_url=candidate.url,
-                image_caption=candidate.caption,
-                fetched_at=utcnow(),
-            )
-            # item_url extends the Article line so a re-run recognises the feed link (a Google
-            # News link differs from every URL of the article itself).
-            append_jsonl(self.root / ARTICLES, {**article.to_dict(), "item_url": item.link})
-            self.state.urls.add(extracted.url)
-            self.state.hashes.add(digest)
-            self.state.done_links.add(item.link)
-            self.state.articles += 1
-            self.summary.kept += 1
+        try:
+            found = await first_usable_image(self.fetcher, extracted.images, self._validate_image)
+        except NoUsableImage as e:
+            # If a candidate only failed transiently the page may still yield an image next run.
+            raise _Drop("image", "no_usable_image", str(e), retryable=e.transient) from None
+        # store_image fsyncs: keep that wait off the event loop.
+        image_path = await asyncio.to_thread(store_image, self.root, found.data, found.info.ext)
+        if self._full():
+            # Checked after the last await so --max-items is exact; the stored image is
+            # harmless (content-addressed) and the item is taken up by a later run.
             return
-        detail = "; ".join(reasons) if reasons else "no image candidates on the page"
-        # If a candidate only failed transiently the page may still yield an image next run.
-        raise _Drop("image", "no_usable_image", detail, retryable=transient)
+        article = Article(
+            unique_id=unique_id_for(extracted.url),
+            url=extracted.url,
+            outlet=(item.outlet or extracted.outlet) if extracted.outlet_guessed else extracted.outlet,
+            headline=extracted.headline or item.title,
+            article_text=extracted.text,
+            image_path=image_path,
+            source_url=source_url,
+            feed_url=item.feed_url,
+            published=extracted.published or item.published,
+            image_url=found.candidate.url,
+            image_caption=found.candidate.caption,
+            fetched_at=utcnow(),
+        )
+        # item_url extends the Article line so a re-run recognises the feed link (a Google
+        # News link differs from every URL of the article itself).
+        append_jsonl(self.root / ARTICLES, {**article.to_dict(), "item_url": item.link})
+        self.state.urls.add(extracted.url)
+        self.state.hashes.add(digest)
+        self.state.done_links.add(item.link)
+        self.state.articles += 1
+        self.summary.kept += 1

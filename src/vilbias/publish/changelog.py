@@ -25,6 +25,8 @@ from pathlib import Path
 
 from vilbias.corpus.card import CHANGELOG_END as END
 from vilbias.corpus.card import CHANGELOG_START as START
+from vilbias.task import LABEL_NAMES
+
 LABEL_COLUMNS = ("multimodal_label", "label")
 
 Rows = Mapping[str, tuple[str, int]]
@@ -59,9 +61,11 @@ class Changelog:
     total: int
     splits: dict[str, SplitChange] = field(default_factory=dict)
     label_counts: dict[str, dict[int, int]] = field(default_factory=dict)
+    moved_allowed: bool = False
+    """Rows changed split or fold and the release was published with ``--allow-moved-rows``."""
 
 
-def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: str | None = None) -> Changelog:
+def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: str | None = None, moved_allowed: bool = False) -> Changelog:
     """Compare two releases' rows.
 
     Args:
@@ -69,6 +73,7 @@ def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: st
         new: the release being published.
         version: its tag (``v1.1.0``).
         previous: the previous release's tag.
+        moved_allowed: rows changed split or fold and the publisher allowed it explicitly.
 
     Returns:
         A :class:`Changelog`. A row is *added* when its id is new, *removed* when its id is gone,
@@ -104,10 +109,11 @@ def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: st
         total=len(new),
         splits=splits,
         label_counts={s: dict(sorted(c.items())) for s, c in labels.items()},
+        moved_allowed=moved_allowed,
     )
 
 
-def render_changelog(changelog: Changelog, label_names: Sequence[str] = ("not_biased", "biased")) -> str:
+def render_changelog(changelog: Changelog, label_names: Sequence[str] = tuple(LABEL_NAMES)) -> str:
     """The changelog entry for one release, as Markdown (a ``### vX.Y.Z`` heading and a table)."""
     c = changelog
     if c.previous is None:
@@ -117,7 +123,10 @@ def render_changelog(changelog: Changelog, label_names: Sequence[str] = ("not_bi
             f"### {c.version}\n\nChanges since {c.previous}: **{c.added} rows added, {c.removed} removed, "
             f"{c.relabelled} relabelled** ({c.total} rows in all)."
         )
-        if c.moved:
+        if c.moved_allowed:
+            head += (" **Rows of the previous release changed split or fold** (published with "
+                     "`--allow-moved-rows`): scores on this release are not comparable with earlier ones.")
+        elif c.moved:
             head += f" {c.moved} rows changed split."
     names = list(label_names)
     lines = [head, "", "| split | rows | previous | added | removed | relabelled | " + " | ".join(names) + " |",

@@ -1,7 +1,7 @@
 """``vilbias publish``: dataset releases, model repos and the Space on the Hub.
 
-    vilbias publish dataset --repo-id ORG/BiasCorpus --version 1.0.0 --source ./vilbias --dry-run
-    vilbias publish dataset --repo-id ORG/BiasCorpus --version 1.0.0 --source ./vilbias
+    vilbias publish dataset --repo-id ORG/BiasCorpus --version 1.0.0 --source ./BiasCorpus --dry-run
+    vilbias publish dataset --repo-id ORG/BiasCorpus --version 1.0.0 --source ./BiasCorpus
     vilbias publish model   --repo-id ORG/vilbias-roberta-lora --source outputs/roberta-lora
     vilbias publish space   --repo-id ORG/vilbias-demo --model ORG/vilbias-roberta-lora
 
@@ -31,40 +31,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from vilbias.publish.dataset import PublishDatasetConfig
     from vilbias.publish.space import PublishSpaceConfig
 
-    sub = parser.add_subparsers(dest="what", required=True, metavar="{dataset,model,space}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for name, cls, help_ in (
         ("dataset", PublishDatasetConfig, "Publish a built dataset folder as release vX.Y.Z."),
         ("model", PublishModelConfig, "Push a trained model folder with its model card."),
         ("space", PublishSpaceConfig, "Upload the Gradio Space folder."),
     ):
-        p = sub.add_parser(name, help=help_, description=help_)
-        add_dataclass_arguments(p, cls)
-        p.set_defaults(config_cls=cls)
+        add_dataclass_arguments(commands.add_parser(name, help=help_, description=help_), cls)
 
 
 def _run(args: argparse.Namespace) -> int:
-    config = dataclass_from_args(args.config_cls, args)
-    if args.what == "dataset":
-        from vilbias.publish.dataset import publish_dataset
+    if args.command == "dataset":
+        from vilbias.publish.changelog import render_changelog
+        from vilbias.publish.dataset import PublishDatasetConfig, publish_dataset
 
-        release = publish_dataset(config)
+        release = publish_dataset(dataclass_from_args(PublishDatasetConfig, args))
         print(release.summary())
         if release.dry_run:
-            from vilbias.publish.changelog import render_changelog
-
             print("\nchangelog:\n" + render_changelog(release.changelog))
         return 0
-    if args.what == "model":
+    if args.command == "model":
         from vilbias.publish.model import ModelCardInfo, push_model
 
+        config = dataclass_from_args(PublishModelConfig, args)
         info = ModelCardInfo.load(config.source)
         if config.dataset_revision:
             info.dataset_revision = config.dataset_revision
         commit = push_model(config.source, config.repo_id, info=info, private=config.private)
         print(f"published model {config.repo_id} (commit {commit})")
         return 0
-    from vilbias.publish.space import publish_space
+    from vilbias.publish.space import PublishSpaceConfig, publish_space
 
+    config = dataclass_from_args(PublishSpaceConfig, args)
     commit = publish_space(config)
     print(f"published Space {config.repo_id} (commit {commit})")
     return 0

@@ -24,6 +24,24 @@ class HubAuthError(PermissionError):
     """The token is missing or the Hub refused it."""
 
 
+class HubUnreachable(RuntimeError):
+    """The Hub endpoint could not be reached (no network, offline mode, DNS, timeout)."""
+
+
+def is_network_error(error: BaseException) -> bool:
+    """A transport failure rather than an answer from the Hub: connection refused or reset,
+    DNS, timeout, or ``HF_HUB_OFFLINE=1`` (the HTTP client's own ``TransportError`` family)."""
+    return isinstance(error, (ConnectionError, TimeoutError)) or any(
+        cls.__name__ in ("TransportError", "ConnectError", "TimeoutException") for cls in type(error).__mro__
+    )
+
+
+def unreachable(endpoint: str, error: BaseException) -> HubUnreachable:
+    """The one-sentence error for a Hub that cannot be reached."""
+    reason = "offline mode is on (HF_HUB_OFFLINE=1)" if type(error).__name__ == "OfflineModeIsEnabled" else type(error).__name__
+    return HubUnreachable(f"could not reach the Hub at {endpoint} ({reason}): check the network or HF_ENDPOINT and re-run")
+
+
 def resolve_token(token: str | None = None) -> str:
     """Return ``token``, else the one from ``HF_TOKEN`` or the saved login.
 

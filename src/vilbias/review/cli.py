@@ -21,12 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from vilbias.review.sheets import ExportConfig, ImportConfig
     from vilbias.review.stats import StatsConfig
 
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_dataclass_arguments(sub.add_parser("export", help="Write one review sheet (CSV + HTML) per reviewer."), ExportConfig)
-    add_dataclass_arguments(sub.add_parser("import", help="Import filled-in sheets (all rows valid or nothing)."), ImportConfig)
-    stats = sub.add_parser("stats", help="Agreement figures and a plot.")
-    add_dataclass_arguments(stats, StatsConfig)
-    stats.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    parsers = {}
+    for name, cls, help_ in (
+        ("export", ExportConfig, "Write one review sheet (CSV + HTML) per reviewer."),
+        ("import", ImportConfig, "Import filled-in sheets (all rows valid or nothing)."),
+        ("stats", StatsConfig, "Agreement figures and a plot."),
+    ):
+        parsers[name] = commands.add_parser(name, help=help_, description=help_)
+        add_dataclass_arguments(parsers[name], cls)
+    parsers["stats"].add_argument("--json", action="store_true", help="Print the figures as JSON.")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""Review sheets: export one per reviewer, import their verdicts back (DESIGN §3, §8).
+"""Review sheets: export one per reviewer, import their verdicts back.
 
 ``export_sheets`` writes, per reviewer, ``sheet_<reviewer>.csv`` (fill in ``verdict``,
 ``corrected_label``, ``comment``) and ``sheet_<reviewer>.html`` (a self-contained offline page:

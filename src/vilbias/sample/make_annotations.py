@@ -2,7 +2,7 @@
 
 The sample's votes were written for this project, not produced by real models: the three
 "annotators" (``sample_annotator_1`` … ``_3``) stand for the three LLM annotators of the paper's
-protocol (DESIGN §1), each asked every item 3 times with each of the two prompts (text-only and
+protocol, each asked every item 3 times with each of the two prompts (text-only and
 text+image), 18 calls per item. The judgement behind each item — its label under each prompt, the
 techniques present and a rationale citing that article's wording and image — is written by hand
 in :data:`NOTES`. This script spreads it over the 18 calls the way real annotators disagree:
