@@ -89,6 +89,91 @@ def _tiebreak(unique_id: str, cell: Cell) -> str:
     return hashlib.sha256(f"{unique_id}|{cell.split}|{cell.fold}".encode()).hexdigest()
 
 
+class _Assignment:
+    """The state of one pass over the rows: label counts per cell, the link indexes (image
+    bytes, story keys, perceptual-hash bands) and the groups found so far."""
+
+    def __init__(self, pinned: Mapping[str, Cell], shares: Mapping[str, float], n_folds: int):
+        self.pinned = pinned
+        self.cells = [Cell(s, f) for s in shares for f in range(n_folds)]
+        self.target = {c: shares[c.split] / n_folds for c in self.cells}
+        self.counts: dict[int, dict[Cell, int]] = defaultdict(lambda: dict.fromkeys(self.cells, 0))
+        self.totals: dict[int, int] = defaultdict(int)
+        self.by_sha: dict[str, int] = {}
+        self.by_story: dict[str, int] = {}
+        self.by_band: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self.rows: list[SplitItem] = []
+        self.group_of: list[int] = []  # row index -> group id (the index of the group's first row)
+        self.cell_of_row: list[Cell] = []
+        self.group_size: dict[int, int] = defaultdict(int)
+        self.report = SplitReport()
+
+    def links(self, it: SplitItem) -> dict[int, str]:
+        """Earlier rows ``it`` shares an image, a near-identical image or a story with -> how."""
+        linked: dict[int, str] = {}
+        if it.image_sha256 and it.image_sha256 in self.by_sha:
+            linked.setdefault(self.by_sha[it.image_sha256], "image")
+        for key in it.story_keys:
+            if key in self.by_story:
+                linked.setdefault(self.by_story[key], "story")
+        if _informative(it.phash):
+            for band in _bands(it.phash):
+                for j in self.by_band.get(band, ()):
+                    if j not in linked and (self.rows[j].phash ^ it.phash).bit_count() <= PHASH_MAX_DISTANCE:
+                        linked[j] = "near_image"
+        return linked
+
+    def choose(self, it: SplitItem, linked: dict[int, str]) -> Cell:
+        """A pinned row keeps its cell; a linked row joins its earliest link's cell; a new group
+        goes to the cell whose share of its label stratum is furthest below target."""
+        if it.unique_id in self.pinned:
+            self.report.pinned += 1
+            return self.pinned[it.unique_id]
+        if linked:
+            return self.cell_of_row[min(linked)]
+        deficit = {c: self.target[c] * (self.totals[it.label] + 1) - self.counts[it.label][c] for c in self.cells}
+        best = max(deficit.values())
+        return min((c for c in self.cells if deficit[c] >= best - 1e-9), key=lambda c: _tiebreak(it.unique_id, c))
+
+    def join(self, i: int, it: SplitItem, linked: dict[int, str], cell: Cell) -> int:
+        """Merge the groups ``it`` links (rows keep their cells; only identity merges) and report
+        a group that ends up in more than one cell."""
+        groups = {self.group_of[j] for j in linked}
+        group = min(groups) if groups else i
+        if len(groups) > 1:
+            for j in range(i):
+                if self.group_of[j] in groups:
+                    self.group_of[j] = group
+            for g in groups - {group}:
+                self.group_size[group] += self.group_size.pop(g)
+        if {self.cell_of_row[j] for j in linked} - {cell}:
+            members = [self.rows[j].unique_id for j in range(i) if self.group_of[j] == group] + [it.unique_id]
+            self.report.not_kept_whole.append(members)
+        for how in set(linked.values()):
+            self.report.rows_linked_by[how] += 1
+        return group
+
+    def add(self, it: SplitItem) -> Cell:
+        i = len(self.rows)
+        linked = self.links(it)
+        cell = self.choose(it, linked)
+        group = self.join(i, it, linked, cell)
+        self.rows.append(it)
+        self.group_of.append(group)
+        self.group_size[group] += 1
+        self.cell_of_row.append(cell)
+        self.counts[it.label][cell] += 1
+        self.totals[it.label] += 1
+        if it.image_sha256:
+            self.by_sha.setdefault(it.image_sha256, i)
+        for key in it.story_keys:
+            self.by_story.setdefault(key, i)
+        if _informative(it.phash):
+            for band in _bands(it.phash):
+                self.by_band[band].append(i)
+        return cell
+
+
 def assign_splits(
     items: Iterable[SplitItem],
     *,
@@ -99,76 +184,10 @@ def assign_splits(
     """Assign every item a :class:`Cell`. Returns ``({unique_id: Cell}, SplitReport)``."""
     pinned = pinned or {}
     ordered = sorted(items, key=lambda it: (it.unique_id not in pinned, it.order or "", it.unique_id))
-    cells = [Cell(s, f) for s in shares for f in range(n_folds)]
-    target = {c: shares[c.split] / n_folds for c in cells}
-    counts: dict[int, dict[Cell, int]] = defaultdict(lambda: dict.fromkeys(cells, 0))
-    totals: dict[int, int] = defaultdict(int)
-
-    by_sha: dict[str, int] = {}
-    by_story: dict[str, int] = {}
-    by_band: dict[tuple[int, int], list[int]] = defaultdict(list)
-    phashes: list[int | None] = []
-    group_of: list[int] = []  # row index -> group id (the index of the group's first row)
-    cell_of_row: list[Cell] = []
-    group_size: dict[int, int] = defaultdict(int)
-    report = SplitReport()
-    out: dict[str, Cell] = {}
-
-    for i, it in enumerate(ordered):
-        linked: dict[int, str] = {}  # earlier row -> how it is linked
-        if it.image_sha256 and it.image_sha256 in by_sha:
-            linked.setdefault(by_sha[it.image_sha256], "image")
-        for key in it.story_keys:
-            if key in by_story:
-                linked.setdefault(by_story[key], "story")
-        if _informative(it.phash):
-            for band in _bands(it.phash):
-                for j in by_band.get(band, ()):
-                    if j not in linked and (phashes[j] ^ it.phash).bit_count() <= PHASH_MAX_DISTANCE:
-                        linked[j] = "near_image"
-
-        linked_cells = {cell_of_row[j] for j in linked}
-        if it.unique_id in pinned:
-            cell = pinned[it.unique_id]
-            report.pinned += 1
-        elif linked:
-            cell = cell_of_row[min(linked)]
-        else:
-            deficit = {c: target[c] * (totals[it.label] + 1) - counts[it.label][c] for c in cells}
-            best = max(deficit.values())
-            cell = min((c for c in cells if deficit[c] >= best - 1e-9), key=lambda c: _tiebreak(it.unique_id, c))
-
-        groups = {group_of[j] for j in linked}
-        group = min(groups) if groups else i
-        if len(groups) > 1:
-            # Merge the groups this row bridges (rows keep their cells; only identity merges).
-            for j in range(i):
-                if group_of[j] in groups:
-                    group_of[j] = group
-            for g in groups - {group}:
-                group_size[group] += group_size.pop(g)
-        if linked_cells - {cell}:
-            members = [ordered[j].unique_id for j in range(i) if group_of[j] == group] + [it.unique_id]
-            report.not_kept_whole.append(members)
-        for how in set(linked.values()):
-            report.rows_linked_by[how] += 1
-
-        group_of.append(group)
-        group_size[group] += 1
-        cell_of_row.append(cell)
-        phashes.append(it.phash)
-        counts[it.label][cell] += 1
-        totals[it.label] += 1
-        out[it.unique_id] = cell
-        if it.image_sha256:
-            by_sha.setdefault(it.image_sha256, i)
-        for key in it.story_keys:
-            by_story.setdefault(key, i)
-        if _informative(it.phash):
-            for band in _bands(it.phash):
-                by_band[band].append(i)
-
-    report.groups = len(group_size)
-    report.multi_row_groups = sum(1 for n in group_size.values() if n > 1)
-    report.largest_group = max(group_size.values(), default=0)
+    state = _Assignment(pinned, shares, n_folds)
+    out = {it.unique_id: state.add(it) for it in ordered}
+    report = state.report
+    report.groups = len(state.group_size)
+    report.multi_row_groups = sum(1 for n in state.group_size.values() if n > 1)
+    report.largest_group = max(state.group_size.values(), default=0)
     return out, report
