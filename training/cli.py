@@ -24,12 +24,12 @@ from vilbias.training import classifier, sft
 
 
 class RecipeParser(TrlParser):
-    """TRL's parser, reading its config file, spelled ``--recipe``, while it parses.
+    """TRL's parser with its config file spelled ``--recipe``, read as the command is parsed.
 
-    ``TrlParser.parse_args_and_config`` reads ``--config`` before it parses, but a subcommand's parser
-    is only ever asked to ``parse_known_args``, so that is where the recipe is read here. Its fields
-    become the defaults (its ``env:`` mapping, the environment, as with TRL), so flags override the
-    recipe wherever they stand. Without dataclass types (``classifier``) it is a plain parser.
+    ``TrlParser.parse_args_and_config`` reads ``--config`` before parsing, but argparse asks a
+    subcommand's parser only to ``parse_known_args``, so the recipe is read there: its fields become
+    the parser's defaults (its ``env:`` mapping goes to the environment, as in TRL), so flags override
+    the recipe wherever they stand. Without dataclass types (``classifier``) it is a plain parser.
     """
 
     def __init__(self, dataclass_types=None, **kwargs):
