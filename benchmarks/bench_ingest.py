@@ -75,7 +75,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="IngestConfig.workers for the concurrent run.")
     args = parser.parse_args()
 
-    from vilbias.ingest import IngestConfig, ingest
+    from vilbias.ingest import FetchSettings, IngestConfig, ingest
 
     per_host = args.articles // args.hosts
     total = per_host * args.hosts
@@ -85,9 +85,10 @@ def main() -> int:
     port = parent.recv()
     feeds = [f"http://{_host(h)}:{port}/feed.xml" for h in range(args.hosts)]
 
-    def run(workdir: Path, **kw):
-        config = IngestConfig(workdir=workdir, feed=feeds, allow_private_addresses=True, resolver=lambda h: ["127.0.0.1"],
-                              rate=0, progress=False, timeout=30, **kw)
+    def run(workdir: Path, *, per_host: int, concurrency: int, **kw):
+        fetch = FetchSettings(allow_private_addresses=True, resolver=lambda h: ["127.0.0.1"], rate=0, timeout=30,
+                              per_host=per_host, concurrency=concurrency)
+        config = IngestConfig(workdir=workdir, feed=feeds, progress=False, fetch=fetch, **kw)
         t0 = time.perf_counter()
         cpu0 = time.process_time()
         summary = ingest(config)

@@ -68,3 +68,19 @@ def test_a_dict_can_carry_python_only_values_and_a_ready_nested_config():
 def test_required_fields_stay_required():
     with pytest.raises(SystemExit):
         _parser().parse_args([])
+
+
+def test_a_list_flag_replaces_a_non_empty_default():
+    import argparse
+    from dataclasses import dataclass, field
+
+    from vilbias.config import add_dataclass_arguments, dataclass_from_args
+
+    @dataclass
+    class Shots:
+        shots: list[int] = field(default_factory=lambda: [0], metadata={"help": "k values."})
+
+    parser = argparse.ArgumentParser()
+    add_dataclass_arguments(parser, Shots)
+    assert dataclass_from_args(Shots, parser.parse_args(["--shots", "0", "5"])).shots == [0, 5]
+    assert dataclass_from_args(Shots, parser.parse_args([])).shots == [0]

@@ -80,7 +80,11 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._Argument
             kwargs["type"] = Path if item is Path else item
             kwargs["nargs"] = "+"
             kwargs["action"] = "extend"
-            default = None if default in ((), []) else default
+            if default not in ((), [], None) and not f.metadata.get("positional"):
+                # "extend" appends to the default list; start from None so `--shots 0 5` is [0, 5]
+                # (dataclass_from_args falls back to the field's default when the flag is absent).
+                kwargs["help"] += f" (default: {' '.join(map(str, default))})"
+            default = None if not f.metadata.get("positional") or default in ((), []) else default
         elif origin is typing.Literal:
             kwargs["choices"] = list(typing.get_args(tp))
             kwargs["type"] = type(kwargs["choices"][0])
@@ -112,8 +116,10 @@ def dataclass_from_args(cls: type[T], args: argparse.Namespace | dict[str, Any])
         if not f.init:
             continue
         if f.name in values:
-            if values[f.name] is None and f.default_factory is not dataclasses.MISSING:
-                continue
+            if values[f.name] is None and (
+                f.default_factory is not dataclasses.MISSING or f.default not in (dataclasses.MISSING, None)
+            ):
+                continue  # flag absent: the field's own default
             kwargs[f.name] = values[f.name]
         elif f.name in nested:
             kwargs[f.name] = dataclass_from_args(nested[f.name], values)

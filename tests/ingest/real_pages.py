@@ -21,8 +21,7 @@ import pytest
 
 from tests.fakes.web_server import Page, Request, WebServer
 from tests.ingest import site
-from vilbias.ingest import FetchSettings, IngestConfig, IngestSummary, ingest
-from vilbias.ingest import pipeline
+from vilbias.ingest import FetchSettings, IngestConfig, IngestSummary, ingest, pipeline
 from vilbias.ingest.net import Fetcher, Response
 
 IMAGES_HOST = "images.test"

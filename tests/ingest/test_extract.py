@@ -170,3 +170,73 @@ def test_outlet_guess_is_flagged():
     bare = f"<html><head><title>Plain</title></head><body><article><h1>Plain</h1>{paras}</article></body></html>"
     assert extract_article(bare, "http://plain.test/a").outlet_guessed is True
     assert extract_article(site.og_page("T", site.paragraphs(9), "/i.jpg"), "http://ex.test/a").outlet_guessed is False
+
+
+def _paras(seed: int) -> str:
+    return "".join(f"<p>{p}</p>" for p in site.paragraphs(seed))
+
+
+def test_headline_is_the_visible_one_a_metadata_title_names():
+    head = """<meta property="og:site_name" content="Daily Example"><meta property="og:type" content="article">
+    <script type="application/ld+json">{"@type": "NewsArticle", "headline": "Port deal signed &#8216;today&#8217; | Daily Example"}</script>"""
+    page = f"<html><head>{head}</head><body><header class='masthead'><h1>Daily Example</h1></header><article>" \
+           f"<h1>Port deal signed ‘today’</h1>{_paras(20)}</article></body></html>"
+    got = extract_article(page, "http://daily.test/port")
+    assert got.headline == "Port deal signed ‘today’"  # entity decoded, site suffix gone, the <h1>
+    seo = f"<html><head><title>Short SEO title » Daily Example</title></head><body><article>{_paras(21)}</article></body></html>"
+    assert extract_article(seo, "http://daily.test/seo").headline == "Short SEO title"
+    dash = "<html><head><title>Rail - a new line opens | Daily Example</title><meta property='og:site_name' content='Daily Example'>" \
+           f"</head><body><article>{_paras(22)}</article></body></html>"
+    assert extract_article(dash, "http://daily.test/rail").headline == "Rail - a new line opens"
+
+
+def test_text_edges_lose_kicker_headline_byline_caption_credits_and_reading_lists():
+    body = f"""<article><p>World</p><h1>Floods close the harbour</h1><p>By Ann Lee</p>
+    <figure><img src="/lead.jpg" alt="The harbour under water at dawn"><figcaption>The harbour under water at dawn</figcaption></figure>
+    <p>The harbour under water at dawn. Photo: AP</p>{_paras(23)}<p>Officials said the review
+    would finish next year.<br>Another line starts here.</p><p>Pumps are running<br>around the clock.</p>
+    <h3>Editors' Recommendations:</h3><ul><li><a href="/a">Another story</a></li><li><a href="/b">A third story</a></li></ul>
+    <p>Photo: Jane Doe</p><p>© Example Wire 2026</p></article>"""
+    page = f"<html><head><meta property='og:type' content='article'><title>Floods close the harbour</title></head><body>{body}</body></html>"
+    text = extract_article(page, "http://daily.test/floods").text
+    assert text.startswith(site.paragraphs(23)[0]), text[:200]
+    assert text.endswith("would finish next year.\n\nAnother line starts here.\n\nPumps are running around the clock.")
+    for gone in ("World", "Floods close", "By Ann Lee", "Photo: AP", "Recommendations", "Another story", "Jane Doe", "©"):
+        assert gone not in text
+
+
+def test_lazy_images_templates_pictures_and_the_headline_header():
+    page = f"""<html><head><meta property="og:type" content="article"><meta property="og:title" content="Big story"></head><body>
+    <header class="site"><img src="/masthead-photo.jpg" width="600" height="200"></header>
+    <article><header><h1>Big story</h1>
+      <img src="/img/leer.gif" data-retina-src="/photos/lead@2x.jpg" alt="Lead">
+      <img src="/t/wide__822x462" data-src="/t/wide" alt="Template">
+      <picture><source srcset="/p/a-600.jpg 600w"><source srcset="/p/a-1400.jpg 1400w, /p/a-700.jpg 700w"><img src="/p/a-300.jpg"></picture>
+    </header>{_paras(24)}</article></body></html>"""
+    got = extract_article(page, "http://daily.test/big")
+    assert [c.url for c in got.images] == [
+        "http://daily.test/photos/lead@2x.jpg", "http://daily.test/t/wide__822x462", "http://daily.test/p/a-1400.jpg",
+    ]
+
+
+def test_pages_about_the_site_wikis_and_section_fronts_are_not_articles():
+    about = site.og_page("About us", site.paragraphs(25), "/i.jpg")
+    assert extract_article(about, "http://daily.test/about/").kind_detail == "site_page"
+    wiki = f"<html><head><meta name='generator' content='MediaWiki 1.41'></head><body><h1>Harbour</h1>{_paras(26)}</body></html>"
+    assert extract_article(wiki, "http://wiki.test/wiki/Harbour").kind_detail == "wiki_page"
+    teasers = "".join(f"<article><a href='/s/{i}'><h2>Story {i}</h2><p>{site.paragraphs(i)[0][:200]}</p></a></article>" for i in range(6))
+    front = f"<html><head><title>Politics</title></head><body><main>{teasers}</main></body></html>"
+    assert extract_article(front, "http://daily.test/politics/").kind_detail == "index_page"
+    # a short blog post without any article markup is still an article: it reads as prose
+    post = "<html><head><title>Release 3.6 is out</title></head><body><div class='post'><h3>Release 3.6 is out</h3>" \
+           + "".join(f"<p>{p}</p>" for p in site.paragraphs(27, n_sentences=6, per_para=2)) + "</div></body></html>"
+    assert extract_article(post, "http://blog.test/2016/12/release.html").page_kind == "article"
+
+
+def test_sentences_follow_the_page_language():
+    text = "Am 8. März 2014 trinken die beiden Cider. Der 3. Platz ging an ihn."
+    assert split_sentences(text, language="de") == ["Am 8. März 2014 trinken die beiden Cider.", "Der 3. Platz ging an ihn."]
+    assert count_sentences(text, language="en") > 2  # English rules end a sentence at "8."
+    assert count_sentences(text, language="xx") == count_sentences(text)  # unknown: English
+    page = f"<html lang='de-DE'><head><meta property='og:type' content='article'></head><body><article>{_paras(28)}</article></body></html>"
+    assert extract_article(page, "http://zeitung.test/a").language == "de"

@@ -182,7 +182,7 @@ def decode_html(data: bytes, charset: str | None = None) -> str:
     return data.decode("cp1252", errors="replace")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _segmenter(language: str):
     import pysbd
     from pysbd.languages import LANGUAGE_CODES
@@ -337,6 +337,7 @@ def _parse_page(html: str, url: str) -> _Page | None:
 
 
 def _language(page: _Page) -> str:
+    """ISO 639-1 code the page declares (``de`` for ``de-DE``), or ""."""
     declared = (
         page.doc.get("lang")
         or _meta(page.doc, "og:locale", "language", "content-language")
@@ -377,6 +378,19 @@ def _main_text(html: str, url: str):
     return [(tag, text) for tag, text in _blocks(body) if text.strip("- ")], document
 
 
+def _lines(tag: str, text: str) -> list[tuple[str, str]]:
+    """A block's text split at its ``<br>``s, except where the line goes on: a break after a
+    word that ends no sentence, before a lowercase word, is a soft wrap ("Ausschüttung<br>
+    verändert.")."""
+    lines: list[str] = []
+    for line in (_squash(part) for part in text.split(_LINE_BREAK)):
+        if lines and line[:1].islower() and lines[-1] and not _SENTENCE_END.search(lines[-1]):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return [(tag, line) for line in lines]
+
+
 def _blocks(element) -> list[tuple[str, str]]:
     """``(tag, text)`` per paragraph, heading or list item of trafilatura's output tree,
     whitespace squashed: a line break in the HTML source inside a paragraph is not a paragraph
@@ -384,17 +398,16 @@ def _blocks(element) -> list[tuple[str, str]]:
     if element.tag == "list":
         return [("item", "- " + _squash("".join(item.itertext()))) for item in element.findall("item")]
     if not any(child.tag in _BLOCK_TAGS for child in element):
-        return [(element.tag, _squash(line)) for line in "".join(element.itertext()).split(_LINE_BREAK)]
+        return _lines(element.tag, "".join(element.itertext()))
     out: list[tuple[str, str]] = []
     run = [element.text or ""]  # text between block children belongs to no child: its own block
     for child in element:
         if child.tag in _BLOCK_TAGS:
-            out += [(element.tag, _squash(line)) for line in "".join(run).split(_LINE_BREAK)]
-            out += _blocks(child)
+            out += _lines(element.tag, "".join(run)) + _blocks(child)
             run = [child.tail or ""]
         else:
             run += [*child.itertext(), child.tail or ""]
-    return out + [(element.tag, _squash(line)) for line in "".join(run).split(_LINE_BREAK)]
+    return out + _lines(element.tag, "".join(run))
 
 
 def _site_names(page: _Page) -> list[str]:
@@ -423,14 +436,13 @@ def _strip_site_name(title: str, site_names: list[str]) -> str:
     return title
 
 
-def _title_variants(page: _Page, document) -> list[str]:
+def _title_variants(page: _Page) -> list[str]:
     """The page's metadata titles, best first, each also without its site-name suffix."""
     doc = page.doc
     raw = [
         _ld_text(page.ld_article.get("headline")) if page.ld_article else "",
         *_metas(doc, "og:title"),
         *_metas(doc, "twitter:title"),
-        getattr(document, "title", None) or "",
         doc.findtext(".//title") or "",
     ]
     # html.unescape: CMSs double-escape entities in metadata ("&#8216;" arriving as text).
@@ -447,14 +459,15 @@ def _title_headings(page: _Page, title_keys: set[str]) -> list:
     return [h for h in page.doc.iter("h1", "h2") if _key(h.text_content()) in title_keys]
 
 
-def _headline(titles: list[str], headings: list) -> str:
-    """The visible headline a metadata title names, else the first cleaned metadata title."""
-    for heading in headings:
-        if heading.tag == "h1":
-            return _squash(heading.text_content())
-    if headings:
-        return _squash(headings[0].text_content())
-    return titles[0] if titles else ""
+def _headline(titles: list[str], headings: list, fallback: str) -> str:
+    """The visible heading that the best metadata title names (an ``<h1>`` before an
+    ``<h2>``), else the first metadata title, else ``fallback`` (trafilatura's guess)."""
+    for title in titles:
+        matching = [h for h in headings if _key(h.text_content()) == _key(title)]
+        if matching:
+            best = next((h for h in matching if h.tag == "h1"), matching[0])
+            return _squash(best.text_content())
+    return titles[0] if titles else _squash(fallback)
 
 
 def _is_kicker(text: str) -> bool:
@@ -481,9 +494,16 @@ def _trim_start(blocks: list[tuple[str, str]], title_keys: set[str], caption_key
     return blocks
 
 
-def _trim_end(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Drop copyright lines, photo credits, headings and labels with nothing under them, and a
-    closing list under a label ("Editors' Recommendations:"), which is a reading list."""
+def _trim_end(blocks: list[tuple[str, str]], site_names: list[str]) -> list[tuple[str, str]]:
+    """Drop copyright lines, photo credits, headings and labels with nothing under them, a
+    closing list under a label ("Editors' Recommendations:"), which is a reading list, and a
+    closing section headed with the outlet's own name ("CORRECTIV ist spendenfinanziert!"),
+    which is an appeal for donations or subscriptions."""
+    names = [n for n in site_names if len(n) >= 5]
+    for i in range(max(0, len(blocks) - 3), len(blocks)):
+        if blocks[i][0] == "head" and any(n in _key(blocks[i][1]).replace(" ", "") for n in names):
+            blocks = blocks[:i]
+            break
     while blocks:
         tag, text = blocks[-1]
         if tag == "item":
@@ -500,28 +520,53 @@ def _trim_end(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return blocks
 
 
-def _story_text(blocks: list[tuple[str, str]], title_keys: set[str], caption_keys: list[str]) -> str:
-    """The article text: trafilatura's blocks without what surrounds the story, one paragraph
-    per line pair."""
+def _story_text(
+    blocks: list[tuple[str, str]], title_keys: set[str], caption_keys: list[str], site_names: list[str]
+) -> str:
+    """The article text: trafilatura's blocks without what surrounds the story, paragraphs
+    separated by a blank line."""
     blocks = _trim_start(blocks, title_keys, caption_keys)
     blocks = [b for b in blocks if not _is_caption(b[1], caption_keys)]
-    return "\n\n".join(text for _, text in _trim_end(blocks))
+    return "\n\n".join(text for _, text in _trim_end(blocks, site_names))
 
 
-def _text_anchor(doc, first_paragraph: str):
-    """The element holding the start of the article's text, or None."""
-    words = first_paragraph.lstrip("- ").split()
-    for n in (6, 3):
-        if len(words) < n:
-            continue
+def _text_anchor(doc, blocks: list[tuple[str, str]]):
+    """The element holding the start of the story: its first sentence-length block."""
+    for _, text in blocks:
+        if len(text.split()) >= 8:
+            holders = _text_holders(doc, text)
+            return holders[0] if holders else None
+    return None
+
+
+def _text_holders(doc, text: str) -> list:
+    """The elements whose own text starts ``text`` on the page (script and style aside)."""
+    words = text.lstrip("- ").split()
+    for n in (6, 3):  # fewer words when inline markup splits the text's start
         nodes = doc.xpath(
             "//body//text()[contains(normalize-space(.), $s)][not(ancestor::script)][not(ancestor::style)]",
             s=" ".join(words[:n]),
         )
         if nodes:
-            parent = nodes[0].getparent()
-            return parent.getparent() if nodes[0].is_tail and parent.getparent() is not None else parent
-    return None
+            return [
+                node.getparent().getparent() if node.is_tail and node.getparent().getparent() is not None else node.getparent()
+                for node in nodes
+            ]
+    return []
+
+
+def _drop_chrome_lines(blocks: list[tuple[str, str]], doc, story: set) -> list[tuple[str, str]]:
+    """Drop short blocks trafilatura took from page chrome: an author box's "Editor, Business
+    desk", a share bar's label. A block is dropped when every place it occurs on the page is
+    inside chrome (see :func:`_in_chrome`)."""
+    out = []
+    for tag, text in blocks:
+        if len(text.split()) <= 12:
+            holders = _text_holders(doc, text)
+            if holders and all(_in_chrome(h, None, story) for h in holders):
+                continue
+        out.append((tag, text))
+    return out
 
 
 def _best_from_srcset(srcset: str) -> str:
@@ -563,19 +608,20 @@ def _img_src(img) -> str:
             best = _best_from_srcset(v)
             if best and not best.startswith("data:"):
                 return best
-    # <picture><source srcset=...><img src="small.jpg or data:..."></picture>
-    parent = img.getparent()
-    if parent is not None and parent.tag == "picture":
-        for source in parent.findall("source"):
-            for attr in _SRCSET_ATTRS:
-                v = (source.get(attr) or "").strip()
-                if v:
-                    return _best_from_srcset(v)
+    # <picture><source srcset=...><img src="small.jpg or data:..."></picture>: the widest source.
+    # lxml's HTML parser nests an unclosed <source> around what follows: search the <picture>.
+    picture = next(img.iterancestors("picture"), None)
+    if picture is not None:
+        srcsets = [(s.get(a) or "").strip() for s in picture.iter("source") for a in _SRCSET_ATTRS]
+        best = _best_from_srcset(", ".join(v for v in srcsets if v))
+        if best and not best.startswith("data:"):
+            return best
     return src if not src.startswith("data:") else ""
 
 
 def _in_chrome(el, stop, story: set) -> bool:
-    """True when ``el`` sits inside navigation, ads, author boxes and other page chrome.
+    """True when ``el`` is or sits inside navigation, ads, author boxes and other page chrome
+    (below ``stop``).
 
     ``story`` holds the containers of the headline and of the text: a ``<header>`` that holds
     the headline, or a wrapper whose class happens to say "menu" around the whole story, is the
@@ -756,16 +802,20 @@ def extract_article(html: str, url: str) -> Extracted:
     result.url = _canonical_url(page)
     result.language = _language(page)
     blocks, document = _main_text(html, url)
-    titles = _title_variants(page, document)
+    titles = _title_variants(page)
     headings = _title_headings(page, {_key(t) for t in titles})
-    result.headline = _headline(titles, headings)
+    result.headline = _headline(titles, headings, getattr(document, "title", None) or "")
     title_keys = {_key(t) for t in titles} | {_key(result.headline)}
 
-    anchor = _text_anchor(page.doc, blocks[0][1]) if blocks else None
-    story = {el for h in headings[:1] + ([anchor] if anchor is not None else []) for el in (h, *h.iterancestors())}
+    anchor = _text_anchor(page.doc, blocks)
+    shown = [h for h in headings if _squash(h.text_content()) == result.headline][:1]
+    # The containers of the headline and of the text's start are the article's own, whatever
+    # their class names say.
+    story = {el for h in shown + ([anchor] if anchor is not None else []) for el in (h, *h.iterancestors())}
     article_images = _article_images(_article_root(page, headings), page.base, story)
     captions = [_key(c.caption) for c in article_images if c.caption]
-    result.text = _story_text(blocks, title_keys, captions)
+    blocks = _drop_chrome_lines(blocks, page.doc, story)
+    result.text = _story_text(blocks, title_keys, captions, _site_names(page))
     result.images = _image_candidates(page, article_images)
     result.outlet, result.outlet_guessed = _outlet(page, document)
     result.published = _published(page, document)

@@ -16,8 +16,11 @@ import base64
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
+
+import feedparser
 
 from vilbias.ingest.net import Fetcher, FetchFailed
 from vilbias.ingest.urls import is_http_url
@@ -42,6 +45,29 @@ class FeedError(ValueError):
     """The bytes are not a feed feedparser can read at all."""
 
 
+def _entry_link(entry) -> str:
+    """The entry's http(s) link (``<link>``, else its first alternate link), or ""."""
+    link = (entry.get("link") or "").strip()
+    if is_http_url(link):
+        return link
+    for alt in entry.get("links", []):
+        if alt.get("rel", "alternate") == "alternate" and is_http_url(alt.get("href", "")):
+            return alt["href"].strip()
+    return ""
+
+
+def _feed_item(entry, link: str, feed_url: str) -> FeedItem:
+    source = entry.get("source") or {}
+    stamp = entry.get("published_parsed") or entry.get("updated_parsed")
+    return FeedItem(
+        link=link,
+        feed_url=feed_url,
+        title=" ".join((entry.get("title") or "").split()),
+        outlet=(source.get("title") or "").strip() if isinstance(source, dict) else "",
+        published=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", stamp) if stamp else None,
+    )
+
+
 def parse_feed(data: bytes, feed_url: str, content_type: str | None = None) -> list[FeedItem]:
     """Parse RSS 0.9x/1.0/2.0 or Atom bytes into items, in feed order.
 
@@ -52,8 +78,6 @@ def parse_feed(data: bytes, feed_url: str, content_type: str | None = None) -> l
     Raises:
         FeedError: nothing feed-like could be read.
     """
-    import feedparser
-
     headers = {"content-location": feed_url}
     if content_type:
         headers["content-type"] = content_type
@@ -66,32 +90,11 @@ def parse_feed(data: bytes, feed_url: str, content_type: str | None = None) -> l
         raise FeedError(f"{feed_url}: not an RSS or Atom feed")
     items = []
     for entry in parsed.entries:
-        link = (entry.get("link") or "").strip()
-        if not is_http_url(link):
-            for alt in entry.get("links", []):
-                if alt.get("rel", "alternate") == "alternate" and is_http_url(alt.get("href", "")):
-                    link = alt["href"].strip()
-                    break
-            else:
-                logger.debug("%s: skipping an item without an http(s) link", feed_url)
-                continue
-        source = entry.get("source") or {}
-        published = None
-        for key in ("published_parsed", "updated_parsed"):
-            if entry.get(key):
-                import time
-
-                published = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", entry[key])
-                break
-        items.append(
-            FeedItem(
-                link=link,
-                feed_url=feed_url,
-                title=" ".join((entry.get("title") or "").split()),
-                outlet=(source.get("title") or "").strip() if isinstance(source, dict) else "",
-                published=published,
-            )
-        )
+        link = _entry_link(entry)
+        if link:
+            items.append(_feed_item(entry, link, feed_url))
+        else:
+            logger.debug("%s: skipping an item without an http(s) link", feed_url)
     return items
 
 
