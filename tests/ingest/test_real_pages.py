@@ -11,18 +11,16 @@ On a bare clone without ``../shared`` the tier skips; in CI (``CI=true``) a miss
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.ingest.real_pages import image_for, ingest_pages
+from tests.real_data import shared_data
 from vilbias.ingest import canonicalize_url
 from vilbias.ingest.extract import count_sentences
 from vilbias.workdir import read_articles, read_jsonl
-
-NEWS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "news"
 
 pytestmark = pytest.mark.real_data
 
@@ -270,11 +268,7 @@ NO_PHOTO = sorted(n for n, p in NEWS.items() if p.image is None)
 
 @pytest.fixture(scope="module")
 def news_dir() -> Path:
-    if not NEWS_DIR.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{NEWS_DIR} is missing; CI must provide ../shared/data")
-        pytest.skip(f"real pages not found: {NEWS_DIR.resolve()} does not exist (../shared/data/news beside the repository)")
-    return NEWS_DIR
+    return shared_data("news")
 
 
 def _pages(news_dir: Path, names) -> dict:
