@@ -41,6 +41,8 @@ def test_wheel_contents(wheel):
         "vilbias/training/default_model/config.json",
         "vilbias/training/recipes/SmolVLM-Instruct/lora.yaml",
         "vilbias/metrics/f1/f1.py",
+        "vilbias/audit/probeset/space.json",
+        "vilbias/audit/prompts/system.txt",
         "vilbias/evaluate/prompts/judge.txt",
     ]:
         assert required in names, required

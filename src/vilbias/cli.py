@@ -28,6 +28,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "publish": ("vilbias.publish.cli", "Publish a dataset release, a model or the Space to the Hub."),
     "train": ("vilbias.training.cli", "Train classifier baselines or run a trl sft recipe."),
     "evaluate": ("vilbias.evaluate.cli", "Score a model: closed-ended metrics, LLM-judged reasoning, analyses."),
+    "audit": ("vilbias.audit.cli", "Audit a VLM or the corpus's LLM annotators for stereotypes (VIGNETTE)."),
     "demo": ("vilbias.spaces.cli", "Run the Gradio demo locally."),
 }
 
