@@ -61,6 +61,12 @@ DEFAULT_FEATURES = datasets.Features(
         "text_votes": datasets.List(_BALLOT),
         "agreement": datasets.Value("float32"),
         "review": datasets.Value("string"),
+        # What the human review put into the row: a reviewer's rationale (also in `reasoning`),
+        # the reviewers' comments and number, and a flag for a rationale the review left wanting.
+        "corrected_rationale": datasets.Value("string"),
+        "review_comments": datasets.List(datasets.Value("string")),
+        "n_reviewers": datasets.Value("int32"),
+        "review_flag": datasets.Value("string"),
     }
 )
 SFT_FEATURES = datasets.Features(
@@ -185,11 +191,9 @@ def iter_examples(plan: Plan, keep=None):
             if row is None or (keep is not None and not keep(row)):
                 continue
             res = json.loads(db.execute("SELECT data FROM resolved WHERE unique_id=?", (art.unique_id,)).fetchone()[0])
-            reasoning = res["reasoning"]
-            if res["label"] != LABEL_NAMES[row.label]:
-                # A reviewer overturned or settled the label: the annotators' majority
-                # rationale argues for the other label, so take one that argues for this one.
-                reasoning = res["fallback_reasoning"].get(LABEL_NAMES[row.label], "")
+            # Settled by the plan: a reviewer's rationale, else the annotators' for their own
+            # label; a label set by review without one has none (flagged), never another label's.
+            reasoning = res["row_reasoning"]
             yield row, {
                 "unique_id": art.unique_id,
                 "outlet": art.outlet,
@@ -208,6 +212,10 @@ def iter_examples(plan: Plan, keep=None):
                 "text_votes": res["text_votes"],
                 "agreement": row.agreement,
                 "review": row.review,
+                "corrected_rationale": res["corrected_rationale"],
+                "review_comments": res["review_comments"],
+                "n_reviewers": res["n_reviewers"],
+                "review_flag": res["review_flag"],
                 "messages": task.messages(art.headline, art.article_text, row.label, reasoning),
             }
     finally:

@@ -43,6 +43,7 @@ def test_wheel_contents(wheel):
         "vilbias/metrics/f1/f1.py",
         "vilbias/audit/probeset/space.json",
         "vilbias/audit/prompts/system.txt",
+        "vilbias/annotate/annotators/paper.yaml",
         "vilbias/evaluate/prompts/judge.txt",
     ]:
         assert required in names, required

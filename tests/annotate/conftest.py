@@ -9,10 +9,14 @@ import pytest
 
 from tests.fakes.workdirs import make_workdir
 from vilbias.models.chat import ChatRequest, ChatResult
+from vilbias.task import ALL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
 
 
-def answer(label: str, rationale: str = "because", techniques: dict[str, str] | None = None) -> str:
-    return json.dumps({"techniques": techniques or {}, "tone": "Biased" if label == "biased" else "Neutral", "label": label.replace("_", " "), "rationale": rationale})
+def answer(label: str, rationale: str = "because", techniques: dict[str, str] | None = None, prompt: str = "text") -> str:
+    """A schema-valid answer to ``prompt``: every criterion ``Absent`` unless ``techniques`` says."""
+    names = [ALL_NAMES[t] for t in (TEXT_TECHNIQUES if prompt == "text" else MULTIMODAL_CRITERIA)]
+    given = dict.fromkeys(names, "Absent") | (techniques or {})
+    return json.dumps({"techniques": given, "tone": "Biased" if label == "biased" else "Neutral", "label": label.replace("_", " "), "rationale": rationale})
 
 
 def item_index(request: ChatRequest) -> int:
@@ -30,20 +34,34 @@ def prompt_of(request: ChatRequest) -> str:
     return "multimodal" if "Image description:" in text else "text"
 
 
-class StubBackend:
-    """Deterministic backend: ``script(item, prompt, sample, request) -> str | None`` (None = a
-    failed call). The sample index comes from the ``seed`` param (annotators set seed 0)."""
+def answers(label: str, **kw: Any) -> Callable[..., str]:
+    """A stub script answering ``label`` to every call, in the schema of the call's prompt."""
+    return lambda item, prompt, sample, request: answer(label, prompt=prompt, **kw)
 
-    def __init__(self, script: Callable[[int, str, int, ChatRequest], str | None]):
+
+class StubBackend:
+    """Deterministic backend: ``script(item, prompt, sample, request) -> str | ChatResult | None``
+    (None = a failed call). The sample index comes from the ``seed`` param (annotators set seed
+    0). Image-description requests get ``description`` and are kept in ``described``."""
+
+    def __init__(self, script: Callable[[int, str, int, ChatRequest], str | ChatResult | None], description: str = "A photo."):
         self.script = script
+        self.description = description
         self.requests: list[ChatRequest] = []
+        self.described: list[ChatRequest] = []
+
+    def _answer(self, r: ChatRequest) -> ChatResult:
+        if "Describe this news photo" in str(r.messages[-1]["content"]):
+            self.described.append(r)
+            return ChatResult(self.description)
+        self.requests.append(r)
+        out = self.script(item_index(r), prompt_of(r), int(r.params.get("seed", 0)), r)
+        return out if isinstance(out, ChatResult) else ChatResult(out, None if out is not None else "stub failure", 0.001)
 
     def chat(self, requests: Iterable[ChatRequest], on_result: Callable[[int, ChatResult], None] | None = None) -> list[ChatResult]:
         out = []
         for i, r in enumerate(requests):
-            self.requests.append(r)
-            text = self.script(item_index(r), prompt_of(r), int(r.params.get("seed", 0)), r)
-            result = ChatResult(text, None if text is not None else "stub failure", 0.001)
+            result = self._answer(r)
             if on_result:
                 on_result(i, result)
             else:

@@ -48,7 +48,7 @@ def test_results_ready_together_share_one_transaction(tmp_path):
         asyncio.run(run())
         rows = {r["item_id"]: r for r in store.iter_calls()}
         assert rows["item-0"]["label"] == "biased" and rows["item-3"]["raw"] is None and rows["item-3"]["error"] == "HTTP 500"
-        assert recorder.counts == {"answered": 3, "failed": 1}
+        assert recorder.counts == {"valid": 3, "failed": 1}
 
     # Without a running loop (local models) every result is stored at once.
     with AnnotationStore(tmp_path / "b.sqlite") as store:
@@ -89,8 +89,8 @@ def test_unstored_calls_never_exceed_concurrency(tmp_path):
 
     with FakeOpenAIServer(responder, latency_s=0.02) as server:
         spec = AnnotatorSpec(name="fake", backend="openai", model="m", base_url=server.base_url, concurrency=4, params={"seed": 0})
-        summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=3, progress=False))
-    assert summary["run"] == {"answered": 60}
+        summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=6, progress=False))
+    assert summary["run"] == {"valid": 60}
     assert len(gaps) == 60 and max(gaps) <= 4
 
 

@@ -15,7 +15,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.workdirs import make_workdir
 from vilbias.annotate.pipeline import AnnotateConfig, annotate
 
-ITEMS, K = 12, 3
+ITEMS, K = 12, 6
 
 
 def key_of(body):
@@ -37,7 +37,8 @@ def answered(db):
 
 def test_kill_9_then_resume(tmp_path):
     workdir = make_workdir(tmp_path / "w", n=ITEMS)
-    everything = {(f"item-{i}", p, k) for i in range(ITEMS) for p in ("text", "multimodal") for k in range(K)}
+    # A text-only annotator: the text prompt only (ITEMS × K calls).
+    everything = {(f"item-{i}", "text", k) for i in range(ITEMS) for k in range(K)}
     with FakeOpenAIServer(lambda body: answer("biased"), latency_s=0.1) as server:
         annotators = tmp_path / "annotators.yaml"
         annotators.write_text(
@@ -45,7 +46,7 @@ def test_kill_9_then_resume(tmp_path):
             "concurrency: 4, params: {seed: 0, temperature: 0.7}}\n"
         )
         proc = subprocess.Popen(
-            [sys.executable, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), "--annotators", str(annotators), "--no-progress"],
+            [sys.executable, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), "--annotators", str(annotators), "--samples", str(K), "--no-progress"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         db = workdir / "annotations.sqlite"
@@ -67,7 +68,7 @@ def test_kill_9_then_resume(tmp_path):
         assert len(in_flight) <= 4  # lost: at most the calls in flight (concurrency 4)
 
         server.requests.clear()
-        summary = annotate(AnnotateConfig(workdir=workdir, annotators=annotators, progress=False))
+        summary = annotate(AnnotateConfig(workdir=workdir, annotators=annotators, samples=K, progress=False))
         asked_second = [key_of(b) for b in server.requests]
 
     assert len(asked_second) == len(set(asked_second))  # no call asked twice in the re-run

@@ -111,3 +111,16 @@ def test_spec_errors():
         load_backend({"backend": "openai", "model": "m"})
     with pytest.raises(ValueError, match="unknown backend"):
         load_backend({"backend": "llamafile", "model": "m"})
+
+
+def test_shared_messages_and_params_are_sent_right(server):
+    # The K samples of an item share one message list; bodies are encoded once per object.
+    messages = [{"role": "user", "content": "shared"}]
+    params = [{"seed": k, "temperature": 0.5} for k in range(3)]
+    requests = [ChatRequest(messages, params[k % 3]) for k in range(9)] + [ChatRequest([{"role": "user", "content": "other"}], params[0])]
+    backend = OpenAIBackend("m", server.base_url, concurrency=2, params={"max_tokens": 7, "temperature": 0.1})
+    results = backend.chat(requests)
+    assert [r.text for r in results] == ["echo:shared"] * 9 + ["echo:other"]
+    bodies = sorted((b["messages"][0]["content"], b["seed"]) for b in server.requests)
+    assert bodies == sorted([("shared", k % 3) for k in range(9)] + [("other", 0)])
+    assert all(b["temperature"] == 0.5 and b["max_tokens"] == 7 and b["model"] == "m" for b in server.requests)

@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 from vilbias.annotate.voting import Vote, hierarchical_vote, majority_vote
@@ -106,3 +108,24 @@ def test_techniques_need_a_majority_of_annotators():
 
 def test_ballot_entry():
     assert Vote("m", 2, None).ballot() == {"annotator": "m", "sample": 2, "label": None}
+
+
+def test_techniques_agree_with_majority_vote_of_majorities():
+    """The counted technique vote is majority_vote over each annotator's present/absent/abstain
+    ballots, then over the annotators (random votes, M=3, K=1..4)."""
+    rng = random.Random(0)
+    for _ in range(300):
+        k = rng.randint(1, 4)
+        votes = [
+            Vote(a, s, rng.choice(["biased", "biased", None]), {t: rng.random() < 0.5 for t in ("framing", "tone") if rng.random() < 0.9})
+            for a in ("a", "b", "c") for s in range(k)
+        ]
+        by = {a: [v for v in votes if v.annotator == a] for a in ("a", "b", "c")}
+        expected = []
+        for t in ("framing", "tone"):
+            judged = [majority_vote([("present" if v.techniques.get(t) else "absent") if v.label else None for v in vs]) for vs in by.values()]
+            if sum(j == "present" for j in judged) * 2 > 3 and any(t in v.techniques for v in votes):
+                expected.append(t)
+        result = hierarchical_vote(votes, ["a", "b", "c"])
+        if not result.flagged:
+            assert sorted(result.techniques) == sorted(expected)

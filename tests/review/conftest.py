@@ -15,10 +15,10 @@ def annotated(tmp_path):
     def script_for(pos):
         def script(item, prompt, sample, request):
             c = LABELS[item][pos]
-            return answer("biased" if c == "B" else "not biased", rationale=f"why {item}")
+            return answer("biased" if c == "B" else "not biased", rationale=f"why {item}", prompt=prompt)
 
         return script
 
     backends = {"a": StubBackend(script_for(0)), "b": StubBackend(script_for(1))}
-    annotate(AnnotateConfig(workdir=workdir, samples=1, annotator_specs=[stub_spec("a"), stub_spec("b")], backends=backends, progress=False))
+    annotate(AnnotateConfig(workdir=workdir, samples=1, annotator_specs=[stub_spec("a", vision=True), stub_spec("b", vision=True)], backends=backends, progress=False))
     return workdir

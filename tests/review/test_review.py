@@ -13,7 +13,15 @@ from vilbias.review import (
     review_stats,
 )
 from vilbias.review.sheets import SHEET_COLUMNS, assign
-from vilbias.review.verdicts import load_verdicts, resolve_review
+from vilbias.review.verdicts import (
+    RATIONALE_MISSING,
+    RATIONALE_NOT_CORRECTED,
+    Verdict,
+    load_verdicts,
+    resolve_review,
+    review_outcome,
+    settle_rationale,
+)
 
 
 def read(path):
@@ -77,6 +85,7 @@ def test_import_validates_every_row_and_imports_nothing_on_error(annotated, tmp_
             "item-2": {"verdict": "Incorrect"},
             "item-3": {"verdict": "Incorrect", "corrected_label": "not biased"},
             "item-4": {"verdict": "", "comment": "hmm"},
+            "item-5": {"verdict": "Acceptable", "corrected_rationale": "A better reason."},
             "item-6": {"verdict": "Acceptable"},
         },
     )
@@ -91,7 +100,8 @@ def test_import_validates_every_row_and_imports_nothing_on_error(annotated, tmp_
     assert f"{path}:{line['item-1']}: bad verdict 'Fine'" in msg
     assert f"{path}:{line['item-2']}: verdict Incorrect needs a corrected_label" in msg
     assert f"{path}:{line['item-3']}: verdict Incorrect but corrected_label equals" in msg
-    assert f"{path}:{line['item-4']}: corrected_label or comment given without a verdict" in msg
+    assert f"{path}:{line['item-4']}: corrected_label, corrected_rationale or comment given without a verdict" in msg
+    assert f"{path}:{line['item-5']}: corrected_rationale with verdict Acceptable" in msg
     assert f"{path}:{line['item-6']}: the item has no automated label" in msg
     assert "unknown item 'item-99'" in msg and "bad corrected_label 'maybe'" in msg and "already judged" in msg
     assert "item-0" not in load_verdicts(annotated)  # nothing half-imported
@@ -104,13 +114,14 @@ def test_import_round_trip_and_build_resolution(annotated, tmp_path):
         tmp_path,
         {
             "item-0": {"verdict": "Acceptable"},
-            "item-2": {"verdict": "Incorrect", "corrected_label": "biased", "comment": "loaded photo"},
+            "item-2": {"verdict": "Incorrect", "corrected_label": "biased", "comment": "loaded photo", "corrected_rationale": "The photo stages a crowd."},
             "item-4": {"verdict": "needs_improvement", "comment": "weak rationale"},
             "item-6": {"verdict": "Acceptable", "corrected_label": "Not Biased"},
         },
     )
     result = import_verdicts(ImportConfig(workdir=annotated, files=[path]))
     assert (result["imported"], result["skipped"]) == (4, 3)
+    assert load_verdicts(annotated)["item-2"][0].corrected_rationale == "The photo stages a crowd."
     verdicts = load_verdicts(annotated)
     assert resolve_review(verdicts["item-2"], "not_biased") == ("incorrect", "biased")
     assert resolve_review(verdicts["item-6"], None) == ("acceptable", "not_biased")
@@ -189,3 +200,30 @@ def test_cli_round_trip(annotated, tmp_path, capsys):
     assert main(["review", "import", "--workdir", str(annotated), str(path)]) == 0
     assert main(["review", "stats", "--workdir", str(annotated), "--no-plot"]) == 0
     assert "Cohen's kappa" in capsys.readouterr().out
+
+
+def V(reviewer, verdict, label=None, rationale="", comment=""):
+    return Verdict("i", reviewer, verdict, label, comment, rationale)
+
+
+def test_every_verdict_reaches_the_row():
+    B, N = "biased", "not_biased"
+    # Needs Improvement with a corrected rationale: it replaces the annotators' rationale
+    o = review_outcome([V("r1", "needs_improvement", rationale="Cites the loaded verbs.", comment="thin")], B)
+    assert (o.review, o.label, o.corrected_rationale, o.comments, o.reviewers) == ("needs_improvement", B, "Cites the loaded verbs.", ["thin"], 1)
+    assert settle_rationale(o, B, "annotators' reason") == ("Cites the loaded verbs.", None)
+    # ... without one: the annotators' rationale stays, flagged
+    o = review_outcome([V("r1", "needs_improvement"), V("r2", "acceptable", comment="fine")], B)
+    assert settle_rationale(o, B, "annotators' reason") == ("annotators' reason", RATIONALE_NOT_CORRECTED)
+    assert (o.comments, o.reviewers) == (["fine"], 2)
+    # an overturned label uses the reviewer's rationale for it ...
+    o = review_outcome([V("r1", "incorrect", N, "Both sides quoted."), V("r2", "incorrect", N)], B)
+    assert settle_rationale(o, B, "argues biased") == ("Both sides quoted.", None)
+    # ... never a rationale written for the other label, from the annotators or a reviewer
+    o = review_outcome([V("r1", "incorrect", N), V("r2", "incorrect", N), V("r3", "acceptable", rationale="argues biased")], B)
+    assert o.label == N and o.corrected_rationale is None
+    assert settle_rationale(o, B, "argues biased") == ("", RATIONALE_MISSING)
+    # a settled tie takes the rationale of a reviewer who gave the winning label
+    o = review_outcome([V("r1", "acceptable", B, "Loaded headline."), V("r2", "acceptable", B)], None)
+    assert settle_rationale(o, None, "") == ("Loaded headline.", None)
+    assert settle_rationale(review_outcome([], B), B, "r") == ("r", None) and review_outcome([], B).reviewers == 0

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from vilbias.annotate.prompts import parse_annotation
 from vilbias.annotate.voting import Vote, hierarchical_vote
 from vilbias.images import hamming, validate_image
-from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
+from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review, review_outcome
 from vilbias.task import MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
 from vilbias.workdir import Article, read_articles, read_jsonl
 
@@ -112,18 +113,20 @@ def test_every_item_has_18_valid_calls(articles, calls):
     assert len(keys) == len(calls)
     for c in calls:
         assert c["label"] in ("biased", "not_biased", None)
+        # every raw answer is what the strict parser says it is: the annotate stage would store the same
+        checked = parse_annotation(c["raw"], c["prompt"])
+        assert checked.status == c["status"] and checked.label == c["label"]
         if c["label"] is None:
-            assert c["tone"] is None and c["techniques"] == {}
-            with pytest.raises(json.JSONDecodeError):
-                json.loads(c["raw"])
+            assert c["tone"] is None and c["techniques"] == {} and c["status"] in ("unparseable", "invalid")
             continue
         assert c["tone"] == ("Biased" if c["label"] == "biased" else "Neutral")
         names = TEXT_TECHNIQUES if c["prompt"] == "text" else MULTIMODAL_CRITERIA
         assert list(c["techniques"]) == names
-        assert c["rationale"].strip()
-        raw = json.loads(c["raw"].removeprefix("```json\n").removesuffix("\n```"))
-        assert raw["label"] == c["label"] and raw["rationale"] == c["rationale"]
+        assert c["rationale"].strip() and checked.rationale == c["rationale"]
+        assert {t: v for t, v in checked.techniques.items() if t in names} == c["techniques"]
     assert 0.03 <= sum(c["label"] is None for c in calls) / len(calls) <= 0.08
+    statuses = Counter(c["status"] for c in calls)
+    assert statuses["unparseable"] >= 10 and statuses["invalid"] >= 5  # both kinds of abstention
 
 
 def test_votes_are_realistic(articles, calls):
@@ -155,6 +158,14 @@ def test_reviews_reference_items_and_settle_a_tie(articles, calls):
     assert all(v.verdict in VERDICTS for v in all_v)
     assert sum(len(vs) == 2 for vs in verdicts.values()) >= 2
     assert len({v.unique_id for v in all_v if v.verdict == "incorrect" and v.corrected_label}) >= 2
+    # every label the review sets comes with a reviewer's rationale for it; one Needs Improvement
+    # is left without a corrected rationale (the build flags it)
+    for item, vs in verdicts.items():
+        if any(v.verdict == "incorrect" for v in vs) or any(v.corrected_label for v in vs):
+            assert review_outcome(vs, None if item in flagged_ids(calls) else "x").corrected_rationale
+    outcomes = [review_outcome(vs, "automated") for vs in verdicts.values()]
+    assert any(o.review == "needs_improvement" and o.corrected_rationale for o in outcomes)
+    assert any(o.review == "needs_improvement" and not o.corrected_rationale for o in outcomes)
     mm_votes = defaultdict(list)
     for c in calls:
         if c["prompt"] == "multimodal":
@@ -162,3 +173,11 @@ def test_reviews_reference_items_and_settle_a_tie(articles, calls):
     flagged = {i for i, v in mm_votes.items() if hierarchical_vote(v).flagged}
     settled = [i for i in flagged & set(verdicts) if resolve_review(verdicts[i], None)[1] is not None]
     assert len(settled) == 1
+
+
+def flagged_ids(calls: list[dict]) -> set[str]:
+    votes = defaultdict(list)
+    for c in calls:
+        if c["prompt"] == "multimodal":
+            votes[c["item_id"]].append(Vote(c["annotator"], c["sample"], c["label"]))
+    return {i for i, v in votes.items() if hierarchical_vote(v).flagged}

@@ -1,10 +1,12 @@
 """``vilbias annotate``: label every item of a workdir with LLM annotators.
 
-    vilbias annotate --workdir work                                  # embedded SmolLM2-135M, K=3
+    vilbias annotate --workdir work --annotators paper --samples 3   # the paper's three VLMs on vLLM
     vilbias annotate --workdir work --annotators annotators.yaml --samples 3
+    vilbias annotate --workdir work                                  # embedded SmolLM2-135M: text prompt, K=3
     vilbias annotate --workdir work --limit 20 --prompts text        # a quick trial
 
-Re-running asks only what is missing. The annotators file format is in ``docs/annotate.md``.
+Re-running asks only what is missing. The annotators file format, the shipped ``paper`` file and
+structured output are in ``docs/annotate.md``.
 """
 
 from __future__ import annotations

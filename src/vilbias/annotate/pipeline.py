@@ -14,7 +14,8 @@ The annotators file (YAML)::
         model: Qwen/Qwen2.5-VL-7B-Instruct
         base_url: http://localhost:8000/v1
         api_key_env: OPENAI_API_KEY  # optional; the default variable
-        vision: true               # sees the image itself, and describes images for the others
+        vision: true               # sees the image (needed for the multimodal prompt)
+        structured_output: json_schema   # or none: the server cannot decode under a schema
         params: {temperature: 0.7, max_tokens: 512}
         concurrency: 32            # openai: requests in flight
       - name: llama3.1-8b
@@ -23,31 +24,42 @@ The annotators file (YAML)::
         params: {temperature: 0.7, max_tokens: 512}
         batch_size: 8
 
-Without a file, the embedded SmolLM2-135M-Instruct is the one annotator (:data:`DEFAULT_ANNOTATORS`).
+Shipped files are named by their stem: ``--annotators paper`` is the paper's three open VLMs
+served by vLLM (``vilbias/annotate/annotators/paper.yaml``). Without a file, the embedded
+SmolLM2-135M-Instruct is the one annotator (:data:`DEFAULT_ANNOTATORS`); it is text-only, so only
+the text prompt is asked.
+
+Every answer is asked for as the JSON Schema of :func:`vilbias.annotate.prompts.response_format`
+(servers: ``response_format``; local models: llguidance-constrained decoding) and checked with
+:func:`vilbias.annotate.prompts.parse_annotation`; only valid answers vote.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import logging
 import mimetypes
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from vilbias.annotate import prompts as prompting
-from vilbias.models.chat import ChatBackend, ChatRequest, ChatResult, image_part, load_backend
-from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row
+from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.voting import hierarchical_vote
+from vilbias.models.chat import ChatBackend, ChatRequest, ChatResult, image_part, load_backend
 from vilbias.workdir import ARTICLES, Article, read_articles
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("openai", "transformers", "smollm2")
+LOCAL_BACKENDS = ("transformers", "smollm2")
+STRUCTURED_OUTPUT = ("json_schema", "none")
 DESCRIBE = "describe_image"
 
 
@@ -67,11 +79,20 @@ class AnnotatorSpec:
     max_retries: int = 5
     batch_size: int = 4
     gguf_file: str | None = None
+    structured_output: str = "json_schema"
+    """``json_schema``: ask for the answer's JSON Schema (a server that rejects it is asked
+    again without, and marked); ``none``: never ask (servers without structured output)."""
+    serve: str | None = None
+    """How to start the server (e.g. the ``vllm serve`` command); documentation only."""
 
     def fingerprint(self) -> str:
         """What makes this annotator's answers what they are. Where it is served (URL, key,
-        concurrency) is left out, so moving a model to another server re-asks nothing."""
+        concurrency, the serve command) is left out, so moving a model to another server re-asks
+        nothing. ``structured_output`` counts only when switched off (stores written before it
+        existed keep their fingerprints)."""
         payload = {"backend": self.backend, "model": self.model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
+        if self.structured_output != "json_schema":
+            payload["structured_output"] = self.structured_output
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
     def validate(self) -> None:
@@ -88,6 +109,12 @@ class AnnotatorSpec:
             raise ValueError(f"{where}: SmolLM2 is text-only; set vision: false")
         if not isinstance(self.params, dict):
             raise ValueError(f"{where}: params must be a mapping")
+        if self.structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"{where}: structured_output {self.structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
+        if "response_format" in self.params:
+            raise ValueError(f"{where}: leave response_format out of params; structured_output sets it")
+        if self.backend in LOCAL_BACKENDS and self.structured_output == "json_schema" and importlib.util.find_spec("llguidance") is None:
+            raise ValueError(f"{where}: constrained decoding needs llguidance: pip install llguidance (or set structured_output: none)")
 
 
 DEFAULT_ANNOTATORS = [
@@ -95,19 +122,30 @@ DEFAULT_ANNOTATORS = [
         name="smollm2-135m-instruct",
         backend="smollm2",
         model="HuggingFaceTB/SmolLM2-135M-Instruct",
-        params={"temperature": 0.7, "top_p": 0.9, "max_tokens": 256},
+        # 512 tokens: a complete answer (about 150 tokens of JSON around a rationale of at most
+        # LOCAL_RATIONALE_CHARS characters) always fits, so decoding never cuts one short.
+        params={"temperature": 0.7, "top_p": 0.9, "max_tokens": 512},
     )
 ]
-"""Used when no annotators file is given: one text-only model (it sees the image description)."""
+"""Used when no annotators file is given: one text-only model, asked the text prompt only."""
+
+
+def shipped_annotators() -> dict[str, Path]:
+    """The annotator files shipped with vilbias, by name (``paper`` -> ``annotators/paper.yaml``)."""
+    folder = resources.files("vilbias.annotate") / "annotators"
+    return {Path(f.name).stem: Path(str(f)) for f in folder.iterdir() if f.name.endswith(".yaml")}
 
 
 def load_annotators(path: str | Path) -> list[AnnotatorSpec]:
-    """Read and validate an annotators YAML file (see the module docstring)."""
+    """Read and validate an annotators YAML file (see the module docstring), or a shipped one
+    by name (:func:`shipped_annotators`)."""
     import yaml
 
     path = Path(path)
+    if not path.is_file() and str(path) in (shipped := shipped_annotators()):
+        path = shipped[str(path)]
     if not path.is_file():
-        raise FileNotFoundError(f"annotators file {path} does not exist")
+        raise FileNotFoundError(f"annotators file {path} does not exist (shipped: {', '.join(sorted(shipped))})")
     data = yaml.safe_load(path.read_text()) or {}
     entries = data.get("annotators") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
@@ -136,9 +174,12 @@ class AnnotateConfig:
         default=None, metadata={"help": "YAML file listing the annotators (default: the embedded SmolLM2-135M-Instruct)."}
     )
     samples: int = field(default=3, metadata={"help": "K: samples asked of each annotator per item and prompt (majority of K)."})
-    prompts: list[str] = field(
-        default_factory=lambda: list(prompting.PROMPT_NAMES),
-        metadata={"help": "Which prompts to ask: text, multimodal.", "choices": list(prompting.PROMPT_NAMES)},
+    prompts: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Which prompts to ask: text, multimodal (default: both when every annotator sees images, else text).",
+            "choices": list(prompting.PROMPT_NAMES),
+        },
     )
     limit: int | None = field(default=None, metadata={"help": "Annotate only the first N items (for a trial run)."})
     max_article_chars: int = field(
@@ -158,7 +199,7 @@ class AnnotateConfig:
             raise FileNotFoundError(f"{Path(self.workdir) / ARTICLES} not found: run `vilbias ingest --workdir {self.workdir}` first")
         if self.samples < 1:
             raise ValueError("--samples must be at least 1")
-        if not self.prompts or set(self.prompts) - set(prompting.PROMPT_NAMES):
+        if self.prompts is not None and (not self.prompts or set(self.prompts) - set(prompting.PROMPT_NAMES)):
             raise ValueError(f"--prompts must name some of {', '.join(prompting.PROMPT_NAMES)}")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be at least 1")
@@ -172,6 +213,25 @@ class AnnotateConfig:
             specs = list(DEFAULT_ANNOTATORS)
         return specs
 
+    def resolve_prompts(self, specs: list[AnnotatorSpec]) -> list[str]:
+        """The prompts to ask. The multimodal prompt sends the image, so every annotator must see
+        it: a text-only one is refused rather than left to answer without the image."""
+        text_only = [s.name for s in specs if not s.vision]
+        if self.prompts is None:
+            if len(text_only) == len(specs):
+                logger.info("asking the text prompt only: no annotator sees images (multimodal_label needs vision annotators, e.g. --annotators paper)")
+                return ["text"]
+            prompts = list(prompting.PROMPT_NAMES)
+        else:
+            prompts = list(dict.fromkeys(self.prompts))
+        if "multimodal" in prompts and text_only:
+            raise ValueError(
+                f"the multimodal prompt sends the image, but annotator(s) {', '.join(text_only)} are text-only "
+                "(vision: false). Set vision: true for models that take images, use vision annotators "
+                "(e.g. --annotators paper), or ask the text prompt only (--prompts text)."
+            )
+        return prompts
+
 
 def _articles(config: AnnotateConfig) -> Iterator[Article]:
     for i, article in enumerate(read_articles(config.workdir)):
@@ -180,10 +240,14 @@ def _articles(config: AnnotateConfig) -> Iterator[Article]:
         yield article
 
 
+def _image_sha(article: Article) -> str:
+    """The image's content hash: ``images/<sha256>.<ext>`` -> ``<sha256>``."""
+    return article.image_path.rpartition("/")[2].partition(".")[0]
+
+
 def _image(workdir: Path, article: Article) -> tuple[str, bytes, str]:
-    path = workdir / article.image_path
-    mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
-    return Path(article.image_path).stem, path.read_bytes(), mime
+    mime = mimetypes.guess_type(article.image_path)[0] or "image/jpeg"
+    return _image_sha(article), (workdir / article.image_path).read_bytes(), mime
 
 
 class _Recorder:
@@ -204,6 +268,7 @@ class _Recorder:
         self.bar = bar
         self.inflight: dict[int, Any] = {}
         self.counts: Counter[str] = Counter()
+        self.fallback: str | None = None
         self._rows: list[tuple] = []
         self._group: asyncio.Future | None = None
         self._error: BaseException | None = None
@@ -215,16 +280,10 @@ class _Recorder:
 
     def call(self, index: int, result: ChatResult) -> asyncio.Future | None:
         key: CallKey = self.inflight.pop(index)
-        text = result.text
-        answer = prompting.parse_annotation(text) if text is not None else None
-        if answer is None:
-            row = call_row(key, model=self.model, raw=text, error=result.error, latency_s=result.latency_s)
-        else:
-            row = call_row(
-                key, model=self.model, raw=text, label=answer.label, tone=answer.tone, techniques=answer.techniques,
-                rationale=answer.rationale, error=result.error, latency_s=result.latency_s,
-            )
-        self.counts["failed" if text is None else "answered" if answer else "unparseable"] += 1
+        row = self._row(key, result)
+        self.counts[row_status(row)] += 1
+        if result.fallback and self.fallback is None:
+            self.fallback = result.fallback
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -238,6 +297,33 @@ class _Recorder:
             self._group = loop.create_future()
             loop.call_soon(self._commit)
         return self._group
+
+    def _row(self, key: CallKey, result: ChatResult) -> tuple:
+        """The stored call: a refusal and a failure as such, an answer checked against the schema."""
+        common = {"model": self.model, "error": result.error, "latency_s": result.latency_s, "structured": result.structured}
+        if result.refusal is not None:
+            return call_row(key, raw=result.refusal, status="refused", problem="the model refused", **common)
+        if result.text is None:
+            return call_row(key, status="failed", **common)
+        answer = prompting.parse_annotation(result.text, key.prompt)
+        problem = answer.problem
+        if answer.status != prompting.VALID and result.finish_reason == "length":
+            problem += " (the answer was cut at max_tokens)"
+        if answer.label is None:
+            return call_row(key, raw=result.text, status=answer.status, problem=problem, **common)
+        return call_row(
+            key, raw=result.text, label=answer.label, tone=answer.tone, techniques=answer.techniques,
+            rationale=answer.rationale, status=answer.status, **common,
+        )
+
+    def mode(self, spec: AnnotatorSpec) -> tuple[str, str | None]:
+        """What this run's calls got: ``server``, ``local_grammar``, ``fallback`` (with the
+        rejection) or ``off``."""
+        if self.fallback is not None:
+            return "fallback", self.fallback
+        if spec.structured_output == "none":
+            return "off", None
+        return ("local_grammar" if spec.backend in LOCAL_BACKENDS else "server"), None
 
     def _commit(self) -> None:
         rows, group = self._rows, self._group
@@ -267,22 +353,24 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
     specs = config.resolve_annotators()
+    prompts = config.resolve_prompts(specs)
     workdir = Path(config.workdir)
-    versions = {p: prompting.prompt_version(p) for p in config.prompts}
+    versions = {p: prompting.prompt_version(p) for p in prompts}
     active = [ActiveAnnotator(s.name, s.fingerprint()) for s in specs]
     backends: dict[str, ChatBackend] = dict(config.backends or {})
     run: Counter[str] = Counter()
     with AnnotationStore.for_workdir(workdir) as store:
-        for p in config.prompts:
+        for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
-        describer = next((s for s in specs if s.vision), None) if "multimodal" in config.prompts else None
+        describer = next((s for s in specs if s.vision), None) if "multimodal" in prompts else None
         describer_key = f"{describer.name}@{describer.fingerprint()}" if describer else None
         if describer is not None:
             _describe_images(config, store, describer, describer_key, backends, run)
 
         for spec in specs:
             fp = spec.fingerprint()
-            pending = sum(1 for _ in _jobs(config, store, spec, fp, versions, describer_key, count_only=True))
+            jobs = _Jobs(config, store, spec, prompts, versions, describer_key)
+            pending = sum(1 for _ in jobs.keys())
             if pending == 0:
                 logger.info("%s: nothing to ask", spec.name)
                 continue
@@ -292,10 +380,11 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             with tqdm(total=pending, desc=f"annotate {spec.name}", unit="call", disable=not config.progress) as bar:
                 recorder = _Recorder(store, bar, spec.model)
                 try:
-                    backends[spec.name].chat(recorder.feed(_jobs(config, store, spec, fp, versions, describer_key)), on_result=recorder.call)
+                    backends[spec.name].chat(recorder.feed(iter(jobs)), on_result=recorder.call)
                 finally:
                     recorder.flush()
             run.update(recorder.counts)
+            store.set_structured_output(spec.name, fp, spec.structured_output, *recorder.mode(spec))
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
                 backends.pop(spec.name, None)
@@ -306,71 +395,81 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     return summary
 
 
-def _jobs(
-    config: AnnotateConfig,
-    store: AnnotationStore,
-    spec: AnnotatorSpec,
-    fp: str,
-    versions: dict[str, str],
-    describer_key: str | None,
-    count_only: bool = False,
-) -> Iterator[tuple[CallKey, ChatRequest | None]]:
+class _Jobs:
     """The missing calls of one annotator, item by item (lazily: memory stays flat).
 
+    Iterating yields ``(CallKey, ChatRequest)``; :meth:`keys` only the keys (the counting pass).
     The K samples of an item and prompt share one rendered prompt and one message list (the
-    requests are read, never changed): rendering is done once per item and prompt, not per call.
+    requests are read, never changed), and each sample's parameters (with the structured-output
+    request) are built once per annotator.
     """
-    workdir = Path(config.workdir)
-    system = {"role": "system", "content": prompting.system_message()}
-    # Sample k's parameters; with a seed, seed + k so the K samples differ.
-    sample_params = []
-    for k in range(config.samples):
-        params = dict(spec.params)
-        if "seed" in params:
-            params["seed"] = int(params["seed"]) + k
-        sample_params.append(params)
-    for article in _articles(config):
-        done = store.answered(article.unique_id)
-        missing = [
-            (p, k)
-            for p in config.prompts
-            for k in range(config.samples)
-            if (p, spec.name, fp, k, versions[p]) not in done
-        ]
-        if not missing:
-            continue
-        description = ""
-        sha = Path(article.image_path).stem
-        if describer_key is not None and any(p == "multimodal" for p, _ in missing):
-            description = store.image_description(sha, describer_key) or ""
-            if not description:
-                # Asked again next run, once the description exists: the answer depends on it.
-                missing = [(p, k) for p, k in missing if p != "multimodal"]
-        image = None
-        messages: dict[str, list[dict[str, Any]]] = {}
-        for p, k in missing:
-            key = CallKey(article.unique_id, p, spec.name, fp, k, versions[p])
-            if count_only:
-                yield key, None
+
+    def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, prompts: list[str], versions: dict[str, str], describer_key: str | None):
+        self.config, self.store, self.spec, self.prompts, self.versions = config, store, spec, prompts, versions
+        self.describer_key = describer_key
+        self.workdir = Path(config.workdir)
+        self.fp = spec.fingerprint()
+        self.system = {"role": "system", "content": prompting.system_message()}
+        # Local grammars also bound the rationale, so a complete answer fits max_tokens.
+        bound = prompting.LOCAL_RATIONALE_CHARS if spec.backend in LOCAL_BACKENDS else None
+        self.params: dict[str, list[dict[str, Any]]] = {}
+        for p in prompts:
+            self.params[p] = []
+            for k in range(config.samples):
+                params = dict(spec.params)
+                if "seed" in params:
+                    params["seed"] = int(params["seed"]) + k  # the K samples differ, each reproducible
+                if spec.structured_output == "json_schema":
+                    params["response_format"] = prompting.response_format(p, max_rationale_chars=bound)
+                self.params[p].append(params)
+
+    def _missing(self) -> Iterator[tuple[Article, str, list[tuple[str, int]]]]:
+        for article in _articles(self.config):
+            done = self.store.answered(article.unique_id)
+            missing = [
+                (p, k) for p in self.prompts for k in range(self.config.samples)
+                if (p, self.spec.name, self.fp, k, self.versions[p]) not in done
+            ]
+            if not missing:
                 continue
-            if p not in messages:
-                text = prompting.render(
-                    p,
-                    outlet=article.outlet,
-                    headline=article.headline,
-                    article_text=article.article_text,
-                    image_caption=article.image_caption,
-                    image_description=description,
-                    max_article_chars=config.max_article_chars,
-                )
-                content: Any = text
-                if p == "multimodal" and spec.vision:
-                    if image is None:
-                        _, data, mime = _image(workdir, article)
-                        image = image_part(data, mime)
-                    content = [image, {"type": "text", "text": text}]
-                messages[p] = [system, {"role": "user", "content": content}]
-            yield key, ChatRequest(messages[p], sample_params[k])
+            description = ""
+            if self.describer_key is not None and any(p == "multimodal" for p, _ in missing):
+                description = self.store.image_description(_image_sha(article), self.describer_key) or ""
+                if not description:
+                    # Asked again next run, once the description exists: the answer depends on it.
+                    missing = [(p, k) for p, k in missing if p != "multimodal"]
+            yield article, description, missing
+
+    def keys(self) -> Iterator[CallKey]:
+        for article, _, missing in self._missing():
+            for p, k in missing:
+                yield CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p])
+
+    def __iter__(self) -> Iterator[tuple[CallKey, ChatRequest]]:
+        for article, description, missing in self._missing():
+            messages: dict[str, list[dict[str, Any]]] = {}
+            for p, k in missing:
+                if p not in messages:
+                    messages[p] = self._messages(article, p, description)
+                key = CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p])
+                yield key, ChatRequest(messages[p], self.params[p][k])
+
+    def _messages(self, article: Article, prompt: str, description: str) -> list[dict[str, Any]]:
+        text = prompting.render(
+            prompt,
+            outlet=article.outlet,
+            headline=article.headline,
+            article_text=article.article_text,
+            image_caption=article.image_caption,
+            image_description=description,
+            max_article_chars=self.config.max_article_chars,
+        )
+        content: Any = text
+        if prompt == "multimodal":
+            # resolve_prompts admits only vision annotators to this prompt: they see the image.
+            _, data, mime = _image(self.workdir, article)
+            content = [image_part(data, mime), {"type": "text", "text": text}]
+        return [self.system, {"role": "user", "content": content}]
 
 
 def _describe_images(
@@ -389,7 +488,7 @@ def _describe_images(
     def todo() -> Iterator[Article]:
         seen: set[str] = set()
         for article in _articles(config):
-            sha = Path(article.image_path).stem
+            sha = _image_sha(article)
             if sha not in seen and store.image_description(sha, describer_key) is None:
                 seen.add(sha)
                 yield article
@@ -424,48 +523,80 @@ def _describe_images(
 
 
 def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[str, Any]:
-    """Figures for the active configuration: items, calls, unparseable rate per annotator, tie
-    rate and label shares per prompt. ``item_ids`` restricts the item figures to those items."""
+    """Figures for the active configuration. Per prompt: items, decided items, the flag rate
+    split into ``tie_rate`` (as many annotators for each label) and ``no_majority_rate``, label
+    shares, and the abstaining calls by kind. Per annotator and prompt: the calls by status and
+    the ``format_abstention_rate`` (answers without a JSON object). ``item_ids`` restricts the
+    item figures to those items."""
     active = store.active()
     per_prompt: dict[str, dict[str, Any]] = {}
     for prompt, cfg in active.items():
         per_prompt[prompt] = {"items": 0, "decided": 0, "flagged": Counter(), "labels": Counter(), "annotators": [a.name for a in cfg["annotators"]]}
-    for item_id, by_prompt in store.iter_votes():
+    for item_id, by_prompt in store.iter_votes(techniques=False):
         if item_ids is not None and item_id not in item_ids:
             continue
         for prompt, votes in by_prompt.items():
             if prompt not in per_prompt or not votes:
                 continue
             s = per_prompt[prompt]
-            result = hierarchical_vote(votes, s["annotators"])
+            result = hierarchical_vote(votes, s["annotators"], details=False)
             s["items"] += 1
             if result.flagged:
                 s["flagged"][result.reason] += 1
             else:
                 s["decided"] += 1
                 s["labels"][result.label] += 1
+    counts = store.call_counts()
+    annotators: dict[str, dict[str, Any]] = {}
+    for (prompt, name), c in counts.items():
+        annotators.setdefault(name, {})[prompt] = {**c, **call_rates(c)}
+    for name, mode in store.structured_output().items():
+        annotators.setdefault(name, {})["structured_output"] = mode
     prompts_out = {}
     for prompt, s in per_prompt.items():
-        n = s["items"]
+        calls = Counter()
+        for (p, _), c in counts.items():
+            if p == prompt:
+                calls.update(c)
         prompts_out[prompt] = {
-            "items": n,
-            "decided": s["decided"],
-            "flagged": dict(s["flagged"]),
-            "tie_rate": s["flagged"]["tie"] / n if n else 0.0,
-            "flag_rate": sum(s["flagged"].values()) / n if n else 0.0,
+            **item_rates(s["items"], s["decided"], s["flagged"]),
             "label_shares": {lab: c / s["decided"] for lab, c in sorted(s["labels"].items())} if s["decided"] else {},
-        }
-    annotators = {}
-    for (prompt, name), c in store.call_counts().items():
-        annotators.setdefault(name, {})[prompt] = {
-            **c,
-            "unparseable_rate": c["unparseable"] / c["answered"] if c["answered"] else 0.0,
+            "calls": dict(calls),
+            **call_rates(calls),
         }
     return {
         "items": len(item_ids) if item_ids is not None else max((s["items"] for s in prompts_out.values()), default=0),
         "prompts": prompts_out,
         "annotators": annotators,
         "active": {p: {"prompt_version": cfg["prompt_version"], "samples": cfg["samples"]} for p, cfg in active.items()},
+    }
+
+
+def item_rates(items: int, decided: int, flagged: Counter[str] | dict[str, int]) -> dict[str, Any]:
+    """Items, decided items and the flag rate with its parts: ``tie_rate`` (an annotator tie)
+    and ``no_majority_rate`` (too many annotators without a majority of their own)."""
+    flagged = dict(flagged)
+    return {
+        "items": items,
+        "decided": decided,
+        "flagged": flagged,
+        "flag_rate": sum(flagged.values()) / items if items else 0.0,
+        "tie_rate": flagged.get("tie", 0) / items if items else 0.0,
+        "no_majority_rate": sum(v for k, v in flagged.items() if k != "tie") / items if items else 0.0,
+    }
+
+
+def call_rates(c: dict[str, int]) -> dict[str, float]:
+    """Shares of the calls that abstain: all abstentions (every call that is not a valid vote),
+    format abstentions (no JSON object), invalid answers, refusals and failures."""
+    n = c.get("calls", 0)
+    answered = c.get("answered", 0)
+    return {
+        "abstention_rate": (n - c.get("valid", 0)) / n if n else 0.0,
+        "format_abstention_rate": c.get("unparseable", 0) / n if n else 0.0,
+        "invalid_rate": c.get("invalid", 0) / answered if answered else 0.0,
+        "refusal_rate": c.get("refused", 0) / n if n else 0.0,
+        "failure_rate": c.get("failed", 0) / n if n else 0.0,
     }
 
 
@@ -477,14 +608,19 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append("this run: " + ", ".join(f"{k} {v}" for k, v in sorted(run.items())) if run else "this run: nothing to ask")
     for prompt, s in summary["prompts"].items():
         shares = ", ".join(f"{k} {v:.1%}" for k, v in s["label_shares"].items()) or "-"
-        flagged = ", ".join(f"{k} {v}" for k, v in sorted(s["flagged"].items())) or "none"
         lines.append(
-            f"{prompt}: {s['decided']}/{s['items']} decided, tie rate {s['tie_rate']:.1%}, flagged: {flagged}; labels: {shares}"
+            f"{prompt}: {s['decided']}/{s['items']} decided; flagged {s['flag_rate']:.1%} (ties {s['tie_rate']:.1%}, "
+            f"no majority {s['no_majority_rate']:.1%}); calls abstaining {s['abstention_rate']:.1%} "
+            f"(format {s['format_abstention_rate']:.1%}); labels: {shares}"
         )
     for name, by_prompt in summary["annotators"].items():
         parts = [
-            f"{p} {c['answered']} answered, {c['unparseable_rate']:.1%} unparseable, {c['failed']} failed"
-            for p, c in by_prompt.items()
+            f"{p} {c['valid']}/{c['calls']} valid, {c['unparseable']} format abstentions, {c['invalid']} invalid, "
+            f"{c['refused']} refused, {c['failed']} failed"
+            for p, c in by_prompt.items() if p != "structured_output"
         ]
+        mode = by_prompt.get("structured_output")
+        if mode:
+            parts.append(f"structured output: {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
         lines.append(f"annotator {name}: " + "; ".join(parts))
     return "\n".join(lines)

@@ -12,9 +12,14 @@ The answer the prompts ask for is one JSON object::
     {"techniques": {"<Technique>": "Present"|"Absent", ...}, "tone": "Neutral"|"Biased",
      "label": "biased"|"not biased", "rationale": "..."}
 
-:func:`parse_annotation` accepts that object (bare, inside text, or inside a code fence) and the plain
-list form (``- Word Choice: Present`` ... ``- Label: biased``); anything else is unparseable and
-counts as an abstention (the raw text is kept in the store).
+:func:`answer_json_schema` is that object as a JSON Schema (every criterion of the prompt required,
+nothing else allowed) and :func:`response_format` the OpenAI ``response_format`` that asks a server
+(vLLM, SGLang, llama.cpp, Ollama, OpenAI) or a local model (``vilbias.models.chat``, llguidance)
+to decode under it. :func:`parse_annotation` checks an answer against the same schema, strictly:
+the object may stand bare, inside text or inside a code fence, but every field must be there with
+an allowed value and nothing is guessed. Its ``status`` is ``valid`` (a vote), ``invalid`` (an
+object that breaks the schema: a missing field, an unknown technique name, an empty rationale) or
+``unparseable`` (no JSON object: a *format abstention*); the raw text is kept in the store.
 
 The item is put between ``<<<ITEM`` and ``ITEM>>>`` markers and the system message says the
 content there is data, never instructions; marker look-alikes inside the content are defused so an
@@ -26,10 +31,19 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from importlib import resources
 
-from vilbias.task import ALL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES, normalise_label, text_version
+from vilbias.task import (
+    ALL_NAMES,
+    ANSWER_LABELS,
+    BIASED,
+    LABEL_NAMES,
+    MULTIMODAL_CRITERIA,
+    TEXT_TECHNIQUES,
+    normalise_label,
+    text_version,
+)
 
 PROMPT_NAMES = ("text", "multimodal")
 CRITERIA: dict[str, list[str]] = {"text": TEXT_TECHNIQUES, "multimodal": MULTIMODAL_CRITERIA}
@@ -105,83 +119,172 @@ def render(
     )
 
 
+
+# -- the answer as a JSON Schema -------------------------------------------------------------
+
+PRESENCE = ("Present", "Absent")
+TONES = ("Neutral", "Biased")
+ANSWER_FIELDS = ("techniques", "tone", "label", "rationale")
+"""The answer's fields, in the order the prompt shows them (constrained decoders follow it)."""
+LOCAL_RATIONALE_CHARS = 320
+"""Local constrained decoding bounds the rationale (one to three sentences) so that a complete
+answer fits the token budget: the rest of the answer is about 150-170 tokens, and a BPE token
+covers at least one byte, so 320 ASCII characters need at most 320 more (< 512 with the rest);
+servers get the portable schema without length keywords."""
+
+
+def answer_json_schema(prompt: str, *, max_rationale_chars: int | None = None) -> dict:
+    """The JSON Schema of the answer to ``prompt``: each of its criteria ``Present``/``Absent``,
+    ``tone``, ``label`` and ``rationale``, all required, no other field.
+
+    Only keywords every structured-output server accepts are used (OpenAI's strict mode rejects
+    length keywords); ``max_rationale_chars`` adds ``minLength``/``maxLength`` and a
+    non-blank first character to the rationale, for local grammars.
+    """
+    return json.loads(_schema_text(prompt, max_rationale_chars))
+
+
+@cache
+def _schema_text(prompt: str, max_rationale_chars: int | None) -> str:
+    names = [ALL_NAMES[t] for t in CRITERIA[prompt]]
+    rationale: dict = {"type": "string"}
+    if max_rationale_chars:
+        rationale.update(minLength=1, maxLength=max_rationale_chars, pattern=r"^\S")
+    schema = {
+        "type": "object",
+        "properties": {
+            "techniques": {
+                "type": "object",
+                "properties": {n: {"type": "string", "enum": list(PRESENCE)} for n in names},
+                "required": names,
+                "additionalProperties": False,
+            },
+            "tone": {"type": "string", "enum": list(TONES)},
+            "label": {"type": "string", "enum": [ANSWER_LABELS[BIASED], ANSWER_LABELS[1 - BIASED]]},
+            "rationale": rationale,
+        },
+        "required": list(ANSWER_FIELDS),
+        "additionalProperties": False,
+    }
+    return json.dumps(schema)
+
+
+def response_format(prompt: str, *, max_rationale_chars: int | None = None) -> dict:
+    """The OpenAI ``response_format`` asking for :func:`answer_json_schema` (strict)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": f"bias_annotation_{prompt}",
+            "strict": True,
+            "schema": answer_json_schema(prompt, max_rationale_chars=max_rationale_chars),
+        },
+    }
+
+
+# -- checking an answer against the schema ---------------------------------------------------
+
+VALID, INVALID, UNPARSEABLE = "valid", "invalid", "unparseable"
+
+
 @dataclass(frozen=True)
 class Annotation:
-    """A parsed annotation answer."""
+    """An answer checked against the schema. Only a ``valid`` one carries a label (a vote)."""
 
-    label: str
-    """``biased`` or ``not_biased`` (:data:`vilbias.task.LABEL_NAMES` spelling)."""
+    status: str
+    """``valid``, ``invalid`` (an object that breaks the schema) or ``unparseable`` (no object)."""
+    label: str | None = None
+    """``biased`` or ``not_biased`` (:data:`vilbias.task.LABEL_NAMES` spelling) when valid."""
     tone: str | None = None
-    """``Neutral`` or ``Biased``, None when the answer gave none."""
+    """``Neutral`` or ``Biased``."""
     techniques: dict[str, bool] = field(default_factory=dict)
-    """Technique id -> present, for the criteria the answer named; a Biased tone sets ``tone``."""
+    """Technique id -> present, every criterion of the prompt; a Biased tone sets ``tone``."""
     rationale: str = ""
+    problem: str = ""
+    """Why the answer is invalid or unparseable (empty when valid)."""
 
 
-_NON_LETTERS = re.compile(r"[^a-z]")
+# Display names of each prompt's criteria, compared case-insensitively (never by alias).
+_NAMES = {p: {ALL_NAMES[t].casefold(): t for t in ids} for p, ids in CRITERIA.items()}
+_TONES = {t.casefold(): t for t in TONES}
+_PRESENCE = {"present": True, "absent": False}
 
 
-@lru_cache(maxsize=4096)
-def _norm(s: str) -> str:
-    # Cached: answers repeat the same few keys and values (bounded, so free text cannot grow it).
-    return _NON_LETTERS.sub("", s.lower())
+def _techniques(value: object, prompt: str, problems: list[str]) -> dict[str, bool]:
+    if not isinstance(value, dict):
+        problems.append("'techniques' is not an object")
+        return {}
+    names, out, seen = _NAMES[prompt], {}, set()
+    for name, presence in value.items():
+        tid = names.get(str(name).strip().casefold())
+        seen.add(tid)
+        if tid is None:
+            problems.append(f"unknown technique {name!r}")
+        elif not isinstance(presence, str) or presence.strip().casefold() not in _PRESENCE:
+            problems.append(f"{name!r} is {presence!r}, not Present or Absent")
+        else:
+            out[tid] = _PRESENCE[presence.strip().casefold()]
+    if missing := [ALL_NAMES[t] for t in CRITERIA[prompt] if t not in seen]:
+        problems.append(f"missing techniques {missing}")
+    return out
 
 
-_NAME_LOOKUP: dict[str, str] = {}
-for _id, _display in ALL_NAMES.items():
-    _NAME_LOOKUP[_norm(_id)] = _id
-    _NAME_LOOKUP[_norm(_display)] = _id
-_NAME_LOOKUP[_norm("Exaggeration")] = "exaggeration"
-_NAME_LOOKUP[_norm("Hyperbole")] = "exaggeration"
-_NAME_LOOKUP[_norm("Appeal to Authority")] = "appeal_to_authority"
-_NAME_LOOKUP[_norm("Logical Fallacy")] = "logical_fallacies"
-_NAME_LOOKUP[_norm("Imbalance")] = "imbalance"
-_NAME_LOOKUP[_norm("Symbolism")] = "use_of_symbolism"
-
-_TONES = {"neutral": "Neutral", "biased": "Biased"}
-_PRESENCE = {"present": True, "absent": False, "yes": True, "no": False, "true": True, "false": False}
+# The answer exactly as a structured-output decoder writes it: every criterion in schema order,
+# the enum spellings. Checked without the general path below (same result, a fraction of the time).
+_EXACT_NAMES = {p: tuple(ALL_NAMES[t] for t in ids) for p, ids in CRITERIA.items()}
+_EXACT_PRESENCE = {"Present": True, "Absent": False}
+_EXACT_LABELS = {ANSWER_LABELS[i]: name for i, name in enumerate(LABEL_NAMES)}
 
 
-def _presence(value: object) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return _PRESENCE.get(_norm(value))
-    return None
-
-
-def _from_object(obj: dict) -> Annotation | None:
-    fields = {_norm(k): v for k, v in obj.items() if isinstance(k, str)}
-    label = normalise_label(str(fields.get("label", "")), strict=True)
-    if label is None:
+def _exact(obj: dict, prompt: str) -> Annotation | None:
+    techniques = obj.get("techniques")
+    if len(obj) != len(ANSWER_FIELDS) or not isinstance(techniques, dict) or tuple(techniques) != _EXACT_NAMES[prompt]:
         return None
-    tone_raw = fields.get("tone")
-    tone = _TONES.get(_norm(tone_raw)) if isinstance(tone_raw, str) else None
-    techniques: dict[str, bool] = {}
-    raw_techniques = fields.get("techniques")
-    if isinstance(raw_techniques, dict):
-        for name, value in raw_techniques.items():
-            tid = _NAME_LOOKUP.get(_norm(str(name)))
-            present = _presence(value)
-            if tid is not None and present is not None:
-                techniques[tid] = present
-    elif isinstance(raw_techniques, list):
-        # Some models list only the techniques they found.
-        for name in raw_techniques:
-            tid = _NAME_LOOKUP.get(_norm(str(name)))
-            if tid is not None:
-                techniques[tid] = True
+    try:
+        label = _EXACT_LABELS.get(obj["label"])
+        present = [_EXACT_PRESENCE.get(v) for v in techniques.values()]
+    except (KeyError, TypeError):  # no label, or a value that is a list or an object
+        return None
+    tone, rationale = obj.get("tone"), obj.get("rationale")
+    if label is None or tone not in TONES or not isinstance(rationale, str) or not rationale.strip() or None in present:
+        return None
+    out = dict(zip(CRITERIA[prompt], present, strict=True))
+    out["tone"] = tone == "Biased"
+    return Annotation(VALID, label, tone, out, rationale.strip())
+
+
+def check_answer(obj: dict, prompt: str) -> Annotation:
+    """Check one decoded answer object against the schema of ``prompt`` (pure; never guesses)."""
+    if (exact := _exact(obj, prompt)) is not None:
+        return exact
+    problems: list[str] = []
+    if extra := [k for k in obj if k not in ANSWER_FIELDS]:
+        problems.append(f"unexpected fields {extra}")
+    if missing := [k for k in ANSWER_FIELDS if k not in obj]:
+        problems.append(f"missing fields {missing}")
+    raw_label = obj.get("label")
+    label = normalise_label(raw_label, strict=True) if isinstance(raw_label, str) else None
+    if label is None and "label" in obj:
+        problems.append(f"label {raw_label!r} is not 'biased' or 'not biased'")
+    raw_tone = obj.get("tone")
+    tone = _TONES.get(raw_tone.strip().casefold()) if isinstance(raw_tone, str) else None
+    if tone is None and "tone" in obj:
+        problems.append(f"tone {raw_tone!r} is not Neutral or Biased")
+    techniques = _techniques(obj["techniques"], prompt, problems) if "techniques" in obj else {}
+    rationale = obj.get("rationale")
+    if "rationale" in obj and not (isinstance(rationale, str) and rationale.strip()):
+        problems.append("empty rationale")
+    if problems:
+        return Annotation(INVALID, problem="; ".join(problems))
     if tone is not None:
         techniques["tone"] = tone == "Biased"
-    rationale = fields.get("rationale", fields.get("reasoning", ""))
-    return Annotation(label, tone, techniques, rationale.strip() if isinstance(rationale, str) else "")
+    return Annotation(VALID, label, tone, techniques, rationale.strip())
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
-_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*\**\s*([A-Za-z][A-Za-z /&'-]*?)\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$")
 
 
 def _json_objects(text: str):
+    """Every JSON object that starts at a ``{`` of a code fence, then of the whole text."""
     decoder = json.JSONDecoder()
     for chunk in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         start = chunk.find("{")
@@ -195,50 +298,29 @@ def _json_objects(text: str):
             start = chunk.find("{", start + 1)
 
 
-def _from_list(text: str) -> Annotation | None:
-    label = tone = None
-    rationale = ""
-    techniques: dict[str, bool] = {}
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if not m:
-            continue
-        key, value = _norm(m.group(1)), m.group(2).strip().strip("\"'")
-        if key == "label" and normalise_label(value, strict=True):
-            label = normalise_label(value, strict=True)
-        elif key == "tone" and _norm(value) in _TONES:
-            tone = _TONES[_norm(value)]
-        elif key in ("rationale", "reasoning"):
-            rationale = value
-        elif key in _NAME_LOOKUP and _presence(value) is not None:
-            techniques[_NAME_LOOKUP[key]] = bool(_presence(value))
-    if label is None:
-        return None
-    if tone is not None:
-        techniques["tone"] = tone == "Biased"
-    return Annotation(label, tone, techniques, rationale)
+def parse_annotation(raw: str | None, prompt: str) -> Annotation:
+    """Find the answer object in a model's text and check it (:func:`check_answer`).
 
-
-def parse_annotation(raw: str | None) -> Annotation | None:
-    """Parse a model's answer; None when it is unparseable (no recognisable label).
-
-    Tries, in order: a JSON object with a ``label`` inside a code fence or anywhere in the
-    text (the first one that parses wins), then the ``- Name: value`` list form.
+    The object may be bare, inside a code fence or inside other text; the first one with a
+    ``label`` key is the answer, else the first one with another answer field (which then fails
+    the check). No such object (free text, or an answer cut short, whose inner ``techniques``
+    object alone is complete) is ``unparseable``: a format abstention.
     """
-    if not raw or not raw.strip():
-        return None
-    stripped = raw.strip()
-    if stripped[0] == "{" and "```" not in raw:
-        # The usual answer: one bare JSON object. It is what the general search below would
-        # find first (no fence, the first "{"), parsed without the search.
+    stripped = (raw or "").strip()
+    if stripped[:1] == "{" and "```" not in stripped:
+        # The usual answer, above all under structured output: one bare JSON object.
         try:
             obj = json.loads(stripped)
         except ValueError:
             obj = None
-        if isinstance(obj, dict) and (answer := _from_object(obj)) is not None:
-            return answer
-    for obj in _json_objects(raw):
-        answer = _from_object(obj)
-        if answer is not None:
-            return answer
-    return _from_list(raw)
+        if isinstance(obj, dict) and "label" in obj:
+            return check_answer(obj, prompt)
+    first = None
+    for obj in _json_objects(stripped):
+        if "label" in obj:
+            return check_answer(obj, prompt)
+        if first is None and not obj.keys().isdisjoint(ANSWER_FIELDS):
+            first = obj
+    if first is not None:
+        return check_answer(first, prompt)
+    return Annotation(UNPARSEABLE, problem="no JSON object in the answer" if stripped else "empty answer")

@@ -9,18 +9,35 @@ The ``active`` table records which prompt versions and annotators the latest ``v
 run used; :meth:`AnnotationStore.votes` returns only those calls, so a new prompt or annotator set
 changes the build only where it was asked.
 
-Schema version 1 (see ``docs/workdir.md``)::
+Schema version 2 (see ``docs/workdir.md``)::
 
     calls(item_id, prompt, annotator, fingerprint, sample, prompt_version,
           model, raw, label, tone, techniques_json, rationale, error, latency_s, created_at)
+    call_status(item_id, prompt, annotator, fingerprint, sample, prompt_version,
+                status, problem, structured)
+    structured_output(annotator, fingerprint, requested, mode, detail, updated_at)
     image_descriptions(image_sha256, annotator, description, created_at)
     active(prompt, prompt_version, annotators_json, samples)
     meta(key, value)
+
+A call's ``status`` is ``valid`` (its ``label`` is a vote), ``invalid`` (an answer object that
+breaks the schema), ``unparseable`` (no answer object: a format abstention), ``refused`` (the model
+declined; ``raw`` holds its message) or ``failed`` (no answer; asked again next run). Only valid
+calls have a ``label``. A ``calls`` row without a ``call_status`` row (written by other tools)
+counts as ``failed`` without ``raw``, ``unparseable`` without ``label``, else ``valid``.
+``structured_output`` records, per annotator, what its latest run got: ``server`` (the server
+decoded under the schema), ``local_grammar`` (llguidance), ``fallback`` (the server rejected the
+request; answers parsed strictly; ``detail`` holds the rejection) or ``off`` (configured).
+
+Opening a schema-1 store migrates it: every stored answer is checked again with the strict
+parser (:func:`vilbias.annotate.prompts.parse_annotation`), so a vote stands only if its answer is
+valid.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -29,11 +46,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vilbias.annotate.prompts import parse_annotation
 from vilbias.annotate.voting import Vote
 from vilbias.workdir import ANNOTATIONS, utcnow
 
-STORE_SCHEMA_VERSION = 1
+logger = logging.getLogger(__name__)
+
+STORE_SCHEMA_VERSION = 2
 PROMPTS = ("text", "multimodal")
+STATUSES = ("valid", "invalid", "unparseable", "refused", "failed")
+_KEY = "item_id, prompt, annotator, fingerprint, sample, prompt_version"
+# The status of a call, also for rows without a call_status row (see the module docstring).
+_STATUS = "COALESCE(s.status, CASE WHEN c.raw IS NULL THEN 'failed' WHEN c.label IS NULL THEN 'unparseable' ELSE 'valid' END)"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,6 +86,27 @@ CREATE TABLE IF NOT EXISTS image_descriptions(
     created_at TEXT NOT NULL,
     PRIMARY KEY(image_sha256, annotator)
 );
+CREATE TABLE IF NOT EXISTS call_status(
+    item_id TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    prompt_version TEXT NOT NULL,
+    status TEXT NOT NULL,
+    problem TEXT,
+    structured INTEGER,
+    PRIMARY KEY(item_id, prompt, annotator, fingerprint, sample, prompt_version)
+);
+CREATE TABLE IF NOT EXISTS structured_output(
+    annotator TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    requested TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    detail TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY(annotator, fingerprint)
+);
 CREATE TABLE IF NOT EXISTS active(
     prompt TEXT PRIMARY KEY,
     prompt_version TEXT NOT NULL,
@@ -82,6 +127,7 @@ class CallKey:
 
 
 _INSERT_CALL = "INSERT OR REPLACE INTO calls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_INSERT_STATUS = "INSERT OR REPLACE INTO call_status VALUES(?,?,?,?,?,?,?,?,?)"
 
 
 def call_row(
@@ -95,13 +141,24 @@ def call_row(
     rationale: str | None = None,
     error: str | None = None,
     latency_s: float | None = None,
+    status: str | None = None,
+    problem: str | None = None,
+    structured: bool | None = None,
 ) -> tuple:
-    """One ``calls`` row, for :meth:`AnnotationStore.record_calls`."""
+    """One call (its ``calls`` and ``call_status`` rows), for :meth:`AnnotationStore.record_calls`.
+    Without ``status`` it follows from ``raw`` and ``label`` (see the module docstring)."""
+    if status is None:
+        status = "failed" if raw is None else "unparseable" if label is None else "valid"
     return (
         key.item_id, key.prompt, key.annotator, key.fingerprint, key.sample, key.prompt_version,
         model, raw, label, tone, json.dumps(techniques) if techniques is not None else None,
-        rationale, error, latency_s, utcnow(),
+        rationale, error, latency_s, utcnow(), status, problem, None if structured is None else int(structured),
     )
+
+
+def row_status(row: tuple) -> str:
+    """The ``status`` of a row made by :func:`call_row`."""
+    return row[15]
 
 
 @dataclass(frozen=True)
@@ -124,8 +181,33 @@ class AnnotationStore:
         row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
+        elif int(row[0]) == 1:
+            self._migrate_from_1()
         elif int(row[0]) != STORE_SCHEMA_VERSION:
             raise RuntimeError(f"{self.path}: annotation store schema {row[0]}, expected {STORE_SCHEMA_VERSION}")
+
+    def _migrate_from_1(self) -> None:
+        """Schema 1 -> 2: check every stored answer again with the strict parser. One
+        transaction, read in batches of rows (memory stays flat in store size)."""
+        self._db.execute("BEGIN")
+        last, checked, invalid = -1, 0, 0
+        while rows := self._db.execute(f"SELECT rowid, {_KEY}, raw FROM calls WHERE rowid > ? ORDER BY rowid LIMIT 5000", (last,)).fetchall():
+            last = rows[-1][0]
+            updates, statuses = [], []
+            for rowid, *key, raw in rows:
+                if raw is None:
+                    statuses.append((*key, "failed", None, None))
+                    continue
+                a = parse_annotation(raw, key[1])
+                valid = a.label is not None
+                updates.append((a.label, a.tone, json.dumps(a.techniques) if valid else None, a.rationale if valid else None, rowid))
+                statuses.append((*key, a.status, a.problem or None, None))
+                checked, invalid = checked + 1, invalid + (not valid)
+            self._db.executemany("UPDATE calls SET label=?, tone=?, techniques_json=?, rationale=? WHERE rowid=?", updates)
+            self._db.executemany(_INSERT_STATUS, statuses)
+        self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(STORE_SCHEMA_VERSION),))
+        self._db.execute("COMMIT")
+        logger.info("%s: migrated to schema %d; %d of %d stored answers are not valid under the strict check", self.path, STORE_SCHEMA_VERSION, invalid, checked)
 
     @classmethod
     def for_workdir(cls, workdir: str | os.PathLike) -> AnnotationStore:
@@ -156,7 +238,8 @@ class AnnotationStore:
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                self._db.executemany(_INSERT_CALL, rows)
+                self._db.executemany(_INSERT_CALL, [r[:15] for r in rows])
+                self._db.executemany(_INSERT_STATUS, [r[:6] + r[15:] for r in rows])
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -182,33 +265,54 @@ class AnnotationStore:
         return {tuple(r) for r in rows}
 
     def call_counts(self) -> dict[tuple[str, str], dict[str, int]]:
-        """``{(prompt, annotator): {"calls", "answered", "unparseable", "failed"}}`` over the
-        active prompt versions, annotators and samples. ``unparseable`` calls got an answer
-        without a recognisable label; ``failed`` calls got none (they are asked again)."""
+        """``{(prompt, annotator): counts}`` over the active prompt versions, annotators and
+        samples: ``calls``, ``answered`` (with raw text), and one count per status of
+        :data:`STATUSES` (``unparseable`` = format abstentions; ``failed`` calls are asked again)."""
         out: dict[tuple[str, str], dict[str, int]] = {}
         for prompt, cfg in self.active().items():
             for a in cfg["annotators"]:
                 with self._lock:
-                    calls, answered, unparseable = self._db.execute(
-                        "SELECT COUNT(*), COUNT(raw), SUM(raw IS NOT NULL AND label IS NULL) FROM calls "
-                        "WHERE prompt=? AND prompt_version=? AND annotator=? AND fingerprint=? AND sample < ?",
+                    rows = self._db.execute(
+                        f"SELECT {_STATUS}, COUNT(*) FROM calls c LEFT JOIN call_status s USING({_KEY}) "
+                        "WHERE c.prompt=? AND c.prompt_version=? AND c.annotator=? AND c.fingerprint=? AND c.sample < ? GROUP BY 1",
                         (prompt, cfg["prompt_version"], a.name, a.fingerprint, cfg["samples"]),
-                    ).fetchone()
-                out[(prompt, a.name)] = {
-                    "calls": calls,
-                    "answered": answered,
-                    "unparseable": unparseable or 0,
-                    "failed": calls - answered,
-                }
+                    ).fetchall()
+                counts = dict.fromkeys(STATUSES, 0) | dict(rows)
+                total = sum(counts.values())
+                out[(prompt, a.name)] = {"calls": total, "answered": total - counts["failed"], **counts}
         return out
 
     def iter_calls(self) -> Iterator[dict[str, Any]]:
+        """Every stored call with its ``status``, ``problem`` and ``structured`` flag."""
         with self._lock:
-            cur = self._db.execute("SELECT * FROM calls ORDER BY item_id, prompt, annotator, sample")
+            cur = self._db.execute(
+                f"SELECT c.*, {_STATUS} AS status, s.problem, s.structured FROM calls c "
+                f"LEFT JOIN call_status s USING({_KEY}) ORDER BY c.item_id, c.prompt, c.annotator, c.sample"
+            )
             cols = [d[0] for d in cur.description]
             rows = cur.fetchall()
         for r in rows:
             yield dict(zip(cols, r, strict=True))
+
+    # -- structured output per annotator ----------------------------------------------------
+
+    def set_structured_output(self, annotator: str, fingerprint: str, requested: str, mode: str, detail: str | None = None) -> None:
+        """Record what an annotator's latest run got (``server``, ``local_grammar``, ``fallback``, ``off``)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO structured_output VALUES(?,?,?,?,?,?)", (annotator, fingerprint, requested, mode, detail, utcnow())
+            )
+
+    def structured_output(self) -> dict[str, dict[str, Any]]:
+        """``{annotator: {"requested", "mode", "detail", "updated_at"}}`` for the active annotators."""
+        active = {(a.name, a.fingerprint) for cfg in self.active().values() for a in cfg["annotators"]}
+        with self._lock:
+            rows = self._db.execute("SELECT annotator, fingerprint, requested, mode, detail, updated_at FROM structured_output").fetchall()
+        return {
+            name: {"requested": requested, "mode": mode, "detail": detail, "updated_at": at}
+            for name, fp, requested, mode, detail, at in rows
+            if (name, fp) in active
+        }
 
     # -- the active configuration ---------------------------------------------------------
 
@@ -235,9 +339,10 @@ class AnnotationStore:
         """
         return dict(self.iter_votes())
 
-    def iter_votes(self) -> Iterator[tuple[str, dict[str, list[Vote]]]]:
+    def iter_votes(self, *, techniques: bool = True) -> Iterator[tuple[str, dict[str, list[Vote]]]]:
         """Like :meth:`votes`, streamed item by item in ``item_id`` order (memory stays flat
-        in corpus size: the build uses this)."""
+        in corpus size: the build uses this). ``techniques=False`` leaves the votes' techniques
+        and rationales out (for counting labels)."""
         active = self.active()
         specs = {p: ({a.name: a.fingerprint for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
         # A separate connection: the stream must not hold the lock other threads write under.
@@ -260,7 +365,10 @@ class AnnotationStore:
                 cfg = spec[1]
                 if version != cfg["prompt_version"] or sample >= cfg["samples"]:
                     continue
-                bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
+                if techniques:
+                    bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
+                else:
+                    bucket[prompt].append(Vote(annotator, sample, label))
             if current is not None:
                 yield current, self._complete(bucket, specs)
         finally:

@@ -65,9 +65,10 @@ class VoteResult:
     techniques: list[str]
 
 
-def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = None) -> VoteResult:
+def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = None, *, details: bool = True) -> VoteResult:
     """Two-level majority over ``votes`` (any order). ``annotators`` fixes their precedence
-    (config order); by default the order in which they first appear."""
+    (config order); by default the order in which they first appear. ``details=False`` leaves
+    out the rationale and techniques (for counting labels, as the run summary does)."""
     if annotators is None:
         annotators = list(dict.fromkeys(v.annotator for v in votes))
     by_annotator: dict[str, list[Vote]] = {a: [] for a in annotators}
@@ -87,6 +88,8 @@ def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = 
         return VoteResult(None, True, reason, annotator_labels, None, "", None, [])
 
     agreement = sum(v.label == final for v in valid) / len(valid)
+    if not details:
+        return VoteResult(final, False, None, annotator_labels, agreement, "", None, [])
     majority = [a for a, lab in annotator_labels.items() if lab == final]
     strength = {a: sum(v.label == final for v in by_annotator[a]) for a in majority}
     chosen = max(majority, key=lambda a: (strength[a], -list(by_annotator).index(a)))
@@ -95,10 +98,10 @@ def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = 
     techniques: list[str] = []
     names = list(dict.fromkeys(t for v in votes for t in v.techniques))
     for t in names:
-        judged = [
-            majority_vote([("present" if v.techniques.get(t) else "absent") if v.label is not None else None for v in vs])
-            for vs in by_annotator.values()
-        ]
-        if sum(j == "present" for j in judged) * 2 > len(judged):
+        # An annotator judges t present when "present" holds a strict majority of its K ballots
+        # (abstentions included), which is majority_vote over present/absent/abstain, counted
+        # directly: a majority of all ballots cannot tie with the other value.
+        judged_present = sum(2 * sum(1 for v in vs if v.label is not None and v.techniques.get(t)) > len(vs) for vs in by_annotator.values())
+        if judged_present * 2 > len(by_annotator):
             techniques.append(t)
     return VoteResult(final, False, None, annotator_labels, agreement, rationale, chosen, techniques)

@@ -9,7 +9,9 @@ folder loads with ``load_dataset(folder, config)`` and on the Hub alike.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib.resources import files
@@ -20,9 +22,8 @@ from huggingface_hub import DatasetCard
 
 from vilbias import __version__
 from vilbias.metrics.agreement import cohen_kappa
+from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
 from vilbias.task import ARTICLE_WORDS, LABEL_NAMES, N_FOLDS, SPLITS
-
-
 
 CHANGELOG_START = "<!-- changelog:start -->"
 CHANGELOG_END = "<!-- changelog:end -->"
@@ -57,6 +58,8 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
     agreements = [r.agreement for r in rows if r.agreement is not None]
     ann = plan.annotation
     return {
+        **annotation_rates(ann),
+        **review_columns(plan),
         "n_rows": n,
         "n_biased": biased,
         "n_not_biased": n - biased,
@@ -66,7 +69,6 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
         "top_outlets": top,
         "split_report": plan.split_report,
         "annotation": ann,
-        "tie_rate": ann["items_flagged"] / ann["items_annotated"] if ann.get("items_annotated") else 0.0,
         "n_flagged_excluded": len(plan.flagged),
         "mean_agreement": sum(agreements) / len(agreements) if agreements else 0.0,
         "unanimous_share": sum(a == 1.0 for a in agreements) / len(agreements) if agreements else 0.0,
@@ -74,6 +76,57 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
         "review_counts": dict(Counter(r.review for r in reviewed)),
         "kappa": kappa,
         "kappa_n": len(pairs),
+    }
+
+
+def annotation_rates(ann: Mapping[str, Any]) -> dict[str, Any]:
+    """Item rates (flagged = ties + no majority) and, per prompt, call abstention rates by kind."""
+    n = ann.get("items_annotated") or 0
+    reasons = ann.get("flag_reasons", {})
+    ties = reasons.get("tie", 0)
+
+    def share(x: int, total: int) -> float:
+        return x / total if total else 0.0
+
+    abstentions = {}
+    for prompt, c in ann.get("calls", {}).items():
+        calls = c.get("calls", 0)
+        abstentions[prompt] = {
+            "calls": calls,
+            "abstained": share(calls - c.get("valid", 0), calls),
+            "format": share(c.get("unparseable", 0), calls),
+            "invalid": share(c.get("invalid", 0), calls),
+            "refused": share(c.get("refused", 0), calls),
+            "failed": share(c.get("failed", 0), calls),
+        }
+    return {
+        "flag_rate": share(ann.get("items_flagged", 0), n),
+        "tie_rate": share(ties, n),
+        "no_majority_rate": share(ann.get("items_flagged", 0) - ties, n),
+        "n_ties": ties,
+        "n_no_majority": ann.get("items_flagged", 0) - ties,
+        "abstentions": abstentions,
+    }
+
+
+def review_columns(plan: Any) -> dict[str, Any]:
+    """Counts over the rows of what review put into them (from the plan's resolutions)."""
+    flags: Counter[str] = Counter()
+    corrected = commented = 0
+    db = sqlite3.connect(plan.resolved)
+    try:
+        for uid in plan.rows:
+            res = json.loads(db.execute("SELECT data FROM resolved WHERE unique_id=?", (uid,)).fetchone()[0])
+            flags[res["review_flag"] or ""] += 1
+            corrected += res["corrected_rationale"] is not None
+            commented += bool(res["review_comments"])
+    finally:
+        db.close()
+    return {
+        "n_corrected_rationale": corrected,
+        "n_commented": commented,
+        "n_rationale_not_corrected": flags[RATIONALE_NOT_CORRECTED],
+        "n_rationale_missing": flags[RATIONALE_MISSING],
     }
 
 

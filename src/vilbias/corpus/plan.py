@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import sqlite3
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -25,7 +26,7 @@ from vilbias.annotate.voting import VoteResult, hierarchical_vote
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.images import InvalidImage, validate_image
 from vilbias.loading_script.biascorpus import Plan, PlanRow
-from vilbias.review.verdicts import load_verdicts, resolve_review
+from vilbias.review.verdicts import load_verdicts, review_outcome, settle_rationale
 from vilbias.task import LABEL_NAMES
 from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl, sample_workdir
 
@@ -93,6 +94,7 @@ def _import_annotations(jsonl: Path, store_path: Path) -> None:
                 CallKey(r["item_id"], prompt, r["annotator"], "sample", int(r["sample"]), "sample"),
                 model=r.get("model", r["annotator"]), raw=r.get("raw", ""), label=r.get("label"), tone=r.get("tone"),
                 techniques=r.get("techniques") or {}, rationale=r.get("rationale", ""),
+                status=r.get("status"), problem=r.get("problem"),
             )
         for prompt, names in order.items():
             if names:
@@ -100,16 +102,11 @@ def _import_annotations(jsonl: Path, store_path: Path) -> None:
 
 
 def _resolution(mm: VoteResult, text: VoteResult, votes: dict[str, list]) -> dict[str, Any]:
-    fallback = {}
-    for v in votes.get("multimodal", []):
-        if v.label and v.rationale.strip():
-            fallback.setdefault(v.label, v.rationale)
     return {
         "label": mm.label,
         "flag_reason": mm.reason,
         "text_label": text.label,
         "reasoning": mm.rationale,
-        "fallback_reasoning": fallback,
         "techniques": mm.techniques,
         "votes": [v.ballot() for v in sorted(votes.get("multimodal", []), key=lambda v: (v.annotator, v.sample))],
         "text_votes": [v.ballot() for v in sorted(votes.get("text", []), key=lambda v: (v.annotator, v.sample))],
@@ -125,6 +122,7 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
     db = sqlite3.connect(resolved_path)
     db.execute("CREATE TABLE resolved(unique_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
     annotated = flagged = 0
+    reasons: Counter[str] = Counter()
     with AnnotationStore(store_path) as store:
         active = store.active()
         names = {p: [a.name for a in cfg["annotators"]] or None for p, cfg in active.items()}
@@ -135,13 +133,21 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
             batch.append((item_id, json.dumps(_resolution(mm, tv, votes))))
             annotated += 1
             flagged += mm.flagged
+            reasons[mm.reason or "decided"] += 1
             if len(batch) >= 1000:
                 db.executemany("INSERT OR REPLACE INTO resolved VALUES(?,?)", batch)
                 batch.clear()
         db.executemany("INSERT OR REPLACE INTO resolved VALUES(?,?)", batch)
+        calls = {p: Counter() for p in active}
+        for (prompt, _), counts in store.call_counts().items():
+            calls[prompt].update(counts)
+        structured = {name: mode["mode"] for name, mode in store.structured_output().items()}
     db.commit()
     db.close()
     return {
+        "flag_reasons": {k: v for k, v in reasons.items() if k != "decided"},
+        "calls": {p: dict(c) for p, c in calls.items()},
+        "structured_output": structured,
         "annotators": {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()},
         "samples": {p: cfg["samples"] for p, cfg in active.items()},
         "prompt_versions": {p: cfg["prompt_version"] for p, cfg in active.items()},
@@ -163,21 +169,37 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
                 plan.exclusions.append({"unique_id": art.unique_id, "reason": "not_annotated"})
                 continue
             res = json.loads(row[0])
-            review, label = resolve_review(verdicts.get(art.unique_id, []), res["label"])
+            outcome = review_outcome(verdicts.get(art.unique_id, []), res["label"])
+            review, label = outcome.review, outcome.label
             if label is None:
                 reason = res["flag_reason"] or "no_majority"
                 plan.flagged[art.unique_id] = reason
                 plan.exclusions.append({"unique_id": art.unique_id, "reason": f"flagged_for_review:{reason}"})
                 continue
+            _settle_review(db, art.unique_id, res, outcome)
             text_label = LABEL_NAMES.index(res["text_label"]) if res["text_label"] else -1
             meta[art.unique_id] = (
                 LABEL_NAMES.index(label), text_label, review, art.outlet, res["agreement"], art.image_path,
                 art.fetched_at, story_keys(art.url, art.headline),
             )
             candidates.append((art.unique_id, str(workdir / art.image_path)))
+        db.commit()
     finally:
         db.close()
     return candidates, meta
+
+
+def _settle_review(db: sqlite3.Connection, unique_id: str, res: dict[str, Any], outcome: Any) -> None:
+    """Write what the reviews put into the row (rationale, review columns) into its resolution."""
+    reasoning, flag = settle_rationale(outcome, res["label"], res["reasoning"])
+    res.update(
+        row_reasoning=reasoning,
+        corrected_rationale=outcome.corrected_rationale,
+        review_comments=outcome.comments,
+        n_reviewers=outcome.reviewers,
+        review_flag=flag,
+    )
+    db.execute("UPDATE resolved SET data=? WHERE unique_id=?", (json.dumps(res), unique_id))
 
 
 def _check_image(args: tuple[str, str]) -> tuple[str, str | None, int | None, str | None, str]:

