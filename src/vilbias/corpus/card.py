@@ -31,6 +31,31 @@ CHANGELOG_END = "<!-- changelog:end -->"
 PLOT_PATH = "assets/label_by_outlet.png"
 
 
+def annotator_audits(store: str | Path) -> list[dict[str, Any]]:
+    """The stereotype audits stored for the annotators (``vilbias audit annotators``), newest per
+    annotator and modality; [] when none were run. Read with plain SQL: the audit stage sits above
+    the build and writes the table ``annotator_audits`` into ``annotations.sqlite``."""
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='annotator_audits'").fetchone():
+            return []
+        rows = db.execute(
+            "SELECT annotator, modality, probe_version, questions, answered, summary_json FROM annotator_audits "
+            "ORDER BY annotator, modality, created_at DESC"
+        ).fetchall()
+    finally:
+        db.close()
+    audits: dict[tuple[str, str], dict[str, Any]] = {}
+    for annotator, modality, version, questions, answered, summary in rows:
+        s = json.loads(summary)
+        audits.setdefault((annotator, modality), {
+            "annotator": annotator, "modality": modality, "probe_version": version, "questions": questions,
+            "answered": answered, "factuality_accuracy": s.get("factuality_accuracy"),
+            "first_option_rate": s.get("first_option_rate"), "headline": s.get("headline") or "",
+        })
+    return list(audits.values())
+
+
 def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
     """Figures the card states, from the plan (rows, cells, reviews, annotation summary)."""
     rows = list(plan.rows.values())
@@ -75,6 +100,7 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
         "n_reviewed": len(reviewed),
         "review_counts": dict(Counter(r.review for r in reviewed)),
         "kappa": kappa,
+        "annotator_audits": annotator_audits(plan.store),
         "kappa_n": len(pairs),
     }
 
