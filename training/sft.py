@@ -17,6 +17,9 @@ set-up through TRL's helpers, exactly as ``trl/scripts/sft.py`` does; this modul
   adding weight deltas), besides ``lora``/``qlora``/``full`` set by TRL's flags;
 - a run record, ``run_record.json`` in ``output_dir``: trainable-parameter share, peak memory (GPU
   when there is one, else process RSS), wall time, throughput;
+- the training-data record (:mod:`vilbias.provenance`): ``training_data.json`` (dataset, revision,
+  config, split, rows, ids digest) and ``training_ids.txt`` (the train split's ``unique_id``\ s), so
+  ``vilbias evaluate`` refuses to score a row the adapter trained on;
 - with ``push_to_hub``, the adapter (or full weights) + processor pushed with a vilbias model card.
 """
 
@@ -30,6 +33,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
+from datasets import load_dataset
+
+from vilbias.models.vlm import save_merged
+from vilbias.provenance import TrainingData, read_training_data
+from vilbias.publish.model import ModelCardInfo, push_model
+
+# torch, trl and peft are imported inside the functions that use them (as trl/scripts/sft.py does).
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +81,11 @@ class VilbiasSFTArguments:
     evaluation_results: str | None = field(
         default=None,
         metadata={"help": "JSON file of evaluation results (vilbias evaluate) to include in the model card."},
+    )
+    merged_output_dir: str | None = field(
+        default=None,
+        metadata={"help": "lora/qlora/ia3: also merge the adapter into its base and save the standalone model here, "
+                          "with the same training-data record and a card."},
     )
 
 
@@ -204,8 +221,6 @@ class PeakMemory:
         self._stop = threading.Event()
 
     def _sample(self):
-        import psutil
-
         process = psutil.Process()
         while not self._stop.is_set():
             self.peak = max(self.peak, process.memory_info().rss)
@@ -218,8 +233,6 @@ class PeakMemory:
             torch.cuda.reset_peak_memory_stats()
             self.baseline = torch.cuda.memory_allocated()
         else:
-            import psutil
-
             self.baseline = self.peak = psutil.Process().memory_info().rss
             self._thread = threading.Thread(target=self._sample, daemon=True)
             self._thread.start()
@@ -233,14 +246,11 @@ class PeakMemory:
         else:
             self._stop.set()
             self._thread.join()
-            import psutil
-
             self.peak = max(self.peak, psutil.Process().memory_info().rss)
         return False
 
 
 def _load_dataset(script_args, dataset_args, extra):
-    from datasets import load_dataset
     from trl import get_dataset
 
     if dataset_args.datasets:
@@ -251,35 +261,62 @@ def _load_dataset(script_args, dataset_args, extra):
                         revision=extra.dataset_revision, streaming=script_args.dataset_streaming)
 
 
+def training_data(train_split, script_args, dataset_args, extra: VilbiasSFTArguments) -> TrainingData | None:
+    """What the run trains on: the train split's rows by ``unique_id`` (the ``sft`` config carries it).
+
+    None, with a warning, for a dataset without ``unique_id`` (not a BiasCorpus build): evaluation
+    then cannot check that a test row was not trained on, and says so.
+    """
+    if "unique_id" not in (train_split.column_names or []):
+        logger.warning("the train split has no unique_id column: no training-data record is written, so "
+                       "`vilbias evaluate` cannot check this model for rows it trained on")
+        return None
+    # Streaming splits are read once more, for the one column.
+    ids = [str(row["unique_id"]) for row in train_split.select_columns(["unique_id"])]
+    if dataset_args.datasets:
+        names = " + ".join(d.path for d in dataset_args.datasets)
+        return TrainingData.from_ids(names, ids, revision=None, config="mixture", split="train")
+    return TrainingData.from_ids(script_args.dataset_name, ids, revision=extra.dataset_revision,
+                                 config=script_args.dataset_config or "default", split=script_args.dataset_train_split)
+
+
+def _trainer(script_args, training_args, model_args, dataset, method: str, extra: VilbiasSFTArguments):
+    """TRL's ``SFTTrainer`` as ``trl sft`` builds it, with ``method``'s PEFT config."""
+    from trl import SFTTrainer, get_quantization_config
+
+    model_init_kwargs = dict(revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code,
+                             attn_implementation=model_args.attn_implementation, dtype=model_args.dtype)
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    training_args.model_init_kwargs = model_init_kwargs
+    return SFTTrainer(
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=dataset[script_args.dataset_train_split],
+        eval_dataset=dataset[script_args.dataset_test_split] if training_args.eval_strategy != "no" else None,
+        quantization_config=get_quantization_config(model_args),
+        peft_config=method_peft_config(method, model_args, extra),
+    )
+
+
 def run_sft(script_args, training_args, model_args, dataset_args, extra: VilbiasSFTArguments) -> dict[str, Any]:
-    """Train as ``trl sft`` would, with ``extra.method``, and write the run record (and push, if asked).
+    """Train as ``trl sft`` would, with ``extra.method``; write the run record, the training-data
+    record (:mod:`vilbias.provenance`) and the card info beside the weights (and push, if asked).
 
     Mirrors ``trl.scripts.sft.main``: model init kwargs from ``ModelConfig``, TRL's quantisation and
     LoRA helpers, ``SFTTrainer`` on the train split. Returns the run record.
     """
     import torch
-    from trl import SFTTrainer, get_quantization_config
 
     method = apply_method(extra.method, model_args)
     started = time.perf_counter()
-    model_init_kwargs = dict(revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code,
-                             attn_implementation=model_args.attn_implementation, dtype=model_args.dtype)
-    model_init_kwargs.update(training_args.model_init_kwargs or {})
-    training_args.model_init_kwargs = model_init_kwargs
     # The trainer would push TRL's own card at every save; vilbias pushes once, with its card, below.
     push, training_args.push_to_hub = training_args.push_to_hub, False
     use_cuda = torch.cuda.is_available() and not training_args.use_cpu
 
     dataset = _load_dataset(script_args, dataset_args, extra)
+    trained_on = training_data(dataset[script_args.dataset_train_split], script_args, dataset_args, extra)
     with PeakMemory(use_cuda) as memory:
-        trainer = SFTTrainer(
-            model=model_args.model_name_or_path,
-            args=training_args,
-            train_dataset=dataset[script_args.dataset_train_split],
-            eval_dataset=dataset[script_args.dataset_test_split] if training_args.eval_strategy != "no" else None,
-            quantization_config=get_quantization_config(model_args),
-            peft_config=method_peft_config(method, model_args, extra),
-        )
+        trainer = _trainer(script_args, training_args, model_args, dataset, method, extra)
         trainable, total = count_parameters(trainer.model)
         train_started = time.perf_counter()
         output = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
@@ -287,74 +324,97 @@ def run_sft(script_args, training_args, model_args, dataset_args, extra: Vilbias
     trainer.save_model(training_args.output_dir)
     tokens = max((log.get("num_tokens", 0) for log in trainer.state.log_history), default=0)
     record = {
-        "method": method,
-        "base_model": model_args.model_name_or_path,
-        "base_model_revision": model_args.model_revision,
-        "dataset": script_args.dataset_name,
-        "dataset_config": script_args.dataset_config,
-        "dataset_revision": extra.dataset_revision,
-        "output_dir": str(training_args.output_dir),
-        "trainable_parameters": trainable,
-        "total_parameters": total,
-        "trainable_share": trainable / total,
-        "peak_memory_bytes": memory.peak,
-        "peak_memory_kind": memory.kind,
-        "memory_before_bytes": memory.baseline,
+        "method": method, "base_model": model_args.model_name_or_path, "base_model_revision": model_args.model_revision,
+        "dataset": script_args.dataset_name, "dataset_config": script_args.dataset_config,
+        "dataset_revision": extra.dataset_revision, "output_dir": str(training_args.output_dir),
+        "training_data": trained_on.describe() if trained_on is not None else None,
+        "trainable_parameters": trainable, "total_parameters": total, "trainable_share": trainable / total,
+        "peak_memory_bytes": memory.peak, "peak_memory_kind": memory.kind, "memory_before_bytes": memory.baseline,
         "device": torch.cuda.get_device_name() if use_cuda else "cpu",
-        "wall_time_s": time.perf_counter() - started,
-        "train_runtime_s": train_time,
+        "wall_time_s": time.perf_counter() - started, "train_runtime_s": train_time,
         "train_steps": trainer.state.global_step,
         "train_samples_per_second": output.metrics.get("train_samples_per_second"),
         "train_tokens_per_second": tokens / train_time if tokens and train_time else None,
         "train_loss": output.metrics.get("train_loss"),
+        **_settings(training_args, model_args, extra, method),
+    }
+    if trainer.accelerator.is_main_process:
+        _write_outputs(training_args.output_dir, record, trained_on)
+        if push:
+            push_run(training_args.output_dir, training_args.hub_model_id, record)
+    trainer.end()
+    if extra.merged_output_dir and trainer.accelerator.is_main_process:
+        merge_run(training_args.output_dir, extra.merged_output_dir)
+    return record
+
+
+def merge_run(output_dir: str | Path, merged_dir: str | Path) -> Path:
+    """Merge a finished adapter run into its base (:func:`vilbias.models.vlm.save_merged`): the
+    standalone model, its training-data record and its card info (``vilbias publish model`` pushes it)."""
+    record = json.loads(Path(output_dir, RUN_RECORD).read_text(encoding="utf-8"))
+    if record["method"] not in ("lora", "qlora", "ia3"):
+        raise ValueError(f"a {record['method']} run has no adapter weights to merge into its base")
+    save_merged(output_dir, merged_dir)
+    info = model_card_info(record, training_data=read_training_data(merged_dir))
+    info.library_name, info.tags = "transformers", [*info.tags, "merged"]
+    info.save(merged_dir)
+    return Path(merged_dir)
+
+
+def _settings(training_args, model_args, extra: VilbiasSFTArguments, method: str) -> dict[str, Any]:
+    """The run record's hyperparameters, quantisation, PEFT settings and evaluation results."""
+    peft = None
+    if method in ("lora", "qlora"):
+        peft = {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
+                "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules}
+    elif method == "prompt_tuning":
+        peft = {"num_virtual_tokens": extra.num_virtual_tokens}
+    elif method == "ia3":
+        peft = {"target_modules": extra.ia3_target_modules or ["k_proj", "v_proj", "down_proj"]}
+    return {
         "hyperparameters": {k: getattr(training_args, k) for k in _RECORDED_HYPERPARAMETERS},
         "quantization": ({"load_in_4bit": True, "bnb_4bit_quant_type": model_args.bnb_4bit_quant_type,
                           "double_quant": model_args.use_bnb_nested_quant, "compute_dtype": model_args.dtype}
                          if model_args.load_in_4bit else None),
-        "peft": ({"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
-                  "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules}
-                 if method in ("lora", "qlora") else
-                 {"num_virtual_tokens": extra.num_virtual_tokens} if method == "prompt_tuning" else
-                 {"target_modules": extra.ia3_target_modules or ["k_proj", "v_proj", "down_proj"]}
-                 if method == "ia3" else None),
+        "peft": peft,
         "evaluation": (json.loads(Path(extra.evaluation_results).read_text(encoding="utf-8"))
                        if extra.evaluation_results else None),
     }
-    if trainer.accelerator.is_main_process:
-        Path(training_args.output_dir, RUN_RECORD).write_text(json.dumps(record, indent=2, default=str),
-                                                              encoding="utf-8")
-        logger.info("trainable %.4f%% of %d parameters, peak %s %.1f MiB, %.1f s", 100 * record["trainable_share"],
-                    total, memory.kind, memory.peak / 2**20, record["wall_time_s"])
-        # What the card states, so `vilbias publish model --source OUTPUT_DIR` can push it later
-        model_card_info(record).save(training_args.output_dir)
-        if push:
-            push_run(training_args.output_dir, training_args.hub_model_id, record)
-    trainer.end()
-    return record
+
+
+def _write_outputs(output_dir: str | Path, record: dict[str, Any], trained_on: TrainingData | None) -> None:
+    """Beside the weights: the run record, the training-data record and the card info."""
+    Path(output_dir, RUN_RECORD).write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+    if trained_on is not None:
+        trained_on.write(output_dir)
+    logger.info("trainable %.4f%% of %d parameters, peak %s %.1f MiB, %.1f s", 100 * record["trainable_share"],
+                record["total_parameters"], record["peak_memory_kind"], record["peak_memory_bytes"] / 2**20,
+                record["wall_time_s"])
+    # What the card states, so `vilbias publish model --source OUTPUT_DIR` can push it later
+    model_card_info(record, training_data=trained_on).save(output_dir)
 
 
 def push_run(output_dir: str | Path, repo_id: str | None, record: dict[str, Any] | None = None) -> str:
     """Push a finished run's folder (adapter or full weights + processor) with a vilbias model card.
 
     Uses the Hub-publishing stage (:func:`vilbias.publish.model.push_model`), whose card contract
-    is: base model, dataset + revision, method, hyperparameters, trainable share, memory,
-    evaluation results when available, usage snippet.
+    is: base model, dataset + revision, what the checkpoint trained on (the training-data record,
+    pushed with its ids file), method, hyperparameters, trainable share, memory, evaluation results
+    when available, usage snippet.
     """
     if not repo_id:
         raise ValueError("push_to_hub needs hub_model_id (ORG/NAME)")
-    from vilbias.publish.model import push_model
-
     record = record or json.loads(Path(output_dir, RUN_RECORD).read_text(encoding="utf-8"))
-    return push_model(output_dir, repo_id, info=model_card_info(record, repo_id))
+    info = model_card_info(record, repo_id, training_data=read_training_data(output_dir))
+    return push_model(output_dir, repo_id, info=info)
 
 
-def model_card_info(record: dict[str, Any], repo_id: str | None = None):
+def model_card_info(record: dict[str, Any], repo_id: str | None = None, *,
+                    training_data: TrainingData | None = None) -> ModelCardInfo:
     """The :class:`vilbias.publish.model.ModelCardInfo` of a run record (what the card states).
 
     Without ``repo_id`` the usage snippet is left to the publishing stage's default.
     """
-    from vilbias.publish.model import ModelCardInfo
-
     evaluation = record.get("evaluation") or []
     if isinstance(evaluation, dict):  # {"f1": 0.8, ...}: test-split metrics
         evaluation = [{"metric_type": k, "value": v, "split": "test"} for k, v in evaluation.items()]
@@ -376,6 +436,7 @@ def model_card_info(record: dict[str, Any], repo_id: str | None = None):
         usage_snippet=USAGE_SNIPPET.replace("{repo_id}", repo_id) if repo_id else "",
         library_name="transformers" if record["method"] == "full" else "peft",
         tags=["vilbias", "media-bias", "trl", "sft", record["method"]],
+        training_data=training_data,
     )
 
 
@@ -387,5 +448,5 @@ answer = generate_answers(model, processor, [(Image.open("news.jpg"), "Headline 
 print(answer.label, answer.reasoning)  # label None + answer.error when the output is unparseable"""
 
 
-__all__ = ["VilbiasSFTArguments", "make_parser", "parse_recipe", "run_sft", "push_run", "count_parameters",
-           "PeakMemory", "METHODS"]
+__all__ = ["VilbiasSFTArguments", "make_parser", "parse_recipe", "run_sft", "push_run", "merge_run", "training_data",
+           "count_parameters", "PeakMemory", "METHODS"]

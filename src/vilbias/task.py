@@ -1,14 +1,16 @@
 """The task, defined once: what is asked, the labels, and how a model answers.
 
 BiasCorpus asks one question about a news item (headline, article text, image): does it show
-*directional framing*? The answer is a label and a rationale. Everything that asks or answers
+*directional framing*? The answer is a label and a rationale (the open-ended, oVQA form); the
+closed-ended form of the question asks for the label alone. Everything that asks or answers
 that question imports it from here — the dataset builder (``sft`` rows), annotation, SFT,
 evaluation and the Space — so a label name, the fold count or the answer format is spelled in
 one place::
 
-    from vilbias.task import format_answer, parse_answer
+    from vilbias.task import format_answer, parse_answer, parse_closed_answer
     format_answer(1, "Loaded words.")                              # 'Label: biased\\nReasoning: Loaded words.'
     parse_answer("Label: not biased\\nReasoning: Even.").label_id  # 0
+    parse_closed_answer("Not biased.").label_id                    # 0: the closed question's label-only answer
 
 The annotation prompts also ask about the rhetorical techniques and visual criteria below;
 their identifiers are what the dataset's ``techniques`` column holds.
@@ -106,6 +108,25 @@ def messages(headline: str, article_text: str, label: int | None = None, reasoni
     return conversation
 
 
+# -- the closed-ended question (label only) ------------------------------------------------------
+# The paper asks two questions apart: the closed one above for the label alone (accuracy, F1), and
+# the open one (oVQA, :data:`QUESTION`) for the label and its reasoning (judged). Each is its own
+# generation, so closed-ended scores never come from an answer written to be judged.
+
+CLOSED_QUESTION = "Does this content exhibit bias? Answer with the label only: biased or not biased."
+"""The closed-ended question: the answer is one label and nothing else."""
+
+
+def closed_prompt(headline: str, article_text: str) -> str:
+    """The closed-ended user turn: headline, article (cut to :data:`ARTICLE_WORDS`), :data:`CLOSED_QUESTION`."""
+    return f"Headline: {headline}\n\nArticle: {truncate_words(article_text)}\n\n{CLOSED_QUESTION}"
+
+
+def format_closed_answer(label: int) -> str:
+    """The closed-ended answer: the label alone (``biased`` / ``not biased``)."""
+    return ANSWER_LABELS[label]
+
+
 def text_version(text: str, prefix: str = "") -> str:
     """A short content hash of a prompt's text, recorded with every answer it produced."""
     return prefix + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
@@ -114,6 +135,11 @@ def text_version(text: str, prefix: str = "") -> str:
 def prompt_version() -> str:
     """Version of the answer format (prompt, answer, article budget)."""
     return text_version(user_prompt("{headline}", "{article_text}") + "|" + format_answer(1, "{reasoning}") + f"|{ARTICLE_WORDS}", "sft-")
+
+
+def closed_prompt_version() -> str:
+    """Version of the closed-ended question and its answer format."""
+    return text_version(closed_prompt("{headline}", "{article_text}") + "|" + format_closed_answer(1) + f"|{ARTICLE_WORDS}", "closed-")
 
 
 # -- the one answer parser ----------------------------------------------------------------------
@@ -200,3 +226,23 @@ def parse_answer(text: str) -> Answer:
         return Answer(None, None, text, f"conflicting labels {labels}")
     reasoning = _REASONING.search(stripped)
     return Answer(labels[0], reasoning.group("value").strip() if reasoning else None, text)
+
+
+# Markdown emphasis and quotes a model may wrap a label in; they carry no meaning.
+_DECORATION = re.compile(r"[*_`\"']")
+_CLOSED_ANSWER = re.compile(r"^(?:label\s*[:=]\s*)?(?P<value>[a-z][a-z \-]*?)\s*[.!]?$", re.IGNORECASE)
+
+
+def parse_closed_answer(text: str) -> Answer:
+    """Parse a closed-ended answer strictly: the label and nothing else.
+
+    ``biased``, ``Not biased.``, ``**Label:** not_biased`` and ``unbiased`` are read; anything
+    with more words (a sentence, a reason, a second line) comes back with ``label=None`` and
+    ``error`` — a model asked for the label only that writes more did not answer the question.
+    """
+    stripped = _DECORATION.sub(lambda m: " " if m.group(0) == "_" else "", text).strip()
+    match = _CLOSED_ANSWER.match(stripped) if "\n" not in stripped else None
+    label = normalise_label(match.group("value"), strict=True) if match else None
+    if label is None:
+        return Answer(None, None, text, f"not a label-only answer: {text.strip()[:60]!r}")
+    return Answer(label, None, text)

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from vilbias.models.chat import ChatResult
+from vilbias.task import CLOSED_QUESTION
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +25,27 @@ def last_user_text(messages) -> str:
 def headline_of(messages) -> str:
     """The headline of the item a model is asked about (the last user turn)."""
     return re.search(r"Headline: (.*)", last_user_text(messages)).group(1).strip()
+
+
+def is_closed(messages) -> bool:
+    """Whether the request asks the closed-ended question (label only) rather than the oVQA one."""
+    return CLOSED_QUESTION in last_user_text(messages)
+
+
+def two_questions(closed, ovqa):
+    """A scripted answer function: ``closed(messages)`` for the label-only question, ``ovqa(messages)`` else."""
+    return lambda messages: closed(messages) if is_closed(messages) else ovqa(messages)
+
+
+def write_provenance(folder, dataset_dir, config: str, split: str, **extra):
+    """A model folder whose training-data record lists every row of ``config/split`` of ``dataset_dir``."""
+    from datasets import load_dataset
+
+    from vilbias.provenance import TrainingData
+
+    ids = load_dataset(str(dataset_dir), config, split=split)["unique_id"]
+    TrainingData.from_ids(str(dataset_dir), ids, config=config, split=split, **extra).write(folder)
+    return folder
 
 
 class ScriptedBackend:

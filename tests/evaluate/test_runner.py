@@ -8,7 +8,13 @@ import sqlite3
 import pytest
 from sklearn.metrics import f1_score
 
-from tests.evaluate.conftest import ScriptedBackend, headline_of
+from tests.evaluate.conftest import (
+    ScriptedBackend,
+    headline_of,
+    is_closed,
+    two_questions,
+    write_provenance,
+)
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.evaluate import EvaluateConfig, evaluate
 from vilbias.evaluate.models import GenerativeModel, parse_spec
@@ -18,14 +24,16 @@ GOOD = '{"reasoning_accuracy": 1, "faithfulness": 1, "justification": "Cites the
 
 
 def scripted_answers(items):
-    """Items 0-5 right, 6-7 wrong, 8 unparseable, 9 right label with no rationale."""
-    by_headline = {}
+    """Closed question: items 0-5 right, 6-7 wrong, 8 unparseable, 9 right. oVQA: the same labels with a
+    rationale, except 8 (unparseable) and 9 (a label with no rationale)."""
+    closed, ovqa = {}, {}
     for n, item in enumerate(items):
         label = item.label if n < 6 or n == 9 else 1 - item.label
         word = "biased" if label else "not biased"
-        by_headline[item.headline] = ("I cannot tell." if n == 8 else
-                                      f"Label: {word}" if n == 9 else f"Label: {word}\nReasoning: The headline says {n}.")
-    return lambda messages: by_headline[headline_of(messages)]
+        closed[item.headline] = "I cannot tell." if n == 8 else word
+        ovqa[item.headline] = ("I cannot tell." if n == 8 else
+                               f"Label: {word}" if n == 9 else f"Label: {word}\nReasoning: The headline says {n}.")
+    return two_questions(lambda m: closed[headline_of(m)], lambda m: ovqa[headline_of(m)])
 
 
 def test_generative_run_metrics_judge_reports(sample_dataset_dir, test_items, tmp_path):
@@ -57,19 +65,23 @@ def test_generative_run_metrics_judge_reports(sample_dataset_dir, test_items, tm
     assert len(shot_ids) == 5 and not set(shot_ids) & {i.unique_id for i in test_items}
     evaluated_headlines = {i.headline for i in test_items}
     five = [r for r in model.backend.requests if len(r.messages) == 11]
-    assert len(five) == 40  # 10 items x 4 probes
+    assert len(five) == 80  # 10 items x 4 probes x 2 questions
     for request in five:
         shown = [p["text"] for m in request.messages[:-1] if m["role"] == "user" for p in m["content"] if p["type"] == "text"]
         assert not any(h in text for h in evaluated_headlines for text in shown)
+        answers = [m["content"][0]["text"] for m in request.messages if m["role"] == "assistant"]
+        # shots answer in the asked question's own format: the label alone, or label + reasoning
+        assert all(a in ("biased", "not biased") for a in answers) == is_closed(request.messages)
     no_image = [r for r in model.backend.requests if len(r.messages) == 1 and r.messages[0]["content"][0]["type"] == "text"]
-    assert len(no_image) == 10
+    assert len(no_image) == 20
 
     out = tmp_path / "run"
     saved = json.loads((out / "results.json").read_text())
     assert saved["dataset"]["id"] == str(sample_dataset_dir) and saved["seed"] == 0
-    assert saved["prompt_versions"]["answer"].startswith("sft-") and saved["prompt_versions"]["judge"].startswith("judge-")
+    assert saved["prompt_versions"]["ovqa"].startswith("sft-") and saved["prompt_versions"]["judge"].startswith("judge-")
+    assert saved["prompt_versions"]["closed"].startswith("closed-")
     report = (out / "report.md").read_text()
-    assert "## Open-ended (LLM judge)" in report and "| 0-shot | swap_image |" in report
+    assert "## Open-ended (oVQA, LLM judge)" in report and "| 0-shot | swap_image |" in report
     for plot in saved["plots"]:
         assert (out / plot).stat().st_size > 5000 and (out / plot).read_bytes()[:4] == b"\x89PNG"
     assert "confusion_matrix_5-shot.png" in saved["plots"] and "probes.png" in saved["plots"]
@@ -85,12 +97,13 @@ def test_resume_asks_nothing_twice(sample_dataset_dir, test_items, tmp_path):
     judge_first = ScriptedBackend(lambda m: GOOD, stop_after=3)
     with pytest.raises(KeyboardInterrupt):
         evaluate(cfg, model=GenerativeModel(second, name="stub"), judge=GenerativeModel(judge_first, name="j"))
-    assert len(first.requests) == 4 and len(second.requests) == 6
+    assert len(first.requests) == 4 and len(second.requests) == 6 + 10  # the rest of the closed answers, every oVQA one
     third, judge_second = ScriptedBackend(answer), ScriptedBackend(lambda m: GOOD)
     results = evaluate(cfg, model=GenerativeModel(third, name="stub"), judge=GenerativeModel(judge_second, name="j"))
     assert third.requests == [] and len(judge_first.requests) + len(judge_second.requests) == 8
-    asked = [headline_of(r.messages) for r in first.requests + second.requests]
-    assert sorted(asked) == sorted(i.headline for i in test_items)
+    for closed in (True, False):
+        asked = [headline_of(r.messages) for r in first.requests + second.requests if is_closed(r.messages) == closed]
+        assert sorted(asked) == sorted(i.headline for i in test_items)
     assert results["summary"][0]["closed"]["accuracy"]["mean"] == pytest.approx(0.7)
     # another model in the same folder is refused rather than mixed in
     with pytest.raises(ValueError, match="another setup"):
@@ -112,16 +125,33 @@ def test_transport_errors_are_retried_on_resume(sample_dataset_dir, test_items, 
     assert [headline_of(r.messages) for r in healthy.requests] == [test_items[0].headline]
 
 
-def test_cv_reports_five_folds(sample_dataset_dir, tmp_path):
-    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model="stub", cv=True, output=tmp_path / "cv")
-    results = evaluate(cfg, model=GenerativeModel(ScriptedBackend(lambda m: "Label: biased\nReasoning: x"), name="stub"))
-    assert sorted({e["view"] for e in results["evaluations"]}) == [f"fold_{k}/test" for k in range(5)]
+def test_cv_scores_each_fold_model_on_its_own_fold(sample_dataset_dir, tmp_path, monkeypatch):
+    """--cv takes a folder of per-fold models (as `vilbias train classifier --cv` writes it): fold_K's model,
+    whose record lists fold_K's train rows, is loaded and scored on fold_K/test only."""
+    from vilbias.evaluate import runner
+
+    folds = tmp_path / "classifier-cv"
+    for k in range(5):
+        write_provenance(folds / f"fold_{k}", sample_dataset_dir, f"fold_{k}", "train")
+    loaded = []
+
+    def load_model(spec, **kwargs):
+        loaded.append(spec)
+        return GenerativeModel(ScriptedBackend(lambda m: "biased"), name=spec)
+
+    monkeypatch.setattr(runner, "load_model", load_model)
+    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(folds), cv=True, output=tmp_path / "cv")
+    results = evaluate(cfg)
+    assert loaded == [str(folds / f"fold_{k}") for k in range(5)]
+    assert [e["view"] for e in results["evaluations"]] == [f"fold_{k}/test" for k in range(5)]
+    assert [(t["view"], t["model"], t["status"], t["overlap"]) for t in results["training_data"]] == [
+        (f"fold_{k}/test", str(folds / f"fold_{k}"), "checked", 0) for k in range(5)]
     per_fold = [e["closed"]["recall_binary"] for e in results["evaluations"]]
     assert per_fold == [1.0] * 5  # always "biased": recall 1 on every fold
     s = results["summary"][0]
     assert s["views"] == 5 and s["closed"]["recall_binary"] == {"mean": 1.0, "std": 0.0}
     assert s["closed"]["accuracy"]["std"] > 0
-    assert "± " in (tmp_path / "cv" / "report.md").read_text()
+    assert results["warnings"] == [] and "± " in (tmp_path / "cv" / "report.md").read_text()
 
 
 def test_spec_parsing():
@@ -136,6 +166,10 @@ def test_spec_parsing():
         EvaluateConfig(dataset="d", model="m", probes=["blur"])
     with pytest.raises(ValueError, match="one or more RUN_DIR"):
         CompareConfig(run_dirs=[])
+    with pytest.raises(ValueError, match="drop --config and --split"):
+        EvaluateConfig(dataset="d", model="m", cv=True, config="fold_1")
+    with pytest.raises(ValueError, match="a server's closed answers are generated"):
+        EvaluateConfig(dataset="d", model="openai:m@http://h/v1", closed_answers="constrained")
 
 
 def test_cli_against_openai_compatible_servers(sample_dataset_dir, test_items, tmp_path, monkeypatch):
@@ -163,7 +197,7 @@ def test_cli_against_openai_compatible_servers(sample_dataset_dir, test_items, t
                      "--judge", f"openai:stub-judge@{judge_server.base_url}", "--judge-retries", "1",
                      "--output", str(out), "--bootstrap", "100"])
         assert code == 0
-        assert model_server.auth_headers[0] == "Bearer sk-test-secret"
+        assert model_server.auth_headers[0] == "Bearer sk-test-secret" and len(model_server.requests) == 20
         assert model_server.requests[0]["messages"][0]["content"][0]["type"] == "image_url"
         results = json.loads((out / "results.json").read_text())
         o = results["evaluations"][0]["open"]
@@ -189,22 +223,33 @@ def test_compare_runs_and_model_index(sample_dataset_dir, test_items, tmp_path):
         def answer(messages, right=right):
             i = [t.headline for t in test_items].index(headline_of(messages))
             label = test_items[i].label if i < right else 1 - test_items[i].label
-            return f"Label: {'biased' if label else 'not biased'}\nReasoning: reason {i}"
+            word = "biased" if label else "not biased"
+            return word if is_closed(messages) else f"Label: {word}\nReasoning: reason {i}"
         def judge(messages, right=right):
             i = int(messages[1]["content"][-1]["text"].split("reason ")[1].split()[0])
             return GOOD if i < right else GOOD.replace('"reasoning_accuracy": 1', '"reasoning_accuracy": 0')
-        cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=f"m{n}", judge="j", output=tmp_path / f"r{n}",
-                             train_fraction=fraction, pair=pair, modality=modality, bootstrap=50)
+        # the share of the training set comes from the model's own training-data record (either key)
+        model_dir = write_provenance(tmp_path / "fractions" / f"m{n}", sample_dataset_dir, "default", "train",
+                                     **{"fraction" if n == 1 else "train_fraction": fraction})
+        cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(model_dir), judge="j", output=tmp_path / f"r{n}",
+                             pair=pair, modality=modality, bootstrap=50)
         evaluate(cfg, model=GenerativeModel(ScriptedBackend(answer), name=f"m{n}"),
                  judge=GenerativeModel(ScriptedBackend(judge), name="j"))
         runs.append(tmp_path / f"r{n}")
+    untagged = tmp_path / "r-untagged"  # a model without a record is left out of the scaling plot
+    evaluate(EvaluateConfig(dataset=str(sample_dataset_dir), model="stub", output=untagged),
+             model=GenerativeModel(ScriptedBackend(lambda m: "biased"), name="stub"))
 
     from vilbias.cli import main
 
-    assert main(["evaluate", "compare", *map(str, runs), "--output", str(tmp_path / "analysis")]) == 0
+    assert main(["evaluate", "compare", *map(str, runs), str(untagged), "--output", str(tmp_path / "analysis")]) == 0
     analysis = json.loads((tmp_path / "analysis" / "analysis.json").read_text())
     assert analysis["closed_vs_open"]["pearson"]["r"] == pytest.approx(1.0)
-    assert [p["train_fraction"] for p in analysis["scaling"]["m 0-shot"]] == [0.25, 1.0]
+    (series,) = analysis["scaling"]
+    assert series == "fractions 0-shot"
+    assert [(p["train_fraction"], p["train_rows"]) for p in analysis["scaling"][series]] == [
+        (0.25, [49]), (0.5, [49]), (1.0, [49])]
+    assert [p["f1_binary"] for p in analysis["scaling"][series]] == sorted(p["f1_binary"] for p in analysis["scaling"][series])
     (gap,) = analysis["modality_gap"]
     assert gap["pair"] == "m" and gap["delta_f1"] == pytest.approx(gap["f1_text_image"] - gap["f1_text"]) and gap["delta_f1"] > 0
     for plot in ("closed_vs_open.png", "scaling.png", "modality_gap.png"):

@@ -110,3 +110,32 @@ def test_vilbias_train_sft_cli(sample_dataset_dir, tiny_vlm_dirs, tmp_path, caps
     assert record["method"] == "prompt_tuning" and record["peft"] == {"num_virtual_tokens": 4}
     assert json.loads((tmp_path / "o" / "adapter_config.json").read_text())["peft_type"] == "PROMPT_TUNING"
     assert '"method": "prompt_tuning"' in capsys.readouterr().out
+
+
+def test_merged_model_keeps_the_adapters_training_data(sample_dataset_dir, tiny_vlm_dirs, tmp_path):
+    """`--merged_output_dir` saves base + adapter merged, standalone, with the adapter's training-data record."""
+    import json
+
+    from vilbias.training.sft import parse_recipe, run_sft
+
+    from vilbias.provenance import read_training_data
+
+    run_sft(*parse_recipe("training/recipes/llava-v1.6-mistral-7b-hf/lora.yaml", [
+        "--model_name_or_path", str(tiny_vlm_dirs("llava_next")), "--dataset_name", str(sample_dataset_dir),
+        "--output_dir", str(tmp_path / "adapter"), "--max_steps", "1", "--use_cpu", "true", "--bf16", "false",
+        "--dtype", "float32", "--save_strategy", "no", "--learning_rate", "1e-2",
+        "--merged_output_dir", str(tmp_path / "merged")]))
+    merged_dir = tmp_path / "merged"
+    assert not (merged_dir / "adapter_config.json").exists() and (merged_dir / "model.safetensors").is_file()
+    assert read_training_data(merged_dir) == read_training_data(tmp_path / "adapter")
+    card = json.loads((merged_dir / "vilbias_card.json").read_text())
+    assert card["library_name"] == "transformers" and "merged" in card["tags"] and card["training_data"]["rows"] == 49
+
+    merged, processor = load_vlm(merged_dir)
+    adapter, _ = load_vlm(tmp_path / "adapter")
+    image = Image.new("RGB", (40, 30), (10, 120, 200))
+    inputs = processor.apply_chat_template(
+        [[{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "hi"}]}]],
+        add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt")
+    with torch.inference_mode():
+        assert torch.allclose(adapter(**inputs).logits, merged(**inputs).logits, atol=1e-4)

@@ -22,12 +22,19 @@ def test_push_adapter_with_model_card(sample_dataset_dir, tiny_vlm_dirs, tmp_pat
             "--evaluation_results", str(evaluation)]))
         tree = hub.tree_at("model", "org/tiny-vlm-qlora")
     assert {"README.md", "adapter_model.safetensors", "adapter_config.json", "vilbias_card.json",
-            "run_record.json"} <= set(tree)
+            "run_record.json", "training_data.json", "training_ids.txt"} <= set(tree)
     assert any(name in tree for name in ("processor_config.json", "preprocessor_config.json"))
     card = tree["README.md"].decode()
     for expected in ("qlora", str(sample_dataset_dir), "v1.0.0", "model-index", "f1", "0.75", "load_vlm",
                      "org/tiny-vlm-qlora", "nf4"):
         assert expected in card, expected
+    # what it trained on: the human part in the card, the record in its YAML, the ids beside the weights
+    assert "## Training data" in card and "**49 rows**" in card and "config `sft`, split `train`, revision `v1.0.0`" in card
+    from huggingface_hub import ModelCard
+
+    record = ModelCard(card).data.to_dict()["training_data"]
+    assert (record["rows"], record["revision"], record["config"]) == (49, "v1.0.0", "sft")
+    assert len(tree["training_ids.txt"].decode().split()) == 49
     info = json.loads(tree["vilbias_card.json"])
     assert info["method"] == "qlora" and 0 < info["trainable_params"] < info["total_params"]
     assert info["peak_memory_mb"] > 0 and info["hyperparameters"]["learning_rate"] == 2e-4

@@ -14,12 +14,15 @@ import pytest
 import torch
 import vilbias.training
 import yaml
+from datasets import load_dataset
 from vilbias.training.sft import RUN_RECORD, parse_recipe, run_sft
 
 from tests.fakes.tiny_vlm import FAMILY_OF_RECIPE
+from vilbias.provenance import read_training_data
 
 RECIPES_DIR = Path(vilbias.training.__file__).parent / "recipes"
-RECIPES = sorted(RECIPES_DIR.glob("*/*.yaml"))
+# recipes/classifier/ holds `vilbias train classifier` recipes, not trl sft ones.
+RECIPES = sorted(p for p in RECIPES_DIR.glob("*/*.yaml") if p.parent.name != "classifier")
 PAPER = {"per_device_train_batch_size": 1, "num_train_epochs": 3, "learning_rate": 2e-4, "max_grad_norm": 0.3,
          "lr_scheduler_type": "constant_with_warmup", "warmup_steps": 0.03, "bf16": True, "seed": 0,
          "max_length": None, "assistant_only_loss": True, "dataset_config": "sft"}
@@ -115,3 +118,10 @@ def test_recipe_trains_two_steps_on_cpu(recipe, sample_dataset_dir, tiny_vlm_dir
     weights = {p.name for p in (tmp_path / "out").iterdir()}
     assert ("adapter_config.json" in weights) == (recipe.stem != "full")
     assert "processor_config.json" in weights or "preprocessor_config.json" in weights
+    # the training-data record: the sft train split's rows, by unique_id, beside the weights
+    trained_on = read_training_data(tmp_path / "out")
+    assert trained_on.ids == sorted(load_dataset(str(sample_dataset_dir), "sft", split="train")["unique_id"])
+    assert (trained_on.dataset, trained_on.config, trained_on.split, trained_on.rows) == (
+        str(sample_dataset_dir), "sft", "train", 49)
+    assert saved["training_data"] == trained_on.describe()
+    assert json.loads((tmp_path / "out" / "vilbias_card.json").read_text())["training_data"]["ids_sha256"] == trained_on.ids_sha256

@@ -16,10 +16,14 @@ unimodal-shortcut check.
 from __future__ import annotations
 
 import dataclasses
+import io
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import PIL.Image
+from datasets import Image, load_dataset
 
 PROBES = ("none", "no_image", "swap_image", "headline_only")
 
@@ -40,15 +44,36 @@ class Item:
     """The dataset's rationale (used for k-shot examples)."""
 
 
+def looks_local(name: str) -> bool:
+    """Whether ``name`` is meant as a local path rather than a Hub id (``ORG/NAME`` or ``NAME``)."""
+    return Path(name).exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
+
+
+def check_dataset(dataset: str) -> None:
+    """Fail in one sentence, before anything is loaded, when ``dataset`` is a path that does not exist.
+
+    Raises:
+        FileNotFoundError: the path is missing or not a folder.
+    """
+    path = Path(dataset).expanduser()
+    if looks_local(dataset) and not path.is_dir():
+        raise FileNotFoundError(f"dataset {dataset} does not exist: give the folder `vilbias build` wrote or a Hub repo id")
+
+
 def load_split(dataset: str, config: str, split: str, *, revision: str | None = None,
                label_column: str = "multimodal_label") -> list[Item]:
-    """Read ``split`` of ``config`` as :class:`Item` records (images as original bytes)."""
-    from datasets import Image, load_dataset
+    """Read ``split`` of ``config`` as :class:`Item` records (images as original bytes).
 
+    Raises:
+        ValueError: in one sentence when the split cannot be loaded (unknown config or split, a Hub
+            repo that cannot be reached) or lacks the columns evaluation needs.
+    """
     try:
-        ds = load_dataset(dataset, config, split=split, revision=revision)
-    except ValueError as e:
-        raise ValueError(f"cannot load split {split!r} of {dataset} [{config}]: {e}") from e
+        ds = load_dataset(str(Path(dataset).expanduser()) if looks_local(dataset) else dataset, config, split=split,
+                          revision=revision)
+    except (ValueError, OSError) as e:  # OSError: a Hub repo not found or not reachable
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"cannot load split {split!r} of {dataset} [{config}]: {reason}") from e
     if label_column not in ds.column_names:
         raise ValueError(f"{dataset} [{config}] has no {label_column!r} column; columns: {ds.column_names}")
     missing = {"unique_id", "headline", "article_text"} - set(ds.column_names)
@@ -112,12 +137,8 @@ def grey_image() -> bytes:
     """A uniform grey 224×224 PNG: what a classifier that needs an image gets under ``no_image``."""
     global _GREY_PNG
     if _GREY_PNG is None:
-        import io
-
-        from PIL import Image
-
         buffer = io.BytesIO()
-        Image.new("RGB", (224, 224), (128, 128, 128)).save(buffer, format="PNG")
+        PIL.Image.new("RGB", (224, 224), (128, 128, 128)).save(buffer, format="PNG")
         _GREY_PNG = buffer.getvalue()
     return _GREY_PNG
 

@@ -18,7 +18,6 @@ asked again, with the reply and a reminder of the format added to the conversati
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re

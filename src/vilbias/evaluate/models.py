@@ -17,14 +17,24 @@ classifiers predict labels directly and have no rationale to judge.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import EntryNotFoundError
+from PIL import Image
+
+from vilbias.evaluate.data import Item, grey_image, looks_local
+from vilbias.models.chat import TransformersBackend, load_backend
+from vilbias.models.vlm import load_vlm
 from vilbias.task import LABEL_NAMES
-from vilbias.evaluate.data import Item
+
+# torch and transformers (with vilbias.models.fusion, which is built on them) are imported inside
+# the loaders that need them: naming an OpenAI-compatible server must not cost a torch import.
 
 logger = logging.getLogger(__name__)
 
@@ -75,16 +85,25 @@ class ClassifierModel:
 Model = GenerativeModel | ClassifierModel
 
 
+def check_spec(spec: str, what: str = "model") -> None:
+    """Fail in one sentence, before anything is loaded, when ``spec`` is a path that does not exist.
+
+    Raises:
+        FileNotFoundError: the path is missing or not a folder.
+        ValueError: a malformed ``openai:`` spec.
+    """
+    if parse_spec(spec)["backend"] == "checkpoint" and looks_local(spec) and not Path(spec).expanduser().is_dir():
+        raise FileNotFoundError(f"{what} {spec} does not exist: give a checkpoint folder, a Hub id, "
+                                "openai:<model>@<base_url> or smollm2")
+
+
 def _config_file(name_or_path: str, filename: str, revision: str | None) -> dict | None:
     path = Path(name_or_path)
     if path.is_dir():
         f = path / filename
         return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-    if path.exists() or name_or_path.count("/") > 1 or name_or_path.startswith((".", "/")):
+    if looks_local(name_or_path):
         raise FileNotFoundError(f"{name_or_path} is neither a checkpoint folder nor a Hub model id")
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
     try:
         local = hf_hub_download(name_or_path, filename, revision=revision)
     except EntryNotFoundError:
@@ -101,11 +120,6 @@ def _label_order(id2label: dict) -> list[int]:
 
 
 def _fusion_classifier(spec: str, revision: str | None) -> ClassifierModel:
-    import io
-
-    from PIL import Image
-
-    from vilbias.evaluate.data import grey_image
     from vilbias.models.fusion import FusionForClassification, compose_text
 
     model = FusionForClassification.from_pretrained(spec, revision=revision)
@@ -165,8 +179,6 @@ def load_model(spec: str, *, revision: str | None = None, batch_size: int = 8, m
         concurrency: requests in flight for an OpenAI-compatible server.
         generative_only: refuse classifiers (the judge must write text).
     """
-    from vilbias.models.chat import TransformersBackend, load_backend
-
     params = {"temperature": 0.0, "max_tokens": max_new_tokens}
     parsed = parse_spec(spec)
     if parsed["backend"] == "openai":
@@ -198,8 +210,6 @@ def load_model(spec: str, *, revision: str | None = None, batch_size: int = 8, m
 
 
 def _vlm(spec, revision, batch_size, load_in_4bit, merge, params) -> GenerativeModel:
-    from vilbias.models.chat import TransformersBackend
-    from vilbias.models.vlm import load_vlm
 
     model, processor = load_vlm(spec, revision=revision, load_in_4bit=load_in_4bit, merge=merge)
     backend = TransformersBackend(model, processor, vision=True, params=params, batch_size=batch_size)

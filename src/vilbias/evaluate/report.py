@@ -1,6 +1,11 @@
 """Results of a run: ``results.json``, ``report.md`` with its PNG plots, and the model card's
 ``model-index``.
 
+``results.json`` has one shape for every run (one model or per-fold models, classifier or
+generative): ``evaluations`` (one record per view × regime × probe, each with ``closed`` metrics
+and ``open`` judge scores or None), ``summary`` (mean ± std over views), ``training_data`` (per
+view: what the model trained on and the seen-row check), ``warnings``, ``closed_vs_open``.
+
     from vilbias.evaluate.report import write_model_index
     write_model_index("results/my-run/results.json", "outputs/my-model")   # updates README.md
 """
@@ -13,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from vilbias import __version__
+from vilbias.evaluate.analysis import closed_open_points, closed_vs_open, plot_closed_vs_open
 from vilbias.metrics.plots import plot_confusion_matrix, pyplot
 from vilbias.metrics.scores import CLOSED_KEYS, OPEN_KEYS, summarize
+from vilbias.publish.model import ModelCardInfo, render_model_card
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +51,24 @@ def _probe_deltas(summaries: list[dict]) -> list[dict]:
     return out
 
 
+def warnings(meta: dict) -> list[str]:
+    """What the reader must know before trusting the numbers: unchecked models, scored training rows."""
+    out = []
+    for t in meta["training_data"]:
+        if t["status"] == "unchecked":
+            out.append(f"{t['view']}: not checked for training rows — {t['note']}; scores may include rows the model saw.")
+        elif t["status"] == "overlap":
+            out.append(f"{t['view']}: {t['overlap']} of {t['evaluated']} scored rows are rows the model trained on, "
+                       "scored anyway (--allow-overlap); these numbers measure the leak, not the task.")
+    return out
+
+
 def finish_run(meta: dict, evaluations: list[dict], out: Path) -> dict:
-    """Summaries, probe deltas, ``results.json``, plots and ``report.md`` for one run."""
+    """Summaries, probe deltas, closed-vs-open r, ``results.json``, plots and ``report.md`` for one run."""
     summaries = _summaries(evaluations, meta["regimes"], meta["probes"])
-    results = {"vilbias_version": __version__, **meta, "evaluations": evaluations, "summary": summaries,
-               "probe_deltas": _probe_deltas(summaries), "plots": []}
+    results = {"vilbias_version": __version__, **meta, "warnings": warnings(meta), "evaluations": evaluations,
+               "summary": summaries, "probe_deltas": _probe_deltas(summaries), "plots": []}
+    results["closed_vs_open"] = closed_vs_open(closed_open_points(results))
     for s in summaries:
         if s["probe"] == "none":
             name = f"confusion_matrix_{s['regime']}.png"
@@ -58,6 +78,10 @@ def finish_run(meta: dict, evaluations: list[dict], out: Path) -> dict:
     if results["probe_deltas"]:
         plot_probe_deltas(results["probe_deltas"], out / "probes.png")
         results["plots"].append("probes.png")
+    if results["closed_vs_open"]:
+        c = results["closed_vs_open"]
+        plot_closed_vs_open(c["points"], out / "closed_vs_open.png", c["pearson"]["r"] if c["pearson"] else None)
+        results["plots"].append("closed_vs_open.png")
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(results), encoding="utf-8")
     logger.info("results in %s", out)
@@ -72,65 +96,94 @@ def _fmt(stat: dict | None, scale: float = 1.0, digits: int = 4, with_std: bool 
     return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
 
 
-def render_report(results: dict) -> str:
-    """The markdown report of one run."""
+def _header(results: dict) -> list[str]:
     d, m = results["dataset"], results["model"]
-    lines = [
+    questions = "; ".join(f"{q}: {what}" for q, what in results["questions"].items() if what)
+    return [
         f"# Evaluation: {results['run']}",
         "",
         f"- model: `{m['id']}` (revision `{m['revision'] or 'unpinned'}`, {m['kind']}, {m['modality']})",
         f"- dataset: `{d['id']}` config `{d['config']}` split `{d['split']}` (revision `{d['revision'] or 'unpinned'}`)",
-        f"- judge: `{results['judge']['id']}`" if results["judge"] else "- judge: none",
+        f"- questions: {questions}" + (" — separate generations" if results["questions"]["ovqa"] else ""),
+        f"- judge: `{results['judge']['id']}`" if results["judge"] else "- judge: none (no oVQA answers)",
         f"- seed {results['seed']}; prompts {', '.join(f'{k} `{v}`' for k, v in results['prompt_versions'].items() if v) or '—'}",
         f"- vilbias {results['vilbias_version']}, {results['created']}",
         "",
-        "## Closed-ended",
-        "",
-        "Unparseable answers are counted as wrong; their rate is the last column."
-        + (" Values are mean ± std over the five folds." if results["dataset"]["config"].startswith("fold_0..") else ""),
-        "",
-        "| regime | probe | " + " | ".join(CLOSED_KEYS) + " | unparseable |",
-        "|---|---|" + "---|" * (len(CLOSED_KEYS) + 1),
     ]
+
+
+def _training_data_section(results: dict) -> list[str]:
+    lines = ["## Training data and seen rows", ""]
+    lines += [f"> **Warning:** {w}" for w in results["warnings"]] + ([""] if results["warnings"] else [])
+    lines += ["| view | model | trained on | evaluated | seen in training | check |", "|---|---|---|---|---|---|"]
+    for t in results["training_data"]:
+        trained = t["training_data"]["description"] if t["training_data"] else "no record"
+        check = {"checked": "no overlap", "overlap": "**overlap allowed (--allow-overlap)**",
+                 "unchecked": "**unchecked** (no record)"}[t["status"]]
+        seen = str(t["overlap"]) if t["training_data"] else "?"
+        lines.append(f"| {t['view']} | `{t['model']}` | {trained} | {t['evaluated']} | {seen} | {check} |")
+    return lines + [""]
+
+
+def _closed_section(results: dict) -> list[str]:
+    source = ("the closed question's answers (label only, strictly parsed)" if results["questions"]["closed"] != "classifier prediction"
+              else "the classifier's predictions")
+    lines = ["## Closed-ended", "", f"From {source}. Unparseable answers are counted as wrong; their rate is the last column."
+             + (" Values are mean ± std over the five folds." if results["dataset"]["config"].startswith("fold_0..") else ""),
+             "", "| regime | probe | " + " | ".join(CLOSED_KEYS) + " | unparseable |",
+             "|---|---|" + "---|" * (len(CLOSED_KEYS) + 1)]
     for s in results["summary"]:
         many = s["views"] > 1
         row = ([s["regime"], s["probe"]] + [_fmt(s["closed"][k], with_std=many) for k in CLOSED_KEYS]
                + [_fmt(s["closed"]["unparseable_rate"], 100, 1, with_std=many) + " %"])
         lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def _open_section(results: dict) -> list[str]:
+    lines = ["## Open-ended (oVQA, LLM judge)", "",
+             "The judge scores the oVQA answers (label + reasoning), a generation of their own. Percentages over judged "
+             "answers, with bootstrap 95% intervals (per view; mean ± std over folds with --cv). Judge failures (no valid "
+             "JSON after the retries) are counted, not scored.", "",
+             "| view | regime | probe | reasoning accuracy % | faithfulness % | judged | judge failures | 0/0 by rule |",
+             "|---|---|---|---|---|---|---|---|"]
+    for e in results["evaluations"]:
+        o = e["open"]
+        if not o:
+            continue
+        cells = ["—" if o[key]["percent"] is None else f"{o[key]['percent']:.1f} [{o[key]['ci95'][0]:.1f}, {o[key]['ci95'][1]:.1f}]"
+                 for key in OPEN_KEYS]
+        lines.append(f"| {e['view']} | {e['regime']} | {e['probe']} | {cells[0]} | {cells[1]} | {o['judged']} | "
+                     f"{o['judge_failures']} ({100 * o['judge_failure_rate']:.1f} %) | {o['rule_zero']} |")
     opened = [s for s in results["summary"] if s["open"]]
-    if opened:
-        lines += ["", "## Open-ended (LLM judge)", "",
-                  "Percentages over judged answers, with bootstrap 95% intervals (per view; mean ± std over folds with --cv). "
-                  "Judge failures (no valid JSON after the retries) are counted, not scored.", "",
-                  "| view | regime | probe | reasoning accuracy % | faithfulness % | judged | judge failures | 0/0 by rule |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for e in results["evaluations"]:
-            o = e["open"]
-            if not o:
-                continue
-            cells = []
-            for key in OPEN_KEYS:
-                if o[key]["percent"] is None:
-                    cells.append("—")
-                else:
-                    lo, hi = o[key]["ci95"]
-                    cells.append(f"{o[key]['percent']:.1f} [{lo:.1f}, {hi:.1f}]")
-            lines.append(f"| {e['view']} | {e['regime']} | {e['probe']} | {cells[0]} | {cells[1]} | {o['judged']} | "
-                         f"{o['judge_failures']} ({100 * o['judge_failure_rate']:.1f} %) | {o['rule_zero']} |")
-        if any(s["open"] and s["views"] > 1 for s in opened):
-            lines += ["", "| regime | probe | reasoning accuracy % | faithfulness % |", "|---|---|---|---|"]
-            for s in opened:
-                lines.append(f"| {s['regime']} | {s['probe']} | {_fmt(s['open'].get('reasoning_accuracy'), 1, 1)} | "
-                             f"{_fmt(s['open'].get('faithfulness'), 1, 1)} |")
+    if any(s["views"] > 1 for s in opened):
+        lines += ["", "| regime | probe | reasoning accuracy % | faithfulness % |", "|---|---|---|---|"]
+        lines += [f"| {s['regime']} | {s['probe']} | {_fmt(s['open'].get('reasoning_accuracy'), 1, 1)} | "
+                  f"{_fmt(s['open'].get('faithfulness'), 1, 1)} |" for s in opened]
+    c = results["closed_vs_open"]
+    if c:
+        r = (f"Pearson r = {c['pearson']['r']:.3f} (p = {c['pearson']['p_value']:.3g}, n = {c['pearson']['n']})"
+             if c["pearson"] else "Pearson r: undefined (fewer than 3 settings, or a score that does not vary)")
+        lines += ["", f"Closed accuracy vs reasoning accuracy across this run's settings (regime × probe): {r}; "
+                  "across runs: `vilbias evaluate compare`."]
+    return lines + [""]
+
+
+def render_report(results: dict) -> str:
+    """The markdown report of one run."""
+    lines = _header(results) + _training_data_section(results) + _closed_section(results)
+    if any(s["open"] for s in results["summary"]):
+        lines += _open_section(results)
     if results["probe_deltas"]:
-        lines += ["", "## Robustness probes", "",
+        lines += ["## Robustness probes", "",
                   "ΔF1 = F1 under the probe − F1 on the plain input. Near zero for `no_image`/`swap_image` means "
                   "the model does not use the image (a unimodal shortcut).", "",
                   "| regime | probe | ΔF1 (binary) | ΔF1 (macro) | Δaccuracy |", "|---|---|---|---|---|"]
-        for p in results["probe_deltas"]:
-            lines.append(f"| {p['regime']} | {p['probe']} | {p['delta_f1_binary']:+.4f} | {p['delta_f1_macro']:+.4f} | {p['delta_accuracy']:+.4f} |")
+        lines += [f"| {p['regime']} | {p['probe']} | {p['delta_f1_binary']:+.4f} | {p['delta_f1_macro']:+.4f} | "
+                  f"{p['delta_accuracy']:+.4f} |" for p in results["probe_deltas"]]
+        lines.append("")
     if results["plots"]:
-        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in results["plots"]]
+        lines += ["## Plots", ""] + [f"![{p}]({p})" for p in results["plots"]]
     return "\n".join(lines) + "\n"
 
 
@@ -190,8 +243,6 @@ def write_model_index(results: dict | str | Path, card_or_dir):
         ``(info, card)``. Existing entries for the same metric name, split and config are
         replaced; others are kept.
     """
-    from vilbias.publish.model import ModelCardInfo, render_model_card
-
     if not isinstance(results, dict):
         path = Path(results)
         path = path / "results.json" if path.is_dir() else path

@@ -1,49 +1,92 @@
 """``vilbias evaluate``: score a classifier or a generative model on BiasCorpus.
 
     vilbias evaluate --dataset ./BiasCorpus --model outputs/classifier            # a fusion/text classifier
+    vilbias evaluate --dataset ./BiasCorpus --model outputs/classifier-cv --cv    # fold_K model on fold_K/test
     vilbias evaluate --dataset ORG/BiasCorpus --revision v1.0.0 --model ORG/vilbias-smolvlm-lora \\
-        --judge openai:Qwen/Qwen2.5-72B-Instruct@http://localhost:8000/v1 --shots 0 5 --cv
+        --judge openai:Qwen/Qwen2.5-72B-Instruct@http://localhost:8000/v1 --shots 0 5
     vilbias evaluate --dataset ./BiasCorpus --model openai:gpt-4o@https://api.openai.com/v1 \\
         --judge openai:gpt-4o@https://api.openai.com/v1 --probes all
     vilbias evaluate compare results/run-a results/run-b results/run-c --output results/analysis
 
+Before a model is asked anything, the evaluated rows are compared with the rows it trained on
+(:mod:`vilbias.evaluate.leakage`); an overlap is refused. A generative model answers the paper's
+two questions as separate generations: the closed one (label only) gives the closed-ended
+metrics, the oVQA one (label + reasoning) is scored by the judge.
+
 One run writes to ``--output`` (default ``./results/<run>``): ``results.json`` (every number, with
-the dataset and model revisions, the config, the seed and the prompt versions), ``report.md``
-with tables and PNG plots, and ``evaluation.sqlite`` holding each answer and judge verdict as it
-arrived, so re-running the same command resumes without asking anything twice.
+the dataset and model revisions, what the model trained on, the config, the seed and the prompt
+versions), ``report.md`` with tables and PNG plots, and ``evaluation.sqlite`` holding each answer
+and judge verdict as it arrived, so re-running the same command resumes without asking anything
+twice. A run that fails before anything was stored leaves no folder behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import json
 import logging
 import re
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vilbias.evaluate.data import PROBES, Item, apply_probe, load_split, select_shots
-from vilbias.evaluate.models import ClassifierModel, GenerativeModel, Model, load_model
+from tqdm.auto import tqdm
+
+from vilbias.evaluate.analysis import compare_runs
+from vilbias.evaluate.data import PROBES, Item, apply_probe, check_dataset, load_split, select_shots
+from vilbias.evaluate.judge import (
+    JudgeJob,
+    judge_messages,
+    judge_prompt_version,
+    rule_verdict,
+    run_judge,
+)
+from vilbias.evaluate.leakage import SeenCheck, refuse_seen, seen_check
+from vilbias.evaluate.messages import PARSERS, prompt_versions, question_messages
+from vilbias.evaluate.models import (
+    ClassifierModel,
+    GenerativeModel,
+    Model,
+    check_spec,
+    load_model,
+    parse_spec,
+)
+from vilbias.evaluate.report import finish_run
 from vilbias.evaluate.store import EvaluationStore
+from vilbias.metrics.scores import closed_metrics, open_scores
+from vilbias.models.chat import ChatRequest, TransformersBackend
+from vilbias.models.scoring import OptionScorer, choose
+from vilbias.task import ANSWER_LABELS, FOLDS, LABEL_NAMES
 
 logger = logging.getLogger(__name__)
 
-N_FOLDS = 5
 STORE_FILE = "evaluation.sqlite"
 RESULTS_FILE = "results.json"
+CLOSED_ANSWERS = ("auto", "constrained", "generated")
+CLOSED_OPTIONS = [ANSWER_LABELS[i] for i in range(len(LABEL_NAMES))]
+"""The closed question's possible answers, indexed by class id (``not biased``, ``biased``)."""
 
 
 @dataclass
 class EvaluateConfig:
     dataset: str | None = field(default=None, metadata={"help": "Dataset folder (as `vilbias build` writes it) or Hub repo id."})
     model: str | None = field(default=None, metadata={
-        "help": "Checkpoint folder, Hub id, or openai:<model>@<base_url> (key from OPENAI_API_KEY)."})
+        "help": "Checkpoint folder, Hub id, openai:<model>@<base_url> (key from OPENAI_API_KEY) or smollm2; "
+                "with --cv, a folder holding one model per fold (fold_0 ... fold_4)."})
     config: str = field(default="default", metadata={"help": "Dataset config to evaluate: default or fold_K."})
     split: str = field(default="test", metadata={"help": "Split to evaluate (k-shot examples always come from train)."})
     revision: str | None = field(default=None, metadata={"help": "Dataset revision (tag such as v1.0.0)."})
     model_revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --model."})
-    cv: bool = field(default=False, metadata={"help": "Evaluate fold_0..fold_4 (test split of each) and report mean ± std."})
+    cv: bool = field(default=False, metadata={
+        "help": "Cross-validated evaluation of per-fold models: --model is a folder of fold_0..fold_4 (as "
+                "`vilbias train classifier --cv` writes it); each fold's model is scored on its own fold's test "
+                "split, reported per fold and as mean ± std."})
+    allow_overlap: bool = field(default=False, metadata={
+        "help": "Score rows the model trained on anyway (a deliberate leak measurement); the report says so."})
     shots: list[int] = field(default_factory=lambda: [0], metadata={
         "help": "Prompting regimes for generative models: 0 = zero-shot, k = k-shot (paper: 0 5)."})
     modality: str = field(default="text+image", metadata={
@@ -51,7 +94,8 @@ class EvaluateConfig:
     probes: list[str] = field(default_factory=list, metadata={
         "help": "Robustness probes besides the plain run: no_image swap_image headline_only, or all."})
     judge: str | None = field(default=None, metadata={
-        "help": "LLM judge for the rationales: checkpoint, Hub id, openai:<model>@<base_url> or smollm2."})
+        "help": "LLM judge of the oVQA rationales: checkpoint, Hub id, openai:<model>@<base_url> or smollm2. "
+                "Without one, generative models answer the closed question only."})
     judge_revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --judge."})
     judge_retries: int = field(default=2, metadata={"help": "Times an invalid judge reply is asked again before it counts as a failure."})
     output: Path | None = field(default=None, metadata={"help": "Results folder (default ./results/<run>)."})
@@ -60,13 +104,18 @@ class EvaluateConfig:
     bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the open-ended 95% intervals."})
     limit: int | None = field(default=None, metadata={"help": "Evaluate only the first N items of each split (smoke runs)."})
     batch_size: int = field(default=8, metadata={"help": "Batch size of local models."})
-    max_new_tokens: int = field(default=256, metadata={"help": "Answer length budget of generative models."})
+    max_new_tokens: int = field(default=256, metadata={"help": "Length budget of oVQA answers (label + reasoning)."})
+    closed_answers: str = field(default="auto", metadata={
+        "help": "How the closed question is answered: constrained (a local model's reply is the label it gives the "
+                "higher log-likelihood), generated (free generation, strictly parsed: the label alone or unparseable), "
+                "or auto (constrained for local models, generated for servers).",
+        "choices": list(CLOSED_ANSWERS)})
+    closed_max_new_tokens: int = field(default=16, metadata={
+        "help": "Length budget of generated closed answers: the label fits; a longer answer is not label-only anyway."})
     concurrency: int = field(default=16, metadata={"help": "Requests in flight to an OpenAI-compatible server."})
     load_in_4bit: bool = field(default=False, metadata={"help": "Load a VLM base in 4-bit NF4 (as QLoRA trained it)."})
     merge: bool = field(default=False, metadata={"help": "Merge a LoRA adapter into its base before generating."})
     label_column: str = field(default="multimodal_label", metadata={"help": "Gold label column."})
-    train_fraction: float | None = field(default=None, metadata={
-        "help": "Share of train the model was trained on, recorded for the data-size scaling analysis."})
     pair: str | None = field(default=None, metadata={
         "help": "Name pairing a text-only and a text+image run for the modality-gap analysis."})
 
@@ -77,8 +126,8 @@ class EvaluateConfig:
         if not self.dataset or not self.model:
             raise ValueError("--dataset and --model are required "
                              "(or `vilbias evaluate compare RUN_DIR ...` to analyse finished runs)")
-        if self.cv and self.config != "default":
-            raise ValueError("--cv evaluates every fold_K itself; drop --config")
+        if self.cv and (self.config != "default" or self.split != "test"):
+            raise ValueError("--cv scores each fold's model on its own fold's test split; drop --config and --split")
         if "all" in self.probes:
             self.probes = list(PROBES[1:])
         unknown = set(self.probes) - set(PROBES[1:])
@@ -88,8 +137,11 @@ class EvaluateConfig:
             raise ValueError("--shots takes one or more non-negative k (0 = zero-shot)")
         if self.judge_retries < 0 or self.bootstrap < 1 or (self.limit is not None and self.limit < 1):
             raise ValueError("--judge-retries must be >= 0, --bootstrap and --limit >= 1")
-        if self.train_fraction is not None and not 0 < self.train_fraction <= 1:
-            raise ValueError("--train-fraction must be in (0, 1]")
+        if self.max_new_tokens < 1 or self.closed_max_new_tokens < 1:
+            raise ValueError("--max-new-tokens and --closed-max-new-tokens must be >= 1")
+        if self.closed_answers == "constrained" and parse_spec(self.model)["backend"] == "openai":
+            raise ValueError("--closed-answers constrained scores the labels with a local model; a server's closed "
+                             "answers are generated and strictly parsed (--closed-answers generated or auto)")
 
     @property
     def name(self) -> str:
@@ -124,136 +176,307 @@ def compare(cfg: CompareConfig) -> dict:
     Returns:
         The analysis dict also written to ``analysis.json`` in ``cfg.output``.
     """
-    from vilbias.evaluate.analysis import compare_runs
-
     return compare_runs(cfg.run_dirs, cfg.output)
 
 
-def _regimes(model: Model, shots: list[int]) -> list[str]:
-    if isinstance(model, ClassifierModel):
-        return ["classifier"]
-    return [f"{k}-shot" for k in sorted(set(shots))]
+# -- what is evaluated, checked before anything is loaded or asked --------------------------------
 
 
-def _uses_image(model: Model, cfg: EvaluateConfig) -> bool:
-    if isinstance(model, ClassifierModel):
-        return model.uses_image
-    return model.vision and cfg.modality == "text+image"
+@dataclass
+class View:
+    """One evaluated split and the model scored on it (with --cv, each fold's own model)."""
+
+    config: str
+    split: str
+    model: str
+    items: list[Item]
+    seen: SeenCheck
+
+    @property
+    def name(self) -> str:
+        return f"{self.config}/{self.split}"
 
 
-def _modality(model: Model, cfg: EvaluateConfig) -> str:
-    if isinstance(model, ClassifierModel):
-        return "+".join(m for m, used in (("text", model.uses_text), ("image", model.uses_image)) if used)
-    return cfg.modality if model.vision else "text"
+def _fold_models(cfg: EvaluateConfig) -> list[tuple[str, str, str]]:
+    """``(config, split, model folder)`` per fold for --cv; refuses anything but a folder of fold models."""
+    folder = Path(cfg.model)
+    missing = [f for f in FOLDS if not (folder / f).is_dir()]
+    if parse_spec(cfg.model)["backend"] == "checkpoint" and folder.is_dir() and not missing:
+        return [(fold, "test", str(folder / fold)) for fold in FOLDS]
+    found = f"lacks {', '.join(missing)}" if folder.is_dir() else "is not a local folder of per-fold models"
+    raise ValueError(
+        f"refused: --cv evaluates one model per fold, but {cfg.model} {found}: one checkpoint scored on every fold's "
+        f"test split scores rows it trained on; train per-fold models with `vilbias train classifier ... --cv` and "
+        f"pass their folder (holding {FOLDS[0]} ... {FOLDS[-1]}), or drop --cv to evaluate this model on its own test split")
 
 
-class _Progress:
-    def __init__(self, total: int, desc: str):
-        from tqdm.auto import tqdm
+def plan_views(cfg: EvaluateConfig) -> list[View]:
+    """The views to score, each with its items and the seen-row check of its model.
 
-        self.bar = tqdm(total=total, desc=desc, disable=total == 0, leave=False)
+    Paths are checked first (one sentence for one that does not exist), then the evaluated rows
+    are compared with each model's training rows: nothing is loaded or asked when they overlap.
 
-    def __call__(self) -> None:
-        self.bar.update(1)
+    Raises:
+        FileNotFoundError: a dataset, model or judge path that does not exist.
+        ValueError: rows a model trained on (unless ``allow_overlap``), --cv on one checkpoint, an empty split.
+    """
+    check_dataset(cfg.dataset)
+    check_spec(cfg.model)
+    if cfg.judge:
+        check_spec(cfg.judge, "judge")
+    targets = _fold_models(cfg) if cfg.cv else [(cfg.config, cfg.split, cfg.model)]
+    views = []
+    for config, split, model in targets:
+        items = load_split(cfg.dataset, config, split, revision=cfg.revision, label_column=cfg.label_column)
+        items = items[:cfg.limit] if cfg.limit else items
+        if not items:
+            raise ValueError(f"{cfg.dataset} [{config}/{split}] has no items")
+        views.append(View(config, split, model, items, seen_check(model, cfg.model_revision, f"{config}/{split}", items)))
+    refuse_seen([v.seen for v in views], allow_overlap=cfg.allow_overlap)
+    return views
 
-    def close(self) -> None:
-        self.bar.close()
+
+def _identity(cfg: EvaluateConfig) -> dict[str, Any]:
+    """What one results folder holds; another setup in the same folder is refused."""
+    return {
+        "dataset": cfg.dataset, "revision": cfg.revision, "model": cfg.model, "model_revision": cfg.model_revision,
+        "cv": cfg.cv, "closed_answers": cfg.closed_answers,
+        "judge": cfg.judge, "judge_prompt": judge_prompt_version() if cfg.judge else None,
+        "prompts": prompt_versions(), "modality": cfg.modality, "seed": cfg.seed, "label_column": cfg.label_column,
+    }
 
 
-def _answer(model: Model, store: EvaluationStore, view: str, regime: str, probe: str, items: list[Item],
-            shots: list[Item], with_image: bool, batch_size: int) -> None:
-    """Ask the model about every item that has no stored answer; store each as it arrives."""
-    from vilbias.task import parse_answer
+@contextlib.contextmanager
+def results_store(out: Path, identity: dict[str, Any]) -> Iterator[EvaluationStore]:
+    """The run's store in ``out``; a run that fails before storing anything removes the folder it made."""
+    created = not out.exists()
+    store = EvaluationStore(out / STORE_FILE)
+    try:
+        store.check_identity(identity)
+        yield store
+    except BaseException:
+        empty = store.count_rows() == 0
+        store.close()
+        if created and empty:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    store.close()
 
-    done = store.predictions(view, regime, probe)
+
+# -- asking, judging, scoring ---------------------------------------------------------------------
+
+Setting = tuple[str, str, str]
+"""(view, regime, probe)"""
+
+
+@contextlib.contextmanager
+def _progress(total: int, desc: str) -> Iterator[Any]:
+    bar = tqdm(total=total, desc=desc, disable=total == 0, leave=False)
+    try:
+        yield lambda: bar.update(1)
+    finally:
+        bar.close()
+
+
+def _classify(model: ClassifierModel, store: EvaluationStore, setting: Setting, items: list[Item], batch_size: int,
+              tick) -> None:
+    view, regime, probe = setting
+    for start in range(0, len(items), batch_size):
+        batch = items[start:start + batch_size]
+        for item, label in zip(batch, model.predict(batch), strict=True):
+            store.put_prediction((view, item.unique_id, regime, probe, "closed", 0), status="ok", label=int(label))
+            tick()
+
+
+def _generate(model: GenerativeModel, store: EvaluationStore, setting: Setting, question: str, items: list[Item],
+              shots: list[Item], with_image: bool, params: dict[str, Any], tick) -> None:
+    """One generation per item for ``question``; each answer stored as it arrives."""
+    view, regime, probe = setting
+    parse = PARSERS[question]
+
+    def on_result(index: int, result) -> None:
+        key = (view, items[index].unique_id, regime, probe, question, 0)
+        if result.text is None:
+            store.put_prediction(key, status="error", error=result.error)
+        else:
+            answer = parse(result.text)
+            store.put_prediction(key, status="ok", label=answer.label_id, reasoning=answer.reasoning, raw=result.text,
+                                 error=answer.error)
+        tick()
+
+    requests = (ChatRequest(question_messages(question, item, shots, with_image=with_image), params) for item in items)
+    model.backend.chat(requests, on_result=on_result)
+
+
+def _choose_labels(model: GenerativeModel, store: EvaluationStore, setting: Setting, items: list[Item],
+                   shots: list[Item], with_image: bool, tick) -> None:
+    """The closed question, constrained: the reply is the label the model gives the higher
+    log-likelihood as its whole answer (:mod:`vilbias.models.scoring`); never unparseable."""
+    view, regime, probe = setting
+    scorer = OptionScorer(model.backend)
+    for item in items:
+        scores = scorer.score(ChatRequest(question_messages("closed", item, shots, with_image=with_image)), CLOSED_OPTIONS)
+        label = choose(scores)
+        store.put_prediction((view, item.unique_id, regime, probe, "closed", 0), status="ok", label=label,
+                             raw=json.dumps({"answer": CLOSED_OPTIONS[label], "logprobs": scores.logprobs}))
+        tick()
+
+
+def constrained(model: Model, cfg: EvaluateConfig) -> bool:
+    """Whether ``model`` answers the closed question by label log-likelihood (a local model) rather than by generation."""
+    local = isinstance(model, GenerativeModel) and isinstance(model.backend, TransformersBackend)
+    return cfg.closed_answers == "constrained" or (cfg.closed_answers == "auto" and local)
+
+
+def _ask(model: Model, store: EvaluationStore, setting: Setting, question: str, items: list[Item], shots: list[Item],
+         cfg: EvaluateConfig) -> None:
+    """Ask ``question`` about every item without a stored answer (a classifier answers ``closed`` only)."""
+    done = store.predictions(*setting, question)
     todo = [item for item in items if (item.unique_id, 0) not in done]
     if not todo:
         return
-    progress = _Progress(len(todo), f"{view} {regime} {probe}")
-    try:
+    with _progress(len(todo), " ".join((*setting, question))) as tick:
         if isinstance(model, ClassifierModel):
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start:start + batch_size]
-                for item, label in zip(batch, model.predict(batch), strict=True):
-                    store.put_prediction((view, item.unique_id, regime, probe, 0), status="ok", label=int(label))
-                    progress()
+            _classify(model, store, setting, todo, cfg.batch_size, tick)
             return
-        from vilbias.models.chat import ChatRequest
-        from vilbias.evaluate.messages import answer_messages
-
-        def on_result(index: int, result) -> None:
-            key = (view, todo[index].unique_id, regime, probe, 0)
-            if result.text is None:
-                store.put_prediction(key, status="error", error=result.error)
-            else:
-                answer = parse_answer(result.text)
-                store.put_prediction(key, status="ok", label=answer.label_id, reasoning=answer.reasoning,
-                                     raw=result.text, error=answer.error)
-            progress()
-
-        requests = (ChatRequest(answer_messages(item, shots, with_image=with_image), model.params) for item in todo)
-        model.backend.chat(requests, on_result=on_result)
-    finally:
-        progress.close()
+        with_image = model.vision and cfg.modality == "text+image"
+        if question == "closed" and constrained(model, cfg):
+            _choose_labels(model, store, setting, todo, shots, with_image, tick)
+            return
+        budget = cfg.closed_max_new_tokens if question == "closed" else cfg.max_new_tokens
+        _generate(model, store, setting, question, todo, shots, with_image, {**model.params, "max_tokens": budget}, tick)
 
 
-def _judge(judge: GenerativeModel, store: EvaluationStore, view: str, regime: str, probe: str,
-           items: list[Item], retries: int) -> None:
-    """Judge every stored answer of (view, regime, probe) that has no settled verdict."""
-    from vilbias.evaluate.judge import JudgeJob, judge_messages, rule_verdict, run_judge
-
-    answers = store.predictions(view, regime, probe)
-    settled = store.verdicts(view, regime, probe)
+def _judge(judge: GenerativeModel, store: EvaluationStore, setting: Setting, items: list[Item], retries: int) -> None:
+    """Judge every stored oVQA answer of ``setting`` that has no settled verdict."""
+    view, regime, probe = setting
+    answers = store.predictions(*setting, "ovqa")
+    settled = store.verdicts(*setting)
     jobs = []
     for item in items:
-        key = (item.unique_id, 0)
-        if key in settled or key not in answers:
+        if (item.unique_id, 0) in settled or (item.unique_id, 0) not in answers:
             continue
-        answer = answers[key]
-        full_key = (view, item.unique_id, regime, probe, 0)
+        answer, key = answers[(item.unique_id, 0)], (view, item.unique_id, regime, probe, 0)
         rule = rule_verdict(answer["reasoning"])
         if rule is not None:
-            store.put_verdict(full_key, {"status": "ok", **rule, "attempts": 0}, source="rule")
-            continue
-        jobs.append(JudgeJob(full_key, judge_messages(item, answer["label"], answer["reasoning"], with_image=judge.vision)))
+            store.put_verdict(key, {"status": "ok", **rule, "attempts": 0}, source="rule")
+        else:
+            jobs.append(JudgeJob(key, judge_messages(item, answer["label"], answer["reasoning"], with_image=judge.vision)))
     if not jobs:
         return
-    progress = _Progress(len(jobs), f"judge {view} {regime} {probe}")
+    with _progress(len(jobs), f"judge {view} {regime} {probe}") as tick:
+        def on_verdict(key, record) -> None:
+            store.put_verdict(key, record)
+            tick()
 
-    def on_verdict(key, record) -> None:
-        store.put_verdict(key, record)
-        progress()
-
-    try:
         run_judge(judge.backend, jobs, on_verdict, retries=retries, params={"max_tokens": 512})
-    finally:
-        progress.close()
 
 
-def _score(store: EvaluationStore, view: str, regime: str, probe: str, items: list[Item], judged: bool,
-           cfg: EvaluateConfig) -> tuple[dict | None, int]:
-    """Metrics of one (view, regime, probe), or None and the number of items still missing."""
-    from vilbias.metrics.scores import closed_metrics, open_scores
-
-    answers = store.predictions(view, regime, probe)
-    missing = sum((i.unique_id, 0) not in answers for i in items)
-    verdicts = store.verdicts(view, regime, probe) if judged else {}
-    if judged:
-        missing += sum((i.unique_id, 0) not in verdicts for i in items)
+def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: bool, cfg: EvaluateConfig
+           ) -> tuple[dict | None, int]:
+    """Closed metrics from the closed answers and judge scores of the oVQA answers of one setting,
+    or None and the number of answers or verdicts still missing."""
+    closed = store.predictions(*setting, "closed")
+    verdicts = store.verdicts(*setting) if judged else {}
+    missing = sum((i.unique_id, 0) not in closed for i in items)
+    missing += sum((i.unique_id, 0) not in verdicts for i in items) if judged else 0
     if missing:
         return None, missing
-    refs = [i.label for i in items]
-    preds = [answers[(i.unique_id, 0)]["label"] for i in items]
-    record: dict[str, Any] = {"view": view, "regime": regime, "probe": probe, "closed": closed_metrics(refs, preds), "open": None}
-    if judged:
-        record["open"] = open_scores([verdicts[(i.unique_id, 0)] for i in items], resamples=cfg.bootstrap, seed=cfg.seed)
+    view, regime, probe = setting
+    record: dict[str, Any] = {
+        "view": view, "regime": regime, "probe": probe,
+        "closed": closed_metrics([i.label for i in items], [closed[(i.unique_id, 0)]["label"] for i in items]),
+        "open": open_scores([verdicts[(i.unique_id, 0)] for i in items], resamples=cfg.bootstrap, seed=cfg.seed)
+        if judged else None,
+    }
     return record, 0
 
 
-def _views(cfg: EvaluateConfig) -> list[tuple[str, str]]:
-    if cfg.cv:
-        return [(f"fold_{k}", "test") for k in range(N_FOLDS)]
-    return [(cfg.config, cfg.split)]
+# -- one run ------------------------------------------------------------------------------------
+
+
+class _Run:
+    """The state of one evaluation across its views: stored answers, records, what was used."""
+
+    def __init__(self, cfg: EvaluateConfig, store: EvaluationStore, judge: GenerativeModel | None):
+        self.cfg, self.store, self.judge = cfg, store, judge
+        self.evaluations: list[dict] = []
+        self.shot_ids: dict[str, dict[str, list[str]]] = {}
+        self.incomplete = 0
+        self.model: Model | None = None
+        self.regimes: list[str] = []
+        self.probes: list[str] = ["none"]
+
+    def _settings(self, model: Model) -> bool:
+        """Regimes, probes and judge for ``model``; whether its oVQA answers are judged."""
+        cfg = self.cfg
+        generative = isinstance(model, GenerativeModel)
+        self.regimes = [f"{k}-shot" for k in sorted(set(cfg.shots))] if generative else ["classifier"]
+        uses_image = model.vision and cfg.modality == "text+image" if generative else model.uses_image
+        self.probes = ["none"] + [p for p in cfg.probes if uses_image or p == "headline_only"]
+        skipped = sorted(set(cfg.probes) - set(self.probes))
+        if skipped:
+            logger.warning("probes %s skipped: this model does not see the image", skipped)
+        if cfg.judge and not generative:
+            logger.warning("%s is a classifier: it gives no rationale, so the judge is not used", cfg.model)
+        if generative and cfg.judge and self.judge is None:
+            self.judge = load_model(cfg.judge, revision=cfg.judge_revision, batch_size=cfg.batch_size, max_new_tokens=512,
+                                    concurrency=cfg.concurrency, generative_only=True)
+        return generative and self.judge is not None
+
+    def view(self, view: View, model: Model) -> None:
+        """Ask, judge and score every (regime, probe) of ``view``."""
+        cfg, judged = self.cfg, self._settings(model)
+        self.model = model
+        needs_pool = isinstance(model, GenerativeModel) and any(k > 0 for k in cfg.shots)
+        pool = load_split(cfg.dataset, view.config, "train", revision=cfg.revision,
+                          label_column=cfg.label_column) if needs_pool else []
+        evaluated = {i.unique_id for i in view.items}
+        for regime in self.regimes:
+            k = int(regime.split("-")[0]) if regime.endswith("-shot") else 0
+            shots = select_shots(pool, k, exclude=evaluated, seed=cfg.seed)
+            if k:
+                self.shot_ids.setdefault(view.name, {})[regime] = [s.unique_id for s in shots]
+            for probe in self.probes:
+                setting, probed = (view.name, regime, probe), apply_probe(view.items, probe, seed=cfg.seed)
+                # Two generations: the closed question's answers are scored, the oVQA ones judged.
+                _ask(model, self.store, setting, "closed", probed, shots, cfg)
+                if judged:
+                    _ask(model, self.store, setting, "ovqa", probed, shots, cfg)
+                    _judge(self.judge, self.store, setting, probed, cfg.judge_retries)
+                record, missing = _score(self.store, setting, probed, judged, cfg)
+                self.incomplete += missing
+                if record is not None:
+                    self.evaluations.append(record)
+
+    def meta(self, views: list[View]) -> dict[str, Any]:
+        """Everything ``results.json`` says about the run besides its numbers."""
+        cfg, model = self.cfg, self.model
+        generative, judged = isinstance(model, GenerativeModel), any(e["open"] for e in self.evaluations)
+        modality = (cfg.modality if model.vision else "text") if generative else \
+            "+".join(m for m, used in (("text", model.uses_text), ("image", model.uses_image)) if used)
+        return {
+            "run": cfg.name,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "dataset": {"id": cfg.dataset, "config": "fold_0..fold_4" if cfg.cv else cfg.config, "split": cfg.split,
+                        "revision": cfg.revision},
+            "model": {"id": cfg.model, "revision": cfg.model_revision, "kind": model.kind, "modality": modality},
+            "training_data": [v.seen.as_dict(cfg.allow_overlap) for v in views],
+            "judge": {"id": cfg.judge or self.judge.name, "revision": cfg.judge_revision, "retries": cfg.judge_retries}
+            if judged else None,
+            "seed": cfg.seed,
+            "questions": ({"closed": "label only (" + ("constrained to the labels by log-likelihood" if constrained(model, cfg)
+                                                      else "generated, strictly parsed") + ")",
+                           "ovqa": "label + reasoning (judged)" if judged else None}
+                          if generative else {"closed": "classifier prediction", "ovqa": None}),
+            "prompt_versions": {**({q: v for q, v in prompt_versions().items() if q == "closed" or judged}
+                                   if generative else {}), "judge": judge_prompt_version() if judged else None},
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(cfg).items()},
+            "regimes": self.regimes,
+            "probes": self.probes,
+            "k_shot_examples": self.shot_ids,
+            "tags": {"pair": cfg.pair},
+        }
 
 
 def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: GenerativeModel | None = None) -> dict:
@@ -261,95 +484,31 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
 
     Args:
         cfg: the run's settings.
-        model: an already loaded model (Python callers, tests); loaded from ``cfg.model`` when None.
+        model: an already loaded model (Python callers, tests); loaded from ``cfg.model`` when None. Its
+            training-data record is still read from ``cfg.model``. Not with ``cfg.cv`` (one model per fold).
         judge: an already loaded judge; loaded from ``cfg.judge`` when None and one is named.
 
     Returns:
         The results dict also written to ``results.json``.
 
     Raises:
+        FileNotFoundError: a dataset, model or judge path that does not exist (nothing is created).
+        ValueError: rows the model trained on, unless ``cfg.allow_overlap``; a folder of another setup.
         RuntimeError: when calls failed for transport reasons (server down); what did arrive is
             stored, and re-running the same command asks only the rest.
     """
-    from vilbias.evaluate.judge import judge_prompt_version
-    from vilbias.task import prompt_version
-    from vilbias.evaluate.report import finish_run
-
+    if cfg.cv and model is not None:
+        raise ValueError("with --cv each fold's model is loaded from its own folder; do not pass one model")
+    views = plan_views(cfg)
     out = cfg.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    if model is None:
-        model = load_model(cfg.model, revision=cfg.model_revision, batch_size=cfg.batch_size,
-                           max_new_tokens=cfg.max_new_tokens, load_in_4bit=cfg.load_in_4bit, merge=cfg.merge,
-                           concurrency=cfg.concurrency)
-    if judge is None and cfg.judge and isinstance(model, GenerativeModel):
-        judge = load_model(cfg.judge, revision=cfg.judge_revision, batch_size=cfg.batch_size, max_new_tokens=512,
-                           concurrency=cfg.concurrency, generative_only=True)
-    if cfg.judge and isinstance(model, ClassifierModel):
-        logger.warning("%s is a classifier: it gives no rationale, so the judge is not used", cfg.model)
-    judged = judge is not None and isinstance(model, GenerativeModel)
-    regimes = _regimes(model, cfg.shots)
-    uses_image = _uses_image(model, cfg)
-    probes = ["none"] + [p for p in cfg.probes if uses_image or p == "headline_only"]
-    skipped = sorted(set(cfg.probes) - set(probes))
-    if skipped:
-        logger.warning("probes %s skipped: this model does not see the image", skipped)
-
-    store = EvaluationStore(out / STORE_FILE)
-    try:
-        store.check_identity({
-            "dataset": cfg.dataset, "revision": cfg.revision, "model": cfg.model, "model_revision": cfg.model_revision,
-            "judge": cfg.judge if judged else None, "judge_prompt": judge_prompt_version() if judged else None,
-            "answer_prompt": prompt_version(), "modality": cfg.modality, "seed": cfg.seed, "label_column": cfg.label_column,
-        })
-        evaluations, shot_ids, incomplete = [], {}, 0
-        for config_name, split in _views(cfg):
-            view = f"{config_name}/{split}"
-            items = load_split(cfg.dataset, config_name, split, revision=cfg.revision, label_column=cfg.label_column)
-            if cfg.limit:
-                items = items[:cfg.limit]
-            if not items:
-                raise ValueError(f"{cfg.dataset} [{view}] has no items")
-            needs_pool = isinstance(model, GenerativeModel) and any(k > 0 for k in cfg.shots)
-            pool = load_split(cfg.dataset, config_name, "train", revision=cfg.revision,
-                              label_column=cfg.label_column) if needs_pool else []
-            evaluated = {i.unique_id for i in items}
-            for regime in regimes:
-                k = int(regime.split("-")[0]) if regime.endswith("-shot") else 0
-                shots = select_shots(pool, k, exclude=evaluated, seed=cfg.seed)
-                if k:
-                    shot_ids.setdefault(view, {})[regime] = [s.unique_id for s in shots]
-                for probe in probes:
-                    probed = apply_probe(items, probe, seed=cfg.seed)
-                    _answer(model, store, view, regime, probe, probed, shots, uses_image, cfg.batch_size)
-                    if judged:
-                        _judge(judge, store, view, regime, probe, probed, cfg.judge_retries)
-                    record, missing = _score(store, view, regime, probe, probed, judged, cfg)
-                    incomplete += missing
-                    if record is not None:
-                        evaluations.append(record)
-        if incomplete:
+    with results_store(out, _identity(cfg)) as store:
+        run = _Run(cfg, store, judge)
+        for view in views:
+            run.view(view, model if model is not None else load_model(
+                view.model, revision=cfg.model_revision, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
+                load_in_4bit=cfg.load_in_4bit, merge=cfg.merge, concurrency=cfg.concurrency))
+        if run.incomplete:
             raise RuntimeError(
-                f"{incomplete} answers or verdicts are missing after transport errors (see the log); what arrived "
+                f"{run.incomplete} answers or verdicts are missing after transport errors (see the log); what arrived "
                 f"is stored in {out / STORE_FILE}: re-run the same command to ask only the rest")
-    finally:
-        store.close()
-
-    meta = {
-        "run": cfg.name,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "dataset": {"id": cfg.dataset, "config": "fold_0..fold_4" if cfg.cv else cfg.config, "split": cfg.split,
-                    "revision": cfg.revision},
-        "model": {"id": cfg.model or model.name, "revision": cfg.model_revision, "kind": model.kind,
-                  "modality": _modality(model, cfg)},
-        "judge": {"id": cfg.judge or judge.name, "revision": cfg.judge_revision, "retries": cfg.judge_retries}
-        if judged else None,
-        "seed": cfg.seed,
-        "prompt_versions": {"answer": prompt_version() if isinstance(model, GenerativeModel) else None,
-                            "judge": judge_prompt_version() if judged else None},
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(cfg).items()},
-        "regimes": regimes,
-        "probes": probes,
-        "k_shot_examples": shot_ids,
-        "tags": {"train_fraction": cfg.train_fraction, "pair": cfg.pair},
-    }
-    return finish_run(meta, evaluations, out)
+    return finish_run(run.meta(views), run.evaluations, out)

@@ -1,8 +1,9 @@
 """Per-run storage of predictions and judge verdicts, written as they arrive.
 
 ``<output>/evaluation.sqlite`` holds one row per answer, keyed by ``(view, item, regime, probe,
-sample)`` (``view`` = ``"<config>/<split>"``), and one judge verdict per answer under the same
-key. Each row is committed when its answer arrives, so an interrupted evaluation re-run with the
+question, sample)`` (``view`` = ``"<config>/<split>"``; ``question`` = ``closed`` for the
+label-only question or a classifier's prediction, ``ovqa`` for label + reasoning), and one judge
+verdict per oVQA answer under ``(view, item, regime, probe, sample)``. Each row is committed when its answer arrives, so an interrupted evaluation re-run with the
 same command asks only what is missing. Transport errors (server unreachable) are stored with
 ``status="error"`` and asked again on resume; an answer the model gave, parseable or not, and a
 judge verdict that settled (valid, or failed after its retries) are final.
@@ -18,9 +19,9 @@ from typing import Any
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS predictions (
-    view TEXT, item TEXT, regime TEXT, probe TEXT, sample INTEGER,
+    view TEXT, item TEXT, regime TEXT, probe TEXT, question TEXT, sample INTEGER,
     status TEXT NOT NULL, label INTEGER, reasoning TEXT, raw TEXT, error TEXT,
-    PRIMARY KEY (view, item, regime, probe, sample));
+    PRIMARY KEY (view, item, regime, probe, question, sample));
 CREATE TABLE IF NOT EXISTS verdicts (
     view TEXT, item TEXT, regime TEXT, probe TEXT, sample INTEGER,
     status TEXT NOT NULL, source TEXT NOT NULL, reasoning_accuracy INTEGER, faithfulness INTEGER,
@@ -28,8 +29,10 @@ CREATE TABLE IF NOT EXISTS verdicts (
     PRIMARY KEY (view, item, regime, probe, sample));
 """
 
-Key = tuple[str, str, str, str, int]
-"""(view, item, regime, probe, sample)"""
+AnswerKey = tuple[str, str, str, str, str, int]
+"""(view, item, regime, probe, question, sample)"""
+VerdictKey = tuple[str, str, str, str, int]
+"""(view, item, regime, probe, sample): the verdict on that oVQA answer"""
 
 
 class EvaluationStore:
@@ -67,21 +70,22 @@ class EvaluationStore:
 
     # -- predictions ------------------------------------------------------------------------
 
-    def predictions(self, view: str, regime: str, probe: str) -> dict[tuple[str, int], dict]:
-        """Final answers of one (view, regime, probe), keyed by (item, sample)."""
+    def predictions(self, view: str, regime: str, probe: str, question: str) -> dict[tuple[str, int], dict]:
+        """Final answers to ``question`` in one (view, regime, probe), keyed by (item, sample)."""
         rows = self.db.execute(
             "SELECT item, sample, label, reasoning, raw, error FROM predictions "
-            "WHERE view=? AND regime=? AND probe=? AND status='ok'", (view, regime, probe))
+            "WHERE view=? AND regime=? AND probe=? AND question=? AND status='ok'", (view, regime, probe, question))
         return {(r[0], r[1]): {"label": r[2], "reasoning": r[3], "raw": r[4], "error": r[5]} for r in rows}
 
-    def put_prediction(self, key: Key, *, status: str, label: int | None = None, reasoning: str | None = None,
+    def put_prediction(self, key: AnswerKey, *, status: str, label: int | None = None, reasoning: str | None = None,
                        raw: str | None = None, error: str | None = None) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO predictions VALUES (?,?,?,?,?,?,?,?,?,?)",
+            self.db.execute("INSERT OR REPLACE INTO predictions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                             (*key, status, label, reasoning, raw, error))
 
-    def count_errors(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM predictions WHERE status='error'").fetchone()[0]
+    def count_rows(self) -> int:
+        """Answers and verdicts stored, of any status (0: nothing was asked yet)."""
+        return sum(self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in ("predictions", "verdicts"))
 
     # -- verdicts ---------------------------------------------------------------------------
 
@@ -93,7 +97,7 @@ class EvaluationStore:
         keys = ("status", "source", "reasoning_accuracy", "faithfulness", "justification", "attempts", "error")
         return {(r[0], r[1]): dict(zip(keys, r[2:], strict=True)) for r in rows}
 
-    def put_verdict(self, key: Key, record: dict[str, Any], *, source: str = "judge") -> None:
+    def put_verdict(self, key: VerdictKey, record: dict[str, Any], *, source: str = "judge") -> None:
         with self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",

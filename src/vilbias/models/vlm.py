@@ -8,6 +8,8 @@ in exactly the ``sft`` config's prompt format, and parses the answer without gue
     model, processor = load_vlm("ORG/vilbias-smolvlm-lora")             # adapter repo or folder
     answers = generate_answers(model, processor, [(image, headline, article_text)])
     answers[0].label, answers[0].reasoning, answers[0].error           # error set when unparseable
+
+    save_merged("outputs/smolvlm-lora", "outputs/smolvlm-merged")      # a standalone model, same provenance
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import file_exists
+from tqdm.auto import tqdm
+
+from vilbias.provenance import read_training_data
 from vilbias.task import Answer, messages, parse_answer
 
 # torch, transformers, peft and trl are imported inside the functions that need them, so that
@@ -74,12 +80,33 @@ def load_vlm(model_id: str | Path, *, adapter: str | Path | None = None, merge: 
     return model.eval(), processor
 
 
+def save_merged(adapter: str | Path, output_dir: str | Path, *, revision: str | None = None, dtype: str | None = None,
+                trust_remote_code: bool = False) -> Path:
+    """Merge a LoRA/(IA)³ adapter into its base and save the standalone model and processor.
+
+    The merged weights trained on exactly the adapter's rows, so the adapter's training-data record
+    (:mod:`vilbias.provenance`) is written beside them: ``vilbias evaluate`` checks a merged model
+    as it checks the adapter.
+
+    Returns:
+        ``output_dir``.
+    """
+    model, processor = load_vlm(adapter, merge=True, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code)
+    out = Path(output_dir)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    record = read_training_data(adapter, revision=revision)
+    if record is None:
+        logger.warning("%s has no training-data record: the merged model has none either", adapter)
+    else:
+        record.write(out)
+    return out
+
+
 def _is_adapter(model_id, revision) -> bool:
     path = Path(model_id)
     if path.is_dir():
         return (path / "adapter_config.json").is_file()
-    from huggingface_hub import file_exists
-
     return file_exists(str(model_id), "adapter_config.json", revision=revision)
 
 
@@ -97,7 +124,6 @@ def generate_answers(model, processor, items: list[tuple[Any, str, str]], *, bat
     as :class:`Answer` with ``label=None`` and ``error`` set, never as a guessed label.
     """
     import torch
-    from tqdm.auto import tqdm
     from trl.data_utils import prepare_multimodal_messages
 
     tokenizer = getattr(processor, "tokenizer", processor)

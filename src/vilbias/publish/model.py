@@ -6,9 +6,12 @@ from a folder a run left behind::
     vilbias publish model --repo-id ORG/vilbias-roberta-lora --source outputs/roberta-lora
 
 The card is rendered from ``templates/model_card.md`` with ``ModelCard.from_template``: base
-model, the dataset repo and the exact revision trained on, method and hyperparameters, the
-trainable-parameter share, evaluation results as ``model-index``, intended use, limitations and a
-usage snippet that loads the checkpoint and runs one prediction.
+model, the dataset repo and the exact revision trained on, what the checkpoint trained on (its
+:class:`vilbias.provenance.TrainingData`: config, split, row count, ids digest; the ids file sits
+beside the weights), method and hyperparameters, the trainable-parameter share, evaluation
+results as ``model-index``, intended use, limitations and a usage snippet that loads the
+checkpoint and runs one prediction. The card's ``datasets:`` metadata links the dataset repo and
+its ``training_data:`` metadata names the revision, config, split, rows and ids digest.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
+
+from vilbias.provenance import TrainingData
 from vilbias.publish.hub import check_token, resolve_token
 
 logger = logging.getLogger(__name__)
@@ -88,11 +94,17 @@ class ModelCardInfo:
     summary: str = field(default="", metadata={"help": "One paragraph on what the model does."})
     intended_use: str = field(default=DEFAULT_INTENDED_USE, metadata={"help": "Intended use section."})
     limitations: str = field(default=DEFAULT_LIMITATIONS, metadata={"help": "Limitations section."})
+    training_data: TrainingData | None = field(default=None, metadata={
+        "help": "What the checkpoint trained on (vilbias.provenance.TrainingData); the card states it and links "
+                "the dataset revision. Its ids stay in training_ids.txt beside the weights."})
 
     def save(self, folder: str | Path) -> Path:
         """Write this info as ``vilbias_card.json`` in ``folder`` (read back by :meth:`load`)."""
         path = Path(folder) / CARD_INFO_FILE
-        path.write_text(json.dumps(dataclasses.asdict(self), indent=2, default=str) + "\n", encoding="utf-8")
+        data = dataclasses.asdict(self)
+        if self.training_data is not None:
+            data["training_data"] = _training_record(self.training_data)
+        path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
         return path
 
     @classmethod
@@ -113,7 +125,21 @@ class ModelCardInfo:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{path}: unknown fields {unknown}")
+        if data.get("training_data") is not None:
+            data["training_data"] = TrainingData(**data["training_data"])
         return cls(**data)
+
+
+def _training_record(training_data: TrainingData) -> dict[str, Any]:
+    """The record without its ids (those live in ``training_ids.txt``; a card carries the digest)."""
+    return {k: v for k, v in dataclasses.asdict(training_data).items() if k != "ids"}
+
+
+def _dataset_link(dataset: str, revision: str | None) -> str | None:
+    """The Hub page of a dataset repo at ``revision``; None for a local folder."""
+    if "/" not in dataset or Path(dataset).exists() or Path(dataset).is_absolute():
+        return None
+    return f"https://huggingface.co/datasets/{dataset}" + (f"/tree/{revision}" if revision else "")
 
 
 def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
@@ -140,6 +166,43 @@ def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
     )
 
 
+def _eval_results(info: ModelCardInfo, revision: str | None) -> list[EvalResult]:
+    return [
+        EvalResult(
+            task_type=info.task,
+            dataset_type=info.dataset,
+            dataset_name=info.dataset,
+            dataset_config=r.get("config") or info.dataset_config,
+            dataset_split=r["split"],
+            dataset_revision=revision,
+            metric_type=r["metric_type"],
+            metric_name=r.get("metric_name"),
+            metric_value=float(r["value"]),
+        )
+        for r in info.eval_results
+    ]
+
+
+def _card_data(info: ModelCardInfo, name: str, revision: str | None) -> ModelCardData:
+    """The card's YAML: ``datasets:`` links the dataset repo; ``training_data:`` pins revision, rows and digest."""
+    datasets = [info.dataset] if _dataset_link(info.dataset, None) else []
+    if info.training_data is not None:
+        datasets += [d for d in info.training_data.card_datasets() if d not in datasets]
+    extra = {"training_data": _training_record(info.training_data)} if info.training_data is not None else {}
+    return ModelCardData(
+        model_name=name,
+        base_model=info.base_model,
+        datasets=datasets or None,
+        eval_results=_eval_results(info, revision) or None,
+        language=info.language,
+        library_name=info.library_name or ("peft" if info.method in PEFT_METHODS else "transformers"),
+        license=info.license,
+        pipeline_tag=info.task,
+        tags=["vilbias", "media-bias", info.method, *info.tags],
+        **extra,
+    )
+
+
 def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
     """Render the model card for ``info`` from ``templates/model_card.md``.
 
@@ -149,39 +212,11 @@ def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
 
     Returns:
         `huggingface_hub.ModelCard` with ``model-index``, ``base_model``, ``datasets``,
-        ``license``, ``pipeline_tag`` and ``library_name`` in its YAML.
+        ``training_data`` (when recorded), ``license``, ``pipeline_tag`` and ``library_name`` in its YAML.
     """
-    from huggingface_hub import EvalResult, ModelCard, ModelCardData
-
     name = info.model_name or (repo_id.split("/")[-1] if repo_id else f"{info.base_model.split('/')[-1]}-vilbias")
-    ref = repo_id or name
-    dataset_is_repo = "/" in info.dataset and not Path(info.dataset).exists()
-    eval_results = [
-        EvalResult(
-            task_type=info.task,
-            dataset_type=info.dataset,
-            dataset_name=info.dataset,
-            dataset_config=r.get("config") or info.dataset_config,
-            dataset_split=r["split"],
-            dataset_revision=info.dataset_revision,
-            metric_type=r["metric_type"],
-            metric_name=r.get("metric_name"),
-            metric_value=float(r["value"]),
-        )
-        for r in info.eval_results
-    ]
-    library = info.library_name or ("peft" if info.method in PEFT_METHODS else "transformers")
-    card_data = ModelCardData(
-        model_name=name,
-        base_model=info.base_model,
-        datasets=[info.dataset] if dataset_is_repo else None,
-        eval_results=eval_results or None,
-        language=info.language,
-        library_name=library,
-        license=info.license,
-        pipeline_tag=info.task,
-        tags=["vilbias", "media-bias", info.method, *info.tags],
-    )
+    trained = info.training_data
+    revision = info.dataset_revision or (trained.revision if trained is not None else None)
     if info.trainable_params is not None and info.total_params:
         share = 100.0 * info.trainable_params / info.total_params
         trainable_line = f"{info.trainable_params:,} of {info.total_params:,} ({share:.3g}%)"
@@ -194,15 +229,17 @@ def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
     )
     template = resources.files("vilbias.publish").joinpath("templates/model_card.md").read_text(encoding="utf-8")
     return ModelCard.from_template(
-        card_data,
+        _card_data(info, name, revision),
         template_str=template,
         model_name=name,
         summary=summary,
         base_model=info.base_model,
         dataset=info.dataset,
-        dataset_is_repo=dataset_is_repo,
+        dataset_link=_dataset_link(info.dataset, revision),
         dataset_config=info.dataset_config,
-        dataset_revision=info.dataset_revision,
+        dataset_revision=revision,
+        training_data=trained,
+        training_data_link=_dataset_link(trained.dataset, trained.revision) if trained is not None else None,
         method=info.method,
         task=info.task,
         trainable_line=trainable_line,
@@ -210,7 +247,7 @@ def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
         wall_time_s=info.wall_time_s,
         hyperparameters=info.hyperparameters,
         eval_results=info.eval_results,
-        usage_snippet=(info.usage_snippet or _default_usage_snippet(ref, info)).strip(),
+        usage_snippet=(info.usage_snippet or _default_usage_snippet(repo_id or name, info)).strip(),
         intended_use=info.intended_use.strip(),
         limitations=info.limitations.strip(),
     )
@@ -250,8 +287,6 @@ def push_model(
     Returns:
         The commit id on ``main`` holding the upload.
     """
-    from huggingface_hub import HfApi
-
     source = Path(source_dir)
     _check_model_folder(source)
     token = resolve_token(token)

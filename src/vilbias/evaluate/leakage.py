@@ -1,0 +1,108 @@
+"""No seen row is scored: the evaluated rows against the model's training rows, before any answer.
+
+Every checkpoint vilbias writes records the rows it trained on (:mod:`vilbias.provenance`:
+``training_data.json`` + ``training_ids.txt`` beside the weights). ``vilbias evaluate`` reads that
+record for each model it is about to ask, compares its ids with the evaluated rows' ``unique_id``
+and refuses any overlap, naming the count and the way out. ``--allow-overlap`` scores them anyway
+(a deliberate measurement of the leak) and the report says so. A model without a record (an
+OpenAI-compatible server, the embedded SmolLM2, someone else's Hub model) cannot be checked: it
+is evaluated with a warning in the report.
+
+    check = seen_check("outputs/smolvlm-lora", None, "fold_0/test", items)
+    refuse_seen([check], allow_overlap=False)     # ValueError naming the count when rows overlap
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import constants
+
+from vilbias.evaluate.data import Item
+from vilbias.evaluate.models import parse_spec
+from vilbias.provenance import TrainingData, read_training_data
+
+
+@dataclass
+class SeenCheck:
+    """What one model trained on, compared with the rows it is about to be scored on."""
+
+    view: str
+    """The evaluated ``config/split``."""
+    model: str
+    training_data: TrainingData | None
+    evaluated: int
+    """Rows evaluated."""
+    seen: list[str]
+    """Evaluated ids the model trained on."""
+    note: str | None = None
+    """Why there is no record to check against (None when there is one)."""
+
+    @property
+    def status(self) -> str:
+        """``checked`` (a record, no overlap), ``overlap`` (a record, seen rows) or ``unchecked`` (no record)."""
+        if self.training_data is None:
+            return "unchecked"
+        return "overlap" if self.seen else "checked"
+
+    def as_dict(self, allow_overlap: bool) -> dict[str, Any]:
+        record = None
+        if self.training_data is not None:
+            t = self.training_data
+            record = {"dataset": t.dataset, "revision": t.revision, "config": t.config, "split": t.split, "rows": t.rows,
+                      "ids_sha256": t.ids_sha256, "extra": t.extra, "description": t.describe()}
+        return {"view": self.view, "model": self.model, "status": self.status, "training_data": record,
+                "evaluated": self.evaluated, "overlap": len(self.seen), "overlap_ids": self.seen,
+                "allow_overlap": allow_overlap, "note": self.note}
+
+
+def model_training_data(spec: str, revision: str | None = None) -> tuple[TrainingData | None, str | None]:
+    """The training-data record of ``spec`` and, when there is none, why.
+
+    Raises:
+        ValueError: the record exists but is corrupted (its ids do not match its digest).
+    """
+    if parse_spec(spec)["backend"] != "checkpoint":
+        return None, f"{spec} is not a vilbias checkpoint, so it has no training-data record"
+    local = Path(spec).is_dir()
+    if not local and constants.HF_HUB_OFFLINE:
+        return None, f"{spec}: the Hub is offline (HF_HUB_OFFLINE), so its training-data record could not be read"
+    record = read_training_data(spec, revision=None if local else revision)
+    if record is None:
+        return None, f"{spec} has no training-data record (training_data.json): a model trained elsewhere"
+    return record, None
+
+
+def seen_check(spec: str, revision: str | None, view: str, items: Sequence[Item]) -> SeenCheck:
+    """Compare the ``items`` of ``view`` with what the model ``spec`` trained on."""
+    record, note = model_training_data(spec, revision)
+    seen = record.overlap(i.unique_id for i in items) if record is not None else []
+    return SeenCheck(view, spec, record, len(items), seen, note)
+
+
+def _own_test_split(record: TrainingData) -> str:
+    # The sft config has the default config's membership; evaluation reads default (it has the columns).
+    config = "default" if record.config == "sft" else record.config
+    return f"--config {config} --split test"
+
+
+def refuse_seen(checks: Sequence[SeenCheck], *, allow_overlap: bool) -> None:
+    """Refuse to score rows a model trained on, unless ``allow_overlap``.
+
+    Raises:
+        ValueError: naming the count, the views and the way out.
+    """
+    leaking = [c for c in checks if c.seen]
+    if not leaking or allow_overlap:
+        return
+    seen, evaluated = sum(len(c.seen) for c in leaking), sum(c.evaluated for c in leaking)
+    views = ", ".join(c.view for c in leaking)
+    first = leaking[0]
+    raise ValueError(
+        f"refused: {seen} of the {evaluated} rows to score ({views}) are rows {first.model} trained on "
+        f"({first.training_data.describe()}); evaluate it on its own test split ({_own_test_split(first.training_data)}), "
+        "or train one model per fold with `vilbias train classifier ... --cv` and evaluate that folder with --cv "
+        "(each fold's model on its own fold's test split); --allow-overlap scores them anyway and says so in the report")
