@@ -252,8 +252,9 @@ def _jpeg(img: Image.Image) -> bytes:
 
 
 def test_builder_used_directly_agrees_with_the_build(built, tmp_path):
-    from vilbias.corpus.plan import make_plan
     from vilbias.loading_script.biascorpus import BiasCorpus
+
+    from vilbias.corpus.plan import make_plan
 
     workdir, out, _ = built
     make_plan(workdir, tmp_path / "plan", pinned=read_release_cells(out))

@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-LABELS = ("not_biased", "biased")
-
 
 def majority_vote(ballots: Sequence[str | None]) -> str | None:
     """The label holding a strict majority of ``ballots`` (``None`` = abstention), else None."""
