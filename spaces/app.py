@@ -1,5 +1,5 @@
-"""BiasCorpus demo: label a news item (image + headline + article, or an article URL) as biased
-or not, and explain why.
+"""BiasCorpus demo: label a news item (headline + article, with its image, or an article URL) as
+biased or not, and show the evidence.
 
     python spaces/app.py                  # or: vilbias demo --port 7860
     VILBIAS_SPACE_ALLOW_PRIVATE=1 ...     # test mode: URLs may point at 127.0.0.1
@@ -8,12 +8,17 @@ The API endpoint is ``predict``::
 
     from gradio_client import Client, handle_file
     client = Client("http://127.0.0.1:7860/")      # or "ORG/vilbias-demo" on the Hub
-    label, confidence, rationale, techniques, highlighted, image = client.predict(
+    label, confidence, rationale, techniques, highlighted, image, evidence = client.predict(
         handle_file("photo.jpg"), "Headline", "Article text ...", "", "offline-default",
         api_name="/predict")
 
-Arguments: image, headline, article_text, url (instead of the three before; an uploaded image
-then replaces the page's), model (a name from ``models.yaml``).
+Arguments: image (optional for a model that reads text only), headline, article_text, url
+(instead of the three before; an uploaded image then replaces the page's), model (a name from
+``models.yaml``). ``evidence`` is a table: each sentence read, its probability of being biased,
+the words the model marks in it.
+
+gradio and torch are imported inside the functions that build and serve the app (importing this
+module for its config classes stays light).
 """
 
 from __future__ import annotations
@@ -26,39 +31,77 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.spaces.predictors import (
+    HIGHLIGHT_COLORS,
     MODELS_YAML,
     InputError,
+    Item,
     Limits,
+    ModelSpec,
     Prediction,
     Predictors,
     RationaleWriter,
+    evidence_marks,
     highlight_spans,
     item_from_upload,
     item_from_url,
     load_model_specs,
 )
 
+from vilbias.task import ALL_NAMES
+from vilbias.workdir import sample_workdir
+
 logger = logging.getLogger(__name__)
 
 ALLOW_PRIVATE_ENV = "VILBIAS_SPACE_ALLOW_PRIVATE"
+EVIDENCE_HEADERS = ["P(biased)", "sentence", "marked words"]
+EVIDENCE_ROWS = 12
+"""Sentences listed in the evidence table: the flagged ones first, then the highest of the rest."""
 
 HOW_IT_WORKS = """\
-**What you see.** A model reads the image and the text together and answers one question: *does
-this news item show bias?* The answer is one of two labels, **biased** or **not biased**, with a
-confidence whose meaning is stated next to it (a calibrated probability for classifiers, the
-share of agreeing answers for generative models). A rationale explains the label and names the
-persuasion techniques the explaining model saw; quoted words are highlighted in the text.
+**What you see.** A model reads the news item and answers one question: *does it show bias?* The
+answer is one of two labels, **biased** or **not biased**, with a confidence whose meaning is stated
+next to it. With the offline default, everything on the right comes from **one pass of one model**
+over the article's sentences: each sentence's probability of being biased, the words that drive
+it, and the article's label, which follows from its sentences by a fixed rule. The explanation is
+written from that evidence, so it cannot contradict the label; a generative model may word it,
+and its wording is shown only when it agrees with the label and quotes only the article.
 
 **Its limits.**
 - *Two labels only.* Bias comes in degrees and kinds; a yes/no answer hides that.
-- *Annotator bias.* The training labels came from language models and human reviewers, with
-  their own leanings about what counts as bias. The model learns those leanings.
+- *Annotator bias.* The training labels came from people (and, for BiasCorpus models, language
+  models) with their own view of what counts as bias. The model learns that view.
 - *Not a fact-checker.* It judges how a story is told, not whether it is true.
-- *Explanations can be wrong.* With a classifier, the rationale is written afterwards by a small
-  language model told the decision; it is a plausible story, not the classifier's reasons.
-- *The offline default is a demo model* trained on a tiny fictional sample; its labels are close
-  to chance. Pick a model trained on the full corpus for real use.
+- *Sentences, not the whole story.* The offline default sees wording. What a story leaves out
+  (selective presentation, omission of context, imbalance in whom it quotes) is invisible to it,
+  and it does not look at the image.
 """
+
+
+def default_model_card(spec: ModelSpec) -> tuple[str, str | None]:
+    """The offline default's numbers for the panel, and its reliability diagram (from the
+    shipped folder's ``metrics.json`` and ``reliability.png``)."""
+    folder = Path(spec.source)
+    metrics_path = folder / "metrics.json"
+    if spec.kind != "sentence" or not metrics_path.is_file():
+        return "", None
+    m = json.loads(metrics_path.read_text(encoding="utf-8"))
+    test, val, rule = m["test"], m["validation"], m["article_rule"]
+    cv = m.get("cv") and m["cv"]["summary"]["f1_macro"]
+    lines = [
+        f"**The offline default** was trained on BABE's expert-labelled sentences (SG1, {m['corpus']['rows_kept']:,} "
+        "sentences; research data, weights for non-commercial research use).",
+        "- Macro-F1: " + (f"{cv['mean']:.3f} ± {cv['std']:.3f} in 5-fold cross-validation; " if cv else "")
+        + f"{test['f1_macro']:.3f} on {test['n']} BABE sentences it never saw.",
+        f"- Calibration: sentence probabilities are temperature-scaled (T = {val['temperature']:.3g}, fitted on "
+        f"{val['rows']} held-out sentences); expected calibration error on the unseen sentences "
+        f"{test['ece_before']:.3f} before, {test['ece']:.3f} after (diagram below).",
+        f"- Article rule: chosen on validation data among {', '.join(k for k in rule['candidates'] if k != 'groups')}: "
+        f"the **{rule['statistic']}** statistic at {rule['threshold']:.3g}.",
+        "- Techniques are named from surface cues in the flagged sentences (loaded words, intensifiers, "
+        "emotive words, numbers …), not by the model.",
+    ]
+    diagram = folder / "reliability.png"
+    return "\n".join(lines), str(diagram) if diagram.is_file() else None
 
 
 @dataclass
@@ -72,6 +115,10 @@ class SpaceConfig:
     rationale_backend: dict | None = field(default=None, metadata={"help": "load_backend spec of the rationale writer (default: embedded SmolLM2)."})
     n_examples: int = field(default=4, metadata={"help": "Examples taken from the embedded sample."})
     rationale_delay_s: float = field(default=20.0, metadata={"help": "Start loading the rationale writer this long after start (or at the first label)."})
+    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency, so concurrent predictions do not fight over cores)."})
+
+    def torch_threads(self) -> int:
+        return self.threads or max(1, (os.cpu_count() or 1) // max(1, self.concurrency))
 
     @classmethod
     def from_env(cls) -> SpaceConfig:
@@ -84,10 +131,8 @@ class SpaceConfig:
 
 
 def sample_examples(n: int) -> list[list[str]]:
-    """``[image_path, headline, article_text, url, model]`` rows from the embedded sample,
-    alternating outlets so the examples are not all one voice."""
-    from vilbias.workdir import sample_workdir
-
+    """``[image_path, headline, article_text, url]`` rows from the embedded sample, alternating
+    outlets so the examples are not all one voice."""
     root = sample_workdir()
     rows, outlets = [], set()
     with open(root / "articles.jsonl", encoding="utf-8") as f:
@@ -106,6 +151,35 @@ def _label_name(label: str) -> str:
     return label.replace("_", " ")
 
 
+def evidence_table(p: Prediction) -> dict:
+    """The evidence table: flagged sentences first (most probable first), then the highest of the rest."""
+    ranked = sorted(p.sentences, key=lambda s: (not s.flagged, -s.probability))[:EVIDENCE_ROWS]
+    rows = [[f"{s.probability:.0%}" + (" (flagged)" if s.flagged else ""), " ".join(s.text.split()),
+             ", ".join(f"{w} ({q:.0%})" for w, _, _, q in s.words)] for s in ranked]
+    return {"headers": EVIDENCE_HEADERS, "data": rows or [["", "This model gives no sentence-level evidence.", ""]]}
+
+
+def techniques_markdown(p: Prediction) -> str:
+    if p.explanation is not None and p.explanation.techniques:
+        return "\n".join(f"- **{ALL_NAMES[t]}**: " + ", ".join(f"“{c}”" for c in cues) for t, cues in p.explanation.techniques.items())
+    if p.explanation is not None:
+        return "None: no flagged sentence shows one." if p.label == "biased" else "None: the article is not labelled biased."
+    if p.techniques:
+        return "\n".join(f"- {ALL_NAMES[t]}" for t in p.techniques)
+    return "None named."
+
+
+def rationale_markdown(p: Prediction, pending: str | None = None) -> str:
+    if not p.reasoning:
+        return p.rationale_note or "This model gives no rationale."
+    text = f"{p.reasoning}\n\n*Explanation {p.rationale_by}.*"
+    if p.rationale_note:
+        text += f"\n\n*{p.rationale_note}*"
+    if pending:
+        text += f"\n\n*{pending}*"
+    return text
+
+
 class DemoApp:
     """The handlers behind the UI, usable without it."""
 
@@ -120,25 +194,35 @@ class DemoApp:
         return self.specs[0].name
 
     def warm_up(self) -> None:
-        """Load the default model now; schedule the rationale writer's background load.
+        """Load the default model now (and run it once, so the first request pays no first-call
+        costs); schedule the rationale writer's background load.
 
         SmolLM2's load (~30 s of CPU, much of it holding the GIL) would slow the first labels
         if it ran while they are computed, so it starts after the first label is served or
         ``rationale_delay_s`` after start, whichever comes first.
         """
-        self.predictors.get(self.default_model)
-        if self.specs[0].kind == "fusion" and self.specs[0].rationale:
+        import torch
+
+        # Each of the `concurrency` predictions gets its share of the cores: two predictions with
+        # two threads each on two cores spend their time waiting for each other.
+        torch.set_num_threads(self.config.torch_threads())
+        predictor = self.predictors.get(self.default_model)
+        if self.specs[0].kind == "sentence":
+            predictor.predict(Item(None, "Warm-up", "The council met on Tuesday. It approved the budget."))
+        if any(s.kind == "sentence" and s.rationale for s in self.specs):
             timer = threading.Timer(self.config.rationale_delay_s, self.rationale.start)
             timer.daemon = True
             timer.start()
 
     def predict(self, image, headline, article_text, url, model):
-        """Generator: the label first, then the rationale once written (see module docstring)."""
+        """Generator: the label with its evidence first, then (if a model words it) the rationale."""
         import gradio as gr
 
         try:
             yield from self._predict(image, headline, article_text, url, model or self.default_model)
         except InputError as e:
+            # The user gets the sentence; the log keeps what caused it, traceback included.
+            logger.warning("request refused: %s", e, exc_info=e.__cause__ is not None)
             raise gr.Error(str(e), print_exception=False) from None
         except gr.Error:
             raise
@@ -147,53 +231,42 @@ class DemoApp:
             raise gr.Error("Something went wrong while labelling this item. Try again, or try another model.",
                            print_exception=False) from None
 
-    def _predict(self, image, headline, article_text, url, model):
-        limits = self.config.limits
-        if model not in self.predictors.specs:
-            raise InputError(f"Unknown model {model!r}; choose one of {', '.join(self.predictors.specs)}.")
+    def _item(self, spec: ModelSpec, image, headline, article_text, url):
         if isinstance(image, dict):
             # The event runs with preprocess=False: the upload arrives as Gradio's file record,
             # and the bytes are validated here (Gradio's own decoding would crash on bad files).
             image = image.get("path")
+        limits = self.config.limits
         if url and url.strip():
-            item = item_from_url(url, limits, image_path=image)
-        else:
-            item = item_from_upload(image, headline, article_text, limits)
+            return item_from_url(url, limits, image_path=image, need_image=spec.reads_image, model_title=spec.title)
+        return item_from_upload(image, headline, article_text, limits, need_image=spec.reads_image)
+
+    def _predict(self, image, headline, article_text, url, model):
         spec = self.predictors.specs.get(model)
-        predictor = self.predictors.get(model)
+        if spec is None:
+            raise InputError(f"Unknown model {model!r}; choose one of {', '.join(self.predictors.specs)}.")
+        predictor = self.predictors.get(model)  # first: a model that cannot load is the news, not the input
+        item = self._item(spec, image, headline, article_text, url)
         prediction = predictor.predict(item)
-        writes_rationale = spec.kind == "fusion" and spec.rationale
-        if writes_rationale:
-            pending = f"*{self.rationale.name} is writing the rationale…*" + (
-                "" if self.rationale.ready else " (it is still loading; the first one takes a minute)")
+        if spec.kind == "sentence" and spec.rationale:
+            self.rationale.start()
+            pending = f"{self.rationale.name} is wording this explanation; its wording replaces it only if it agrees with the evidence…"
             yield self._outputs(item, prediction, pending)
-            prediction = self.rationale.explain(item, prediction)
+            prediction = self.rationale.word(item, prediction)
         yield self._outputs(item, prediction)
 
     @staticmethod
     def _outputs(item, p: Prediction, pending: str | None = None):
         label = {_label_name(k): v for k, v in p.probabilities.items()}
         confidence = f"**{_label_name(p.label)}**, confidence {p.confidence:.0%} — {p.confidence_kind}. Model: {p.model_title}."
-        if pending:
-            rationale = pending
-        elif p.rationale_error:
-            rationale = f"Rationale unavailable: {p.rationale_error}"
-        elif p.reasoning:
-            rationale = f"{p.reasoning}\n\n*Written by {p.rationale_by}.*"
-        else:
-            rationale = "This model gives no rationale."
-        if pending:
-            techniques = ""
-        elif p.techniques:
-            from vilbias.task import ALL_NAMES
-
-            techniques = "\n".join(f"- {ALL_NAMES[t]}" for t in p.techniques)
-        else:
-            techniques = "None named."
+        if not p.reads_image:
+            confidence += " This model does not look at the image."
         text = item.display_text
+        spans = highlight_spans(text, evidence_marks(text, p))
         if item.url:
-            text = f"{text}\n\n(Fetched from {item.url})"
-        return label, confidence, rationale, techniques, highlight_spans(text, p.evidence), item.image_path or item.image
+            spans.append((f"\n\n(Fetched from {item.url})", None))
+        image = item.image_path or item.image
+        return (label, confidence, rationale_markdown(p, pending), techniques_markdown(p), spans, image, evidence_table(p))
 
     def example_from_query(self, params: dict):
         """``?example=N`` fills the form with example N and labels it (links that run an example)."""
@@ -203,7 +276,7 @@ class DemoApp:
             index = int(params.get("example", ""))
             row = sample_examples(self.config.n_examples)[index]
         except (ValueError, IndexError):
-            yield tuple(gr.skip() for _ in range(10))
+            yield tuple(gr.skip() for _ in range(11))
             return
         model = params.get("model", self.default_model)
         for outputs in self.predict(*row, model):
@@ -222,57 +295,79 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
 
     config = config or SpaceConfig.from_env()
     app = app or DemoApp(config, rationale_backend)
-    examples = sample_examples(config.n_examples)
-    notes = "\n".join(f"- **{s.title}**: {s.note}" for s in app.specs if s.note)
     with gr.Blocks(title="BiasCorpus: is this news item biased?") as demo:
         demo.vilbias_app = app
-        gr.Markdown("# Is this news item biased?\nUpload the article's image and paste its headline and text, "
-                    "or give the article's URL. The model labels the item and explains why.")
+        gr.Markdown("# Is this news item biased?\nPaste a news article's headline and text (with its image), or give "
+                    "the article's URL. The model labels it and shows the sentences and words behind the label.")
         with gr.Row():
-            with gr.Column():
-                model = gr.Dropdown([(s.title, s.name) for s in app.specs], value=app.default_model, label="Model")
-                model_note = gr.Markdown(app.specs[0].note)
-                url = gr.Textbox(label="Article URL (optional: fetches the headline, text and image)", placeholder="https://…")
-                image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
-                headline = gr.Textbox(label="Headline", max_lines=2)
-                article = gr.Textbox(label="Article text", lines=8)
-                submit = gr.Button("Label it", variant="primary")
-            with gr.Column():
-                label = gr.Label(label="Label", num_top_classes=2)
-                confidence = gr.Markdown()
-                gr.Markdown("### Rationale")
-                rationale = gr.Markdown(elem_id="rationale")
-                gr.Markdown("### Techniques found")
-                techniques = gr.Markdown()
-                highlighted = gr.HighlightedText(label="Evidence in the text", color_map={"evidence": "orange"})
-                seen = gr.Image(label="Image the model saw", interactive=False)
-        inputs = [image, headline, article, url, model]
-        outputs = [label, confidence, rationale, techniques, highlighted, seen]
-        gr.Examples(examples, inputs=[image, headline, article, url], label="Examples from the embedded sample")
-        with gr.Accordion("How this works and its limits", open=False):
-            gr.Markdown(HOW_IT_WORKS + ("\n**The models.**\n" + notes if notes else ""))
-        submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict", preprocess=False,
-                     api_description="Label a news item (image + headline + article, or a URL) and explain the label.")
-
-        notes_by_name = {s.name: s.note for s in app.specs}
-        model.change(lambda name: notes_by_name.get(name, ""), inputs=model, outputs=model_note, api_visibility="private")
-
-        def run_example(request):
-            yield from app.example_from_query(dict(request.query_params))
-
-        # Gradio injects the request by the parameter's annotation, which it must see as the
-        # class itself (this module's annotations are strings and `gr` is a local name).
-        run_example.__annotations__["request"] = gr.Request
-
-        demo.load(run_example, inputs=None, outputs=[image, headline, article, url, *outputs], api_visibility="private")
+            inputs, submit, notes = _input_column(gr, app)
+            outputs = _output_column(gr)
+        gr.Examples(sample_examples(config.n_examples), inputs=inputs[:4], label="Examples from the embedded sample")
+        _how_it_works(gr, app)
+        _wire(gr, demo, app, inputs, submit, outputs, notes)
     demo.queue(default_concurrency_limit=config.concurrency, max_size=config.queue_size)
     return demo
 
 
+def _input_column(gr, app: DemoApp):
+    default = app.specs[0]
+    with gr.Column():
+        model = gr.Dropdown([(s.title, s.name) for s in app.specs], value=default.name, label="Model")
+        model_note = gr.Markdown(default.note)
+        url = gr.Textbox(label="Article URL (optional: fetches the headline, text and image)", placeholder="https://…")
+        image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
+        image_note = gr.Markdown(default.image_note, elem_id="image-note")
+        headline = gr.Textbox(label="Headline", max_lines=2)
+        article = gr.Textbox(label="Article text", lines=8)
+        submit = gr.Button("Label it", variant="primary")
+    return [image, headline, article, url, model], submit, [model_note, image_note]
+
+
+def _output_column(gr):
+    with gr.Column():
+        label = gr.Label(label="Label", num_top_classes=2)
+        confidence = gr.Markdown()
+        gr.Markdown("### Why")
+        rationale = gr.Markdown(elem_id="rationale")
+        highlighted = gr.HighlightedText(label="Evidence in the text: flagged sentences (shade = probability) and the words the model marks",
+                                         color_map=HIGHLIGHT_COLORS, show_legend=True, show_inline_category=False,
+                                         elem_id="highlighted")
+        evidence = gr.Dataframe(headers=EVIDENCE_HEADERS, label="Evidence: sentences and their probability of being biased",
+                                interactive=False, wrap=True, column_widths=["16%", "56%", "28%"], elem_id="evidence")
+        gr.Markdown("### Techniques shown")
+        techniques = gr.Markdown()
+        seen = gr.Image(label="The item's image", interactive=False)
+    return [label, confidence, rationale, techniques, highlighted, seen, evidence]
+
+
+def _how_it_works(gr, app: DemoApp) -> None:
+    notes = "\n".join(f"- **{s.title}**: {s.note}" for s in app.specs if s.note)
+    card, diagram = default_model_card(app.specs[0])
+    with gr.Accordion("How this works and its limits", open=False):
+        gr.Markdown(HOW_IT_WORKS + ("\n" + card if card else "") + ("\n\n**The models.**\n" + notes if notes else ""))
+        if diagram:
+            gr.Image(diagram, label="Reliability diagram of the offline default (unseen BABE sentences)", interactive=False, height=320)
+
+
+def _wire(gr, demo, app: DemoApp, inputs, submit, outputs, notes) -> None:
+    model = inputs[4]
+    submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict", preprocess=False,
+                              api_description="Label a news item (headline + article with its image, or a URL) and show the evidence.")
+    specs = {s.name: s for s in app.specs}
+    model.change(lambda name: (specs[name].note, specs[name].image_note), inputs=model, outputs=notes,
+                 api_visibility="private")
+
+    def run_example(request):
+        yield from app.example_from_query(dict(request.query_params))
+
+    # Gradio injects the request by the parameter's annotation, which it must see as the
+    # class itself (this module's annotations are strings and `gr` is a local name).
+    run_example.__annotations__["request"] = gr.Request
+    demo.load(run_example, inputs=None, outputs=[*inputs[:4], *outputs], api_visibility="private")
+
+
 def launch_kwargs(config: SpaceConfig) -> dict:
     """Arguments for ``demo.launch`` that every way of serving the app shares."""
-    from vilbias.workdir import sample_workdir
-
     # Uploads far past the image limit are refused by Gradio before they reach the handler.
     return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes}
 
@@ -286,9 +381,10 @@ class DemoConfig:
     models_config: Path = field(default=MODELS_YAML, metadata={"help": "YAML list of models for the picker (first = default)."})
     concurrency: int = field(default=2, metadata={"help": "Predictions running at once; more requests wait in the queue."})
     allow_private_addresses: bool = field(default=False, metadata={"help": "Test mode: let URLs reach loopback/private addresses."})
+    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency)."})
 
     def space_config(self) -> SpaceConfig:
-        return SpaceConfig(models_config=Path(self.models_config), concurrency=self.concurrency,
+        return SpaceConfig(models_config=Path(self.models_config), concurrency=self.concurrency, threads=self.threads,
                            limits=Limits(allow_private_addresses=self.allow_private_addresses))
 
 

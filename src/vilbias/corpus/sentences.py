@@ -1,23 +1,44 @@
-"""Sentence corpora in BABE's published format -> a text-only dataset repo.
+"""Labelled sentence corpora (BABE and its layouts) -> a text-only dataset repo.
 
-    vilbias build --sentences final_labels_SG2.csv --output ./babe
-    vilbias train classifier --dataset ./babe --cv
+    vilbias build --sentences final_labels_SG1.csv --output ./babe
+    vilbias build --sentences final_labels_SG2.xlsx --output ./babe-sg2
+    vilbias build --sentences mediabiasgroup/BABE --output ./babe-hub     # a Hub dataset (or a local copy of one)
+    vilbias train classifier --dataset ./babe --recipe babe --cv
 
-Input: the CSV that BABE (Spinde et al., 2021) publishes — semicolon-separated, UTF-8 with a
-byte-order mark, header ``text;news_link;outlet;topic;type;label_bias;label_opinion;biased_words``;
-``label_bias`` is ``Biased``, ``Non-biased`` or ``No agreement``; ``biased_words`` is a Python
-list literal (``['word', 'other']`` or ``[]``).
+Inputs, one reader for all of them:
+
+- **BABE's CSV** as published (Spinde et al., 2021): semicolon-separated, UTF-8 with a byte-order
+  mark, header ``text;news_link;outlet;topic;type;label_bias;label_opinion;biased_words``;
+  ``label_bias`` is ``Biased``, ``Non-biased`` or ``No agreement``; ``biased_words`` a Python list
+  literal (``['word', 'other']`` or ``[]``). A comma- or tab-separated file with the same columns
+  reads the same way (the delimiter is taken from the header line).
+- **BABE's XLSX** (``final_labels_SG1.xlsx``, ``final_labels_SG2.xlsx``): the first sheet, the
+  header in its first non-empty row (read with ``openpyxl``).
+- **The Hub layout** of ``mediabiasgroup/BABE``: columns ``text``, ``label`` (``1`` biased,
+  ``0`` not biased), ``outlet``, ``topic``, ``news_link``, ``biased_words`` (the list literal as a
+  string), ``type``, ``label_opinion``, ``uuid``; splits ``train`` and ``test``, read one after the
+  other (the corpus makes its own folds). As ``ORG/NAME`` or a local dataset folder (through
+  ``datasets.load_dataset``), or a local ``.parquet``, ``.json``/``.jsonl`` or ``.csv`` export.
+
+Column names are matched without regard to case; ``sentence`` is read as ``text`` and
+``label_bias`` is preferred over ``label``. Labels: ``Biased``/``Non-biased`` (any case; also
+``biased``/``not_biased``) or ``1``/``0``.
+
+Rules. ``No agreement`` rows and rows without a label are left out (BABE's own protocol drops
+them). An exact repeat of a sentence (same text, link and label) is merged into one row. The
+same sentence and link given different labels is a *conflict*: every copy is left out. Each
+row left out or merged is listed with its line in ``build_report.json`` (``exclusions``: line,
+reason, unique_id) and in the card; the file is never refused for them. A file that cannot be
+read, a missing text or label column, an unknown label value, an empty text or a malformed
+``biased_words`` stops the build with one line naming the line. "Line" is the line of the
+record's first line in a CSV, the sheet row in an XLSX, and the 1-based record number (over
+the splits, in order) for Parquet, JSON and Hub datasets.
 
 Output: the same layout as the main corpus (:mod:`vilbias.corpus.writer`): every row stored once
 in ``data/{split}-fold{k}-…``, configs ``default`` (train/validation/test, 80/10/10) and
 ``fold_0`` ... ``fold_4`` (train/test) reading those files, a README.md whose YAML carries
-``configs:`` and ``dataset_info:``. Columns: ``unique_id``, ``text``,
-``news_link``, ``outlet``, ``topic``, ``type``, ``label`` (ClassLabel
-``["not_biased", "biased"]``), ``label_opinion``, ``biased_words``.
-
-Rules: ``No agreement`` rows are excluded and counted (BABE's own protocol drops them); an
-exact repeat of a row (same text, link and label) is kept once and counted; the same sentence
-and link with different labels is an error, as is any other label value or a malformed
+``configs:`` and ``dataset_info:``. Columns: ``unique_id``, ``text``, ``news_link``, ``outlet``,
+``topic``, ``type``, ``label`` (ClassLabel ``["not_biased", "biased"]``), ``label_opinion``,
 ``biased_words``. Splits and folds come from :func:`vilbias.corpus.splits.assign_splits`:
 stratified by label, deterministic from the data (rows ordered by ``unique_id``), and the same
 sentence text (after case and space normalisation) never straddles two cells.
@@ -28,11 +49,19 @@ from __future__ import annotations
 import ast
 import csv
 import hashlib
+import io
+import json
 import logging
 import re
 import shutil
+import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+
+import pyarrow.parquet as pq
+from datasets import ClassLabel, Features, List, Value, load_dataset
+from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias.corpus.splits import SplitItem, assign_splits
 from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
@@ -41,13 +70,21 @@ from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS
 logger = logging.getLogger(__name__)
 
 BABE_COLUMNS = ("text", "news_link", "outlet", "topic", "type", "label_bias", "label_opinion", "biased_words")
-LABEL_MAP = {"Biased": 1, "Non-biased": 0}
+"""The header of BABE's published CSV."""
+OPTIONAL_COLUMNS = ("news_link", "outlet", "topic", "type", "label_opinion")
+ALIASES = {"text": ("text", "sentence"), "label": ("label_bias", "label")}
+"""Where each field may be found, in order of preference (names compared lower-cased)."""
 NO_AGREEMENT = "No agreement"
+LABEL_VALUES = {
+    "biased": 1, "1": 1,
+    "non-biased": 0, "non biased": 0, "not_biased": 0, "not biased": 0, "0": 0,
+}
+"""Accepted label spellings (lower-cased) -> class id."""
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+TABLE_SUFFIXES = {".parquet", ".json", ".jsonl"}
 
 
-def _features():
-    from datasets import ClassLabel, Features, List, Value
-
+def _features() -> Features:
     return Features(
         {
             "unique_id": Value("string"),
@@ -63,16 +100,153 @@ def _features():
     )
 
 
-def _parse_words(raw: str, line: int) -> list[str]:
-    raw = (raw or "").strip()
-    if not raw:
-        return []
+# ---------------------------------------------------------------- reading records
+
+
+def _decode(data: bytes, source: Path) -> str:
     try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError) as e:
-        raise ValueError(f"line {line}: biased_words is not a list literal: {raw[:80]!r}") from e
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ValueError(f"{source}: line {line}: not UTF-8 text ({e.reason} at byte {e.start}); save the file as UTF-8") from None
+
+
+def _csv_records(source: Path) -> Iterator[tuple[int, dict]]:
+    text = _decode(source.read_bytes(), source)
+    header = text.split("\n", 1)[0]
+    delimiter = max(";,\t", key=header.count)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        columns = next(reader)
+    except StopIteration:
+        raise ValueError(f"{source}: line 1: the file is empty (expected a header row)") from None
+    start = reader.line_num + 1
+    for values in reader:
+        if any(v.strip() for v in values):
+            yield start, dict(zip(columns, values, strict=False))
+        start = reader.line_num + 1
+
+
+def _xlsx_records(source: Path) -> Iterator[tuple[int, dict]]:
+    try:
+        import openpyxl  # optional: only .xlsx files need it
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(f"{source}: reading .xlsx needs openpyxl (pip install openpyxl)") from e
+    try:
+        book = openpyxl.load_workbook(source, read_only=True, data_only=True)
+    except Exception as e:  # openpyxl raises several unrelated types for a file that is not a workbook
+        raise ValueError(f"{source}: not a readable .xlsx workbook ({e})") from None
+    try:
+        columns = None
+        for number, values in enumerate(book.worksheets[0].iter_rows(values_only=True), start=1):
+            if not any(v is not None and str(v).strip() for v in values):
+                continue
+            if columns is None:
+                columns = ["" if v is None else str(v) for v in values]
+                continue
+            yield number, dict(zip(columns, values, strict=False))
+    finally:
+        book.close()
+
+
+def _table_records(source: Path) -> Iterator[tuple[int, dict]]:
+    if source.suffix == ".parquet":
+        try:
+            records = pq.read_table(source).to_pylist()
+        except Exception as e:  # pyarrow's errors for a file that is not Parquet vary by version
+            raise ValueError(f"{source}: not a readable Parquet file ({e})") from None
+    elif source.suffix == ".jsonl":
+        lines = _decode(source.read_bytes(), source).splitlines()
+        records = [json.loads(line) for line in lines if line.strip()]
+    else:
+        data = json.loads(_decode(source.read_bytes(), source))
+        records = data if isinstance(data, list) else [dict(zip(data, row, strict=True)) for row in zip(*data.values(), strict=True)]
+    yield from enumerate(records, start=1)
+
+
+def _dataset_records(name: str) -> Iterator[tuple[int, dict]]:
+    splits = load_dataset(name)
+    number = 0
+    for split in sorted(splits, key=lambda s: (list(SPLITS) + [s]).index(s)):
+        for record in splits[split]:
+            number += 1
+            yield number, record
+
+
+def read_records(source: str | Path) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` for every non-empty record of a sentence file, folder or Hub dataset.
+
+    Raises:
+        FileNotFoundError: ``source`` is neither a file, a folder nor an ``ORG/NAME`` id.
+        ValueError: the file cannot be read (names the line where that applies).
+    """
+    path = Path(source)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".xlsx":
+            return _xlsx_records(path)
+        if suffix in TABLE_SUFFIXES:
+            return _table_records(path)
+        return _csv_records(path)
+    if path.is_dir() or HUB_ID.match(str(source)):
+        return _dataset_records(str(source))
+    raise FileNotFoundError(f"sentence source {source} is neither a file, a dataset folder nor a Hub id ORG/NAME")
+
+
+# ---------------------------------------------------------------- one record -> one row
+
+
+def _columns(source: str | Path, record: dict) -> dict[str, str]:
+    """field -> the record's column holding it; fails when text or label has none."""
+    lower = {str(k).strip().lower(): k for k in record}
+    found = {}
+    for name in (*ALIASES, *OPTIONAL_COLUMNS, "biased_words"):
+        for alias in ALIASES.get(name, (name,)):
+            if alias in lower:
+                found[name] = lower[alias]
+                break
+    for name in ALIASES:
+        if name not in found:
+            raise ValueError(
+                f"{source}: no {' or '.join(ALIASES[name])} column (found {list(record)}); BABE's header is "
+                f"{';'.join(BABE_COLUMNS)}"
+            )
+    return found
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and value != value):  # None or NaN: an empty cell
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def _parse_label(raw, line: int) -> int | str | None:
+    """Class id, ``NO_AGREEMENT``, or None for an empty cell."""
+    value = _cell(raw)
+    if not value:
+        return None
+    if value.lower() == NO_AGREEMENT.lower():
+        return NO_AGREEMENT
+    if value.lower() not in LABEL_VALUES:
+        raise ValueError(f"line {line}: label {value!r} is not one of Biased, Non-biased, {NO_AGREEMENT}, 1, 0")
+    return LABEL_VALUES[value.lower()]
+
+
+def _parse_words(raw, line: int) -> list[str]:
+    if isinstance(raw, (list, tuple)):
+        value = raw
+    else:
+        raw = _cell(raw)
+        if not raw:
+            return []
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError) as e:
+            raise ValueError(f"line {line}: biased_words is not a list literal: {raw[:80]!r}") from e
     if not isinstance(value, (list, tuple)) or not all(isinstance(w, str) for w in value):
-        raise ValueError(f"line {line}: biased_words must be a list of strings, got {raw[:80]!r}")
+        raise ValueError(f"line {line}: biased_words must be a list of strings, got {str(raw)[:80]!r}")
     return list(value)
 
 
@@ -84,69 +258,77 @@ def _uid(link: str, text: str) -> str:
     return hashlib.sha256(f"{link}\n{text}".encode()).hexdigest()[:20]
 
 
-def read_sentences(csv_path: str | Path) -> tuple[list[dict], dict, list[dict]]:
-    """Parse a BABE-format CSV into rows (label as class id), counts, and the dropped rows
-    (``{"unique_id", "line", "reason"}``, reason ``no_agreement`` or ``duplicate``).
+def _row(record: dict, columns: dict[str, str], line: int) -> dict:
+    """One record as a corpus row (``label`` may still be ``NO_AGREEMENT`` or None)."""
+    text = _cell(record.get(columns["text"]))
+    link = _cell(record.get(columns.get("news_link")))
+    label = _parse_label(record.get(columns["label"]), line)
+    if not text and label is not None:
+        raise ValueError(f"line {line}: empty text")
+    row = {"unique_id": _uid(link, text), "text": text, "news_link": link, "label": label}
+    for name in ("outlet", "topic", "type", "label_opinion"):
+        row[name] = _cell(record.get(columns.get(name)))
+    row["biased_words"] = _parse_words(record.get(columns.get("biased_words")), line) if "biased_words" in columns else []
+    return row
+
+
+# ---------------------------------------------------------------- rules
+
+
+def read_sentences(source: str | Path) -> tuple[list[dict], dict, list[dict]]:
+    """Parse a sentence file (CSV, XLSX, Parquet, JSON) or dataset into rows (label as class id),
+    counts, and what was left out or merged.
+
+    Returns:
+        ``(rows, counts, exclusions)``: ``counts`` has ``rows_read``, ``excluded_no_agreement``,
+        ``excluded_no_label``, ``excluded_conflicting``, ``duplicates_merged``; every exclusion is
+        ``{"unique_id", "line", "reason"}`` with reason ``no_agreement``, ``no_label``,
+        ``conflicting_labels`` or ``duplicate`` (an exact repeat, merged into an earlier line).
 
     Raises:
-        ValueError: a missing column, an unknown ``label_bias``, a malformed ``biased_words``,
-            an empty text, or one sentence given two different labels.
+        ValueError: an unreadable file, a missing text or label column, an unknown label, an
+            empty text or a malformed ``biased_words`` (naming the line).
     """
-    rows: dict[str, dict] = {}
-    counts = Counter()
+    columns = None
+    by_uid: dict[str, list[tuple[int, dict]]] = {}
     exclusions: list[dict] = []
-    with open(csv_path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f, delimiter=";")
-        missing = [c for c in BABE_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(
-                f"{csv_path}: missing column(s) {missing}; expected BABE's semicolon-separated header "
-                f"{';'.join(BABE_COLUMNS)} (found {reader.fieldnames})"
-            )
-        for line, rec in enumerate(reader, start=2):
-            counts["rows_read"] += 1
-            label_raw = (rec["label_bias"] or "").strip()
-            if label_raw == NO_AGREEMENT:
-                counts["excluded_no_agreement"] += 1
-                uid = _uid((rec["news_link"] or "").strip(), (rec["text"] or "").strip())
-                exclusions.append({"unique_id": uid, "line": line, "reason": "no_agreement"})
-                continue
-            if label_raw not in LABEL_MAP:
-                raise ValueError(
-                    f"line {line}: label_bias {label_raw!r} is not one of {[*LABEL_MAP, NO_AGREEMENT]}"
-                )
-            text = (rec["text"] or "").strip()
-            if not text:
-                raise ValueError(f"line {line}: empty text")
-            link = (rec["news_link"] or "").strip()
-            uid = _uid(link, text)
-            row = {
-                "unique_id": uid,
-                "text": text,
-                "news_link": link,
-                "outlet": (rec["outlet"] or "").strip(),
-                "topic": (rec["topic"] or "").strip(),
-                "type": (rec["type"] or "").strip(),
-                "label": LABEL_MAP[label_raw],
-                "label_opinion": (rec["label_opinion"] or "").strip(),
-                "biased_words": _parse_words(rec["biased_words"], line),
-            }
-            if uid in rows:
-                if rows[uid]["label"] != row["label"]:
-                    raise ValueError(f"line {line}: this sentence and link appear earlier with a different label")
-                counts["duplicates_dropped"] += 1
-                exclusions.append({"unique_id": uid, "line": line, "reason": "duplicate"})
-                continue
-            rows[uid] = row
-    counts = {k: counts[k] for k in ("rows_read", "excluded_no_agreement", "duplicates_dropped")}
-    return list(rows.values()), counts, exclusions
+    rows_read = 0
+    for line, record in read_records(source):
+        columns = columns or _columns(source, record)
+        row = _row(record, columns, line)
+        rows_read += 1
+        if row["label"] in (None, NO_AGREEMENT):
+            reason = "no_label" if row["label"] is None else "no_agreement"
+            exclusions.append({"unique_id": row["unique_id"], "line": line, "reason": reason})
+            continue
+        by_uid.setdefault(row["unique_id"], []).append((line, row))
+    rows = []
+    for uid, copies in by_uid.items():
+        if len({r["label"] for _, r in copies}) > 1:
+            lines = [line for line, _ in copies]
+            exclusions += [{"unique_id": uid, "line": line, "reason": "conflicting_labels", "lines": lines} for line in lines]
+            continue
+        rows.append(copies[0][1])
+        first = copies[0][0]
+        exclusions += [{"unique_id": uid, "line": line, "reason": "duplicate", "kept_line": first} for line, _ in copies[1:]]
+    exclusions.sort(key=lambda e: e["line"])
+    reasons = Counter(e["reason"] for e in exclusions)
+    counts = {
+        "rows_read": rows_read,
+        "excluded_no_agreement": reasons["no_agreement"],
+        "excluded_no_label": reasons["no_label"],
+        "excluded_conflicting": reasons["conflicting_labels"],
+        "duplicates_merged": reasons["duplicate"],
+    }
+    return rows, counts, exclusions
+
+
+# ---------------------------------------------------------------- the repo
 
 
 def write_repo(output_dir: Path, rows: list[dict], cells: dict, features, body: str) -> None:
     """Write the sentences, each once, into their cells' shards with the shared
     :class:`~vilbias.corpus.writer.RepoWriter`; ``default`` and ``fold_K`` read those files."""
-    from huggingface_hub import DatasetCard, DatasetCardData
-
     views = corpus_views(features)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Old shards of a previous build would otherwise be picked up by the split globs.
@@ -166,26 +348,7 @@ def write_repo(output_dir: Path, rows: list[dict], cells: dict, features, body: 
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}").save(output_dir / "README.md")
 
 
-def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
-    """Build a text-only sentence corpus repo from a BABE-format CSV.
-
-    Args:
-        csv_path: the labelled sentences (see the module docstring for the format).
-        output_dir: where the repo folder is written (created; its ``data/`` and ``fold_K/``
-            folders are replaced).
-
-    Returns:
-        A report: rows read, kept, excluded as ``No agreement``, duplicates dropped, label
-        counts, and per split/fold the row count and biased share.
-    """
-    import json
-    import time
-
-    started = time.monotonic()
-    csv_path, output_dir = Path(csv_path), Path(output_dir)
-    rows, counts, exclusions = read_sentences(csv_path)
-    if not rows:
-        raise ValueError(f"{csv_path}: no labelled sentences left after excluding {NO_AGREEMENT!r} rows")
+def _assign(rows: list[dict]):
     items = [
         SplitItem(
             unique_id=r["unique_id"],
@@ -195,9 +358,11 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         )
         for r in rows
     ]
-    cells, split_report = assign_splits(items)
-    rows.sort(key=lambda r: r["unique_id"])
-    features = _features()
+    return assign_splits(items)
+
+
+def _placement(rows: list[dict], cells: dict) -> dict[str, dict[str, list[int]]]:
+    """config -> split -> the labels of its rows."""
     placed: dict[str, dict[str, list[int]]] = {"default": {s: [] for s in SPLITS}}
     placed.update({name: {"train": [], "test": []} for name in FOLDS})
     for r in rows:
@@ -205,16 +370,20 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         placed["default"][cell.split].append(r["label"])
         for k in range(N_FOLDS):
             placed[FOLDS[k]]["test" if cell.fold == k else "train"].append(r["label"])
+    return placed
 
-    def share(labels: list[int]) -> dict:
-        n = len(labels)
-        return {"rows": n, "biased_share": round(sum(labels) / n, 4) if n else None}
 
+def _share(labels: list[int]) -> dict:
+    n = len(labels)
+    return {"rows": n, "biased_share": round(sum(labels) / n, 4) if n else None}
+
+
+def _report(source, output_dir: Path, rows, counts, exclusions, placed, split_report) -> dict:
     n = len(rows)
-    report = {
+    return {
         # The keys `vilbias build` prints (vilbias.corpus.format_report) ...
         "rows": n,
-        "source": str(csv_path),
+        "source": str(source),
         "configs": {name: {split: len(labels) for split, labels in splits.items()} for name, splits in placed.items()},
         "corpus_biased_share": round(sum(r["label"] for r in rows) / n, 4),
         "label_share": {
@@ -234,16 +403,52 @@ def build_sentences(csv_path: str | Path, output_dir: str | Path) -> dict:
         **counts,
         "rows_kept": n,
         "label_counts": {name: sum(1 for r in rows if r["label"] == i) for i, name in enumerate(LABEL_NAMES)},
-        "default": {s: share(labels) for s, labels in placed["default"].items()},
-        "folds": {name: share(placed[name]["test"]) for name in FOLDS},
+        "default": {s: _share(labels) for s, labels in placed["default"].items()},
+        "folds": {name: _share(placed[name]["test"]) for name in FOLDS},
         "output": str(output_dir),
     }
-    body = _card_body(csv_path.name, report)
-    write_repo(output_dir, rows, cells, features, body)
+
+
+def build_sentences(source: str | Path, output_dir: str | Path) -> dict:
+    """Build a text-only sentence corpus repo from labelled sentences.
+
+    Args:
+        source: a BABE-format CSV or XLSX, a Parquet/JSON/CSV export of the Hub layout, a
+            dataset folder, or a Hub dataset id ``ORG/NAME`` (see the module docstring).
+        output_dir: where the repo folder is written (created; its ``data/`` and ``fold_K/``
+            folders are replaced).
+
+    Returns:
+        A report (also ``output_dir/build_report.json``): rows read, kept, left out and merged
+        (each with its line and reason), label counts, and per split/fold the row count and
+        biased share.
+    """
+    started = time.monotonic()
+    output_dir = Path(output_dir)
+    rows, counts, exclusions = read_sentences(source)
+    if not rows:
+        raise ValueError(f"{source}: no labelled sentences left after leaving out {len(exclusions)} rows")
+    cells, split_report = _assign(rows)
+    rows.sort(key=lambda r: r["unique_id"])
+    placed = _placement(rows, cells)
+    report = _report(source, output_dir, rows, counts, exclusions, placed, split_report)
+    name = Path(str(source)).name if Path(str(source)).exists() else str(source)
+    write_repo(output_dir, rows, cells, _features(), _card_body(name, report))
     report["seconds"] = round(time.monotonic() - started, 1)
     (output_dir / "build_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    logger.info("built %d sentences (%d excluded as No agreement) into %s", len(rows), counts["excluded_no_agreement"], output_dir)
+    logger.info(
+        "built %d sentences into %s (%d rows left out, %d duplicates merged)",
+        len(rows), output_dir, len(exclusions) - counts["duplicates_merged"], counts["duplicates_merged"],
+    )
     return report
+
+
+REASON_TEXT = {
+    "no_agreement": "`No agreement` (left out)",
+    "no_label": "no label (left out)",
+    "conflicting_labels": "the same sentence and link with different labels (every copy left out)",
+    "duplicate": "exact repeat of an earlier line (merged into it)",
+}
 
 
 def _card_body(source: str, report: dict) -> str:
@@ -251,21 +456,25 @@ def _card_body(source: str, report: dict) -> str:
         "# Sentence-level media bias corpus",
         "",
         f"Built by `vilbias build --sentences {source}` from labelled sentences in BABE's format.",
-        f"{report['rows_kept']} sentences kept ({report['label_counts']['biased']} biased, "
-        f"{report['label_counts']['not_biased']} not biased); {report['excluded_no_agreement']} "
-        f"`No agreement` rows excluded; {report['duplicates_dropped']} duplicate rows dropped.",
+        f"{report['rows_read']} rows read; {report['rows_kept']} sentences kept ({report['label_counts']['biased']} biased, "
+        f"{report['label_counts']['not_biased']} not biased).",
         "",
-        "| config | split | rows | biased share |",
-        "|---|---|---|---|",
     ]
+    by_reason: dict[str, list[int]] = {}
+    for e in report["exclusions"]:
+        by_reason.setdefault(e["reason"], []).append(e["line"])
+    for reason, at in by_reason.items():
+        lines.append(f"- {len(at)} rows: {REASON_TEXT[reason]}; lines {', '.join(map(str, at))}.")
+    lines += ["", "| config | split | rows | biased share |", "|---|---|---|---|"]
     for split, s in report["default"].items():
         lines.append(f"| default | {split} | {s['rows']} | {s['biased_share']} |")
     for fold, s in report["folds"].items():
         lines.append(f"| {fold} | test | {s['rows']} | {s['biased_share']} |")
     lines += [
         "",
-        "Folds are stratified by label and deterministic from the data. BABE's protocol: "
-        "`vilbias train classifier --dataset <this folder> --cv` (stratified 5-fold, macro-F1).",
+        "Folds are stratified by label and deterministic from the data; identical sentences never "
+        "sit in two folds. BABE's protocol (stratified 5-fold, macro-F1): "
+        "`vilbias train classifier --dataset <this folder> --recipe babe --cv`.",
         "",
     ]
     return "\n".join(lines)

@@ -26,8 +26,8 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import SequenceClassifierOutput
-from vilbias.models.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 
+from vilbias.models.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
 from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)

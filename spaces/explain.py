@@ -1,0 +1,261 @@
+"""Rationales built from the evidence, and the check that a generated one agrees with it.
+
+A sentence-level model gives, in one pass, the article's label and each sentence's probability of
+being biased with the words that drive it. :func:`evidence_rationale` turns that into the
+explanation: the verdict and the rule's figure, then the flagged sentences (quoted from the
+article, each with its probability and marked words) and the techniques they show — or, for an
+article that is not biased, that no sentence (or too few) was flagged. It cannot contradict the
+label because it is written from the same numbers.
+
+A generative model may word the explanation (:func:`rewording_prompt`); its answer is shown only
+if :func:`check_wording` finds nothing wrong: it must not argue for the other label, quote text
+that is not in the article, or name a technique the evidence does not show::
+
+    from vilbias.spaces.explain import check_wording
+    check_wording('The article is neutral.', "biased", article_text, allowed_techniques=[])
+    # 'argues that the article is not biased'
+
+Techniques are named from surface cues in the flagged sentences (:data:`TECHNIQUE_CUES`; loaded
+words count as Word Choice). Selective presentation, omission of context and imbalance in
+representation concern what a story leaves out, which a sentence scorer cannot see, so the
+explanation never names them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from vilbias.task import ANSWER_LABELS, LABEL_NAMES, TECHNIQUES
+
+MAX_CITED = 3
+"""Flagged sentences quoted in the explanation (the evidence table lists them all)."""
+
+_W = r"[\w'’-]*"
+TECHNIQUE_CUES: dict[str, re.Pattern] = {
+    "emotional_appeal": re.compile(
+        r"\b(tragic|tragedy|tragedies|heartbreak" + _W + r"|devastat" + _W + r"|horrif" + _W + r"|terrif" + _W + r"|outrag" + _W
+        + r"|shock" + _W + r"|disgust" + _W + r"|appall" + _W + r"|alarming|fear" + _W + r"|scary|cruel" + _W + r"|brutal" + _W
+        + r"|vile|evil|grief|suffer" + _W + r"|victims?|beloved|heroic|despicable|shameful|sicken" + _W + r"|nightmare" + _W
+        + r"|apocalyp" + _W + r"|betray" + _W + r"|doom" + _W + r"|bleed" + _W + r"|deadly|destroy" + _W + r"|panic" + _W
+        + r"|rage|fury|furious|hatred|horror" + _W + r")\b", re.I),
+    "exaggeration": re.compile(
+        r"\b(always|never|everyone|everybody|nobody|completely|totally|utterly|absolutely|massive|enormous|unprecedented"
+        r"|catastroph" + _W + r"|disaster" + _W + r"|skyrocket" + _W + r"|plummet" + _W + r"|flood(ed|ing)?|worst|insane|crazy"
+        r"|ridiculous|absurd|radical" + _W + r"|extreme" + _W + r"|all-out)\b", re.I),
+    "subjectivity": re.compile(
+        r"\b(clearly|obviously|of course|undoubtedly|surely|arguably|frankly|so-called|supposedly|I think|we believe"
+        r"|in my view|needless to say)\b", re.I),
+    "appeal_to_authority": re.compile(
+        r"\b((experts?|scientists?|economists?|doctors|studies|researchers?|professors?) (say|said|agree[sd]?|warn(s|ed)?"
+        r"|show(s|ed)?|found|believe[sd]?)|according to (experts|scientists|studies|research))\b", re.I),
+    "use_of_statistics": re.compile(r"\b\d[\d,.]*\s?(%|percent\b|per cent\b|million\b|billion\b|trillion\b|times\b)", re.I),
+    "framing": re.compile(
+        r"(\b(war on|attack on|assault on|invasion|crusade|witch[- ]hunt|regime|agenda|propaganda|elites?|scheme|ploy|stunt"
+        r"|cover-up|rigged)\b|[\"“][^\"“”\s]+(\s[^\"“”\s]+){0,2}[\"”])", re.I),
+    "logical_fallacies": re.compile(r"\b(inevitabl" + _W + r"|slippery slope|everyone knows|if we (let|allow)|will lead to)\b", re.I),
+}
+"""Surface cues of the techniques one sentence can show (ids of :data:`vilbias.task.TECHNIQUES`)."""
+UNSEEN = ("selective_presentation", "omission_of_context", "imbalance")
+"""Techniques about what a story leaves out: never named from sentences."""
+
+
+@dataclass
+class Evidence:
+    """One scored sentence, in the coordinates of the text shown to the user."""
+
+    text: str
+    start: int
+    end: int
+    probability: float
+    words: list[tuple[str, int, int, float]] = field(default_factory=list)
+    """``(word, start, end, probability)`` of the words the model marks."""
+    flagged: bool = False
+
+
+@dataclass
+class Explanation:
+    text: str
+    """Markdown."""
+    techniques: dict[str, list[str]]
+    """Technique id -> the cues that show it, in the order of :data:`vilbias.task.TECHNIQUES`."""
+
+
+def techniques_shown(flagged: list[Evidence]) -> dict[str, list[str]]:
+    """The techniques the flagged sentences show, with the words or phrases that show them."""
+    found: dict[str, list[str]] = {}
+
+    def add(tid: str, cue: str) -> None:
+        cues = found.setdefault(tid, [])
+        if cue.lower() not in (c.lower() for c in cues):
+            cues.append(cue)
+
+    for s in flagged:
+        for word, *_ in s.words:
+            add("word_choice", word)
+        for tid, pattern in TECHNIQUE_CUES.items():
+            for m in pattern.finditer(s.text):
+                add(tid, m.group(0).strip("\"“”"))
+    marked = Counter(w.lower() for s in flagged for w, *_ in s.words)
+    for word, n in marked.items():
+        if n > 1:
+            add("repetition", word)
+    if len(flagged) >= 3:
+        add("tone", f"{len(flagged)} sentences")
+    return {tid: found[tid][:4] for tid in TECHNIQUES if tid in found and tid not in UNSEEN}
+
+
+def _quote(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split())
+    return "“" + (text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …") + "”"
+
+
+def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None) -> str:
+    line = f"- {_quote(s.text)} — **{s.probability:.0%}**"
+    if s.words:
+        line += "; marked words: " + ", ".join(f"*{w}* ({p:.0%})" for w, _, _, p in s.words[:6])
+    shows = []
+    for tid, cues in (techniques or {}).items():
+        # Word choice is the marked words; tone and repetition are about several sentences.
+        here = [c for c in cues if c.lower() in s.text.lower()] if tid not in ("word_choice", "tone", "repetition") else []
+        if here:
+            shows.append(f"{TECHNIQUES[tid]} (" + ", ".join(f"“{c}”" for c in here[:3]) + ")")
+    if shows:
+        line += "; shows " + ", ".join(shows)
+    return line
+
+
+def rule_figure(statistic: str, value: float, n: int, n_flagged: int) -> str:
+    """The rule's statistic for this article, in words."""
+    return {
+        "share": f"{n_flagged} of {n} sentences ({value:.0%}) are flagged as biased",
+        "mean": f"its {n} sentences' mean probability of being biased is {value:.0%}",
+        "max": f"its most biased sentence scores {value:.0%}",
+        "top3_mean": f"its {min(3, n)} most biased sentences average {value:.0%}",
+    }[statistic]
+
+
+def evidence_rationale(label: str, probability: float, sentences: list[Evidence], statistic: str, value: float,
+                       threshold: float, truncated: int = 0) -> Explanation:
+    """The explanation written from the evidence alone (see the module docstring)."""
+    flagged = sorted((s for s in sentences if s.flagged), key=lambda s: -s.probability)
+    figure = rule_figure(statistic, value, len(sentences), len(flagged))
+    note = f"\n\n*Only the first {len(sentences)} sentences were read ({truncated} more were not).*" if truncated else ""
+    if label == "biased":
+        techniques = techniques_shown(flagged)
+        lines = [f"**Biased** ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
+                 "", "The sentences that drive the label:"]
+        lines += [_sentence_line(s, techniques) for s in flagged[:MAX_CITED]]
+        if len(flagged) > MAX_CITED:
+            lines.append(f"- … and {len(flagged) - MAX_CITED} more in the evidence table.")
+        if not flagged:
+            top = max(sentences, key=lambda s: s.probability)
+            lines.append(_sentence_line(top))
+        named = ", ".join(TECHNIQUES[t] for t in techniques) or "none with a surface cue"
+        lines += ["", f"Techniques these sentences show: {named}."]
+        return Explanation("\n".join(lines) + note, techniques)
+    lines = [f"**Not biased** ({1 - probability:.0%}): {figure}, below the {threshold:.0%} the rule needs."]
+    if not flagged:
+        top = max(sentences, key=lambda s: s.probability)
+        lines.append(f"No sentence was flagged (every one scores below 50%); the highest scores {top.probability:.0%}: {_quote(top.text)}.")
+    else:
+        lines += ["", "Flagged, but too few to make the article biased:"] + [_sentence_line(s) for s in flagged[:MAX_CITED]]
+        lines.append("The other sentences read as plain reporting.")
+    return Explanation("\n".join(lines) + note, {})
+
+
+# -- a generated wording, checked ----------------------------------------------------------------
+
+# Technique names that say "biased" by themselves (a neutral article may well have a tone, a
+# framing or statistics).
+_BIAS_NAMED = ("emotional_appeal", "exaggeration", "subjectivity", "selective_presentation", "omission_of_context",
+               "logical_fallacies", "imbalance")
+_BIAS_TERMS = re.compile(
+    r"\b(biased|bias|slant" + _W + r"|one-sided|loaded|emotive|emotional" + _W + r"|hyperbol" + _W + r"|exaggerat" + _W
+    + r"|sensational" + _W + r"|inflammatory|propaganda|manipulat" + _W + r"|partisan|persuasive|subjective|opinionated"
+    + r"|" + "|".join(re.escape(TECHNIQUES[t].lower()) for t in _BIAS_NAMED) + r")\b", re.I)
+_NEUTRAL_TERMS = re.compile(r"\b(unbiased|neutral|balanced|impartial|objective|even-handed|fair|factual)\b", re.I)
+_NEGATORS = re.compile(r"\b(not|no|never|without|free of|lacks?|lacking|avoids?|avoiding|none|neither|nor|little|isn't|is not"
+                       r"|doesn't|does not|wasn't|rather than|instead of)\b|n't\b", re.I)
+_QUOTED = re.compile(r"[\"“]([^\"“”]{3,200})[\"”]")
+
+
+def _negated(text: str, start: int) -> bool:
+    """A negation among the five words before ``start``, within the same sentence."""
+    before = re.split(r"[.!?;:]\s", text[:start])[-1]
+    return bool(_NEGATORS.search(" ".join(before.split()[-5:])))
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[‘’]", "'", text).lower().split())
+
+
+def check_wording(text: str, label: str, item_text: str, allowed_techniques: list[str]) -> str | None:
+    """Why a generated explanation cannot be shown for ``label``, or None when it can.
+
+    Refused: an empty, overlong, unfinished or self-repeating answer; one that argues for the other label (for ``biased``:
+    calls the article neutral/balanced/unbiased or denies bias; for ``not_biased``: calls it
+    biased, loaded, emotional … or names a technique, unless negated); a quotation that is not
+    in ``item_text``; a technique name the evidence does not show.
+    """
+    if label not in LABEL_NAMES:
+        raise ValueError(f"unknown label {label!r}")
+    text = (text or "").strip()
+    if len(text) < 20 or len(text) > 900:
+        return "is empty or too long"
+    if text[-1] not in ".!?\"”":
+        return "is not a complete sentence"
+    sentences = [_norm(x) for x in re.split(r"(?<=[.!?])\s+", text) if x.strip()]
+    words = re.findall(r"\w+", text.lower())
+    trigrams = Counter(zip(words, words[1:], words[2:], strict=False))
+    if len(set(sentences)) < len(sentences) or (trigrams and trigrams.most_common(1)[0][1] > 2):
+        return "repeats itself"
+    item = _norm(item_text)
+    for quoted in _QUOTED.findall(text):
+        if _norm(quoted.strip(" .,;:")) not in item:
+            return "quotes text that is not in the article"
+    if label == "biased":
+        for m in _NEUTRAL_TERMS.finditer(text):
+            if not _negated(text, m.start()):
+                return "argues that the article is not biased"
+        for m in _BIAS_TERMS.finditer(text):
+            if _negated(text, m.start()):
+                return "argues that the article is not biased"
+        allowed = {TECHNIQUES[t].lower() for t in allowed_techniques if t in TECHNIQUES}
+        for name in TECHNIQUES.values():
+            if name.lower() in text.lower() and name.lower() not in allowed:
+                return f"names a technique the evidence does not show ({name})"
+        return None
+    for m in _BIAS_TERMS.finditer(text):
+        if not _negated(text, m.start()):
+            return "argues that the article is biased"
+    return None
+
+
+def complete_sentences(text: str) -> str:
+    """``text`` up to its last full stop (a generation cut at its token budget ends mid-sentence)."""
+    text = text.strip()
+    end = max(text.rfind(". "), text.rfind("! "), text.rfind("? "))
+    return text if text[-1:] in ".!?\"”" or end < 0 else text[:end + 1]
+
+
+def rewording_prompt(label: str, probability: float, explanation: Explanation, flagged: list[Evidence]) -> list[dict]:
+    """A short prompt giving a small model the label and the evidence, nothing else to go on."""
+    verdict = ANSWER_LABELS[LABEL_NAMES.index(label)]
+    confidence = probability if label == "biased" else 1 - probability
+    if flagged:
+        evidence = "\n".join(f"- \"{' '.join(s.text.split())}\" ({s.probability:.0%}"
+                             + (f"; loaded words: {', '.join(w for w, *_ in s.words[:4])}" if s.words else "") + ")"
+                             for s in flagged[:MAX_CITED])
+    else:
+        evidence = "- No sentence reads as biased."
+    techniques = ", ".join(TECHNIQUES[t] for t in explanation.techniques) or "none"
+    return [
+        {"role": "system", "content": "You explain a news bias classifier's verdict to a reader. Never change the verdict."},
+        {"role": "user", "content": (
+            f"Verdict: {verdict} ({confidence:.0%}).\nEvidence from the article:\n{evidence}\nTechniques shown: {techniques}.\n\n"
+            f"In two short sentences, explain why the article is {verdict}, using only the evidence above. "
+            "Quote words only from the evidence, in double quotes."
+        )},
+    ]

@@ -1,0 +1,456 @@
+"""Sentence-level media-bias scorer: the packaged all-MiniLM-L6-v2 with a LoRA adapter on its top
+layers, a word head (BABE's biased words) and a sentence head (biased / not biased).
+
+One forward pass over an article's sentences gives each sentence's probability of being biased
+and each word's probability of being a loaded word; the article's label, its confidence and the
+highlights all come from that pass, through the rule saved with the model (:class:`ArticleRule`)::
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    model = SentenceBiasModel.from_pretrained("training/default_model")
+    article = model.score_article(["Officials unveil the plan.", "Critics slammed the reckless scheme."])
+    article.label, article.probability, [(s.text, s.probability) for s in article.sentences]
+
+The sentence head reads the mean of the token states and their mean weighted by the word head's
+scores, so the words the model marks are the words its sentence decision leans on. Sentence
+probabilities are temperature-scaled (``config.temperature``, fitted on held-out labels).
+
+Saved as ``config.json`` (:class:`SentenceBiasConfig`) and ``model.safetensors`` holding only
+the LoRA weights and the two heads (about a megabyte); the encoder comes from its package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vilbias.models.fusion import MINILM, mean_pool, resolve_model_path
+from vilbias.task import LABEL_NAMES
+
+# transformers, peft and safetensors are imported inside the methods that need them; peft only
+# for training (serving folds the adapter into the encoder).
+
+MODEL_TYPE = "vilbias-sentence-bias"
+SENTENCE_FLAG = 0.5
+"""A sentence whose calibrated probability of being biased is at least this is *flagged*."""
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+
+
+# -- configuration and the article rule ---------------------------------------------------------
+
+
+@dataclass
+class ArticleRule:
+    """How an article's label follows from its sentences' probabilities.
+
+    ``statistic`` is one of :data:`STATISTICS`; the article is biased when it reaches
+    ``threshold``, and its probability of being biased is ``sigmoid(slope * (statistic -
+    threshold))`` (so the label and the confidence can never disagree). All three are fitted on
+    validation data by the training script.
+    """
+
+    statistic: str = "share"
+    threshold: float = 0.5
+    slope: float = 10.0
+
+    def __post_init__(self):
+        if self.statistic not in STATISTICS:
+            raise ValueError(f"article rule statistic must be one of {sorted(STATISTICS)}, got {self.statistic!r}")
+
+    def value(self, probabilities: Sequence[float]) -> float:
+        return STATISTICS[self.statistic](list(probabilities)) if probabilities else 0.0
+
+    def probability(self, probabilities: Sequence[float]) -> float:
+        z = self.slope * (self.value(probabilities) - self.threshold)
+        return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+
+    def describe(self) -> str:
+        """The rule in words, for the UI and the model card."""
+        t = f"{self.threshold:.0%}"
+        return {
+            "share": f"biased when at least {t} of its sentences are flagged (probability ≥ {SENTENCE_FLAG:.0%})",
+            "mean": f"biased when its sentences' mean probability of being biased is at least {t}",
+            "max": f"biased when its most biased sentence scores at least {t}",
+            "top3_mean": f"biased when its three most biased sentences average at least {t}",
+        }[self.statistic]
+
+
+def _top3_mean(p: list[float]) -> float:
+    top = sorted(p, reverse=True)[:3]
+    return sum(top) / len(top)
+
+
+STATISTICS = {
+    "share": lambda p: sum(v >= SENTENCE_FLAG for v in p) / len(p),
+    "mean": lambda p: sum(p) / len(p),
+    "max": max,
+    "top3_mean": _top3_mean,
+}
+"""Candidate article statistics over sentence probabilities; training picks one on validation data."""
+
+
+@dataclass
+class SentenceBiasConfig:
+    """What ``config.json`` holds: the architecture, and what training fitted on held-out data."""
+
+    encoder: str = MINILM
+    """Text encoder (the packaged all-MiniLM-L6-v2 by default), loaded from its source, never saved."""
+    trained_layers: list[int] = field(default_factory=lambda: [2, 3, 4, 5])
+    """Encoder layers that carry the LoRA adapter; the layers below stay frozen, so training can
+    cache their output once instead of recomputing it every epoch."""
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.1
+    word_hidden: int = 256
+    """Width of the word head's hidden layer."""
+    dropout: float = 0.1
+    word_loss_weight: float = 0.5
+    """Weight of the word loss (BABE's biased words) next to the sentence loss."""
+    max_length: int = 128
+    """Tokens per sentence (BABE's longest sentence is about 130 tokens; longer ones are cut)."""
+    temperature: float = 1.0
+    """Sentence-logit temperature fitted by NLL on held-out labels (1.0 = not calibrated)."""
+    word_threshold: float = 0.5
+    """A word is marked when its probability is at least this (fitted on validation words)."""
+    article_rule: ArticleRule = field(default_factory=ArticleRule)
+    labels: list[str] = field(default_factory=lambda: list(LABEL_NAMES))
+    model_type: str = MODEL_TYPE
+
+    def save(self, folder: str | Path) -> None:
+        Path(folder, CONFIG).write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: str | Path) -> SentenceBiasConfig:
+        data = json.loads(Path(folder, CONFIG).read_text(encoding="utf-8"))
+        if data.get("model_type") != MODEL_TYPE:
+            raise ValueError(f"{folder} is not a sentence-bias model (model_type {data.get('model_type')!r})")
+        data["article_rule"] = ArticleRule(**data.get("article_rule", {}))
+        return cls(**data)
+
+
+# -- scores -------------------------------------------------------------------------------------
+
+
+@dataclass
+class WordScore:
+    text: str
+    start: int
+    """Character offsets in the sentence."""
+    end: int
+    probability: float
+
+
+@dataclass
+class SentenceScore:
+    text: str
+    probability: float
+    """Calibrated probability that the sentence is biased."""
+    words: list[WordScore] = field(default_factory=list)
+    """Words at or above the model's word threshold, in order."""
+
+    @property
+    def flagged(self) -> bool:
+        return self.probability >= SENTENCE_FLAG
+
+
+@dataclass
+class ArticleScore:
+    label: str
+    probability: float
+    """Probability that the article is biased (the rule's calibrated statistic)."""
+    statistic: float
+    rule: ArticleRule
+    sentences: list[SentenceScore]
+
+    @property
+    def confidence(self) -> float:
+        return self.probability if self.label == "biased" else 1.0 - self.probability
+
+    @property
+    def flagged(self) -> list[SentenceScore]:
+        return [s for s in self.sentences if s.flagged]
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def lora_target_pattern(layers: Sequence[int]) -> str:
+    """A regex naming every linear layer of the given BERT encoder layers."""
+    which = "|".join(str(i) for i in layers)
+    return (rf".*encoder\.layer\.({which})\."
+            r"(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)")
+
+
+class SentenceBiasModel(nn.Module):
+    """MiniLM (+ LoRA on ``config.trained_layers``) → word head and sentence head.
+
+    Built for training (``adapter=True``: peft's LoRA layers, only they and the heads train) or,
+    by :meth:`from_pretrained`, for inference: the saved LoRA deltas folded into a plain
+    encoder, so serving needs neither peft nor any adapter overhead.
+    """
+
+    def __init__(self, config: SentenceBiasConfig, *, adapter: bool = True):
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+
+        self.config = config
+        path = resolve_model_path(config.encoder)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        bert = AutoModel.from_pretrained(path)
+        bert.requires_grad_(False)
+        if adapter:
+            from peft import LoraConfig, get_peft_model
+
+            lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                              target_modules=lora_target_pattern(config.trained_layers))
+            bert = get_peft_model(bert, lora)
+        self.encoder = bert
+        hidden = self.bert.config.hidden_size
+        self.word_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(hidden, config.word_hidden), nn.GELU(),
+                                       nn.Linear(config.word_hidden, 1))
+        self.sentence_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(config.labels)))
+
+    @property
+    def bert(self):
+        """The underlying BertModel (with peft's LoRA layers when built for training)."""
+        return self.encoder.get_base_model() if hasattr(self.encoder, "get_base_model") else self.encoder
+
+    # training caches the frozen layers' output and runs only the trained ones
+    def layer_input(self, input_ids, attention_mask) -> torch.Tensor:
+        """The hidden states entering the first trained layer (frozen: cacheable)."""
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        return out.hidden_states[self.config.trained_layers[0]]
+
+    def run_trained_layers(self, hidden, attention_mask) -> torch.Tensor:
+        from transformers.masking_utils import create_bidirectional_mask
+
+        bert = self.bert
+        mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
+        for layer in bert.encoder.layer[self.config.trained_layers[0]:]:
+            out = layer(hidden, attention_mask=mask)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return hidden
+
+    def heads(self, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sentence logits ``(B, 2)`` and word logits ``(B, T)`` (padding at -inf)."""
+        mask = attention_mask.bool()
+        word_logits = self.word_head(hidden).squeeze(-1).masked_fill(~mask, float("-inf"))
+        weights = word_logits.softmax(-1).unsqueeze(-1)
+        pooled = torch.cat([mean_pool(hidden, attention_mask), (weights * hidden).sum(1)], dim=-1)
+        return self.sentence_head(pooled), word_logits
+
+    def forward(self, attention_mask, input_ids=None, layer_input=None, labels=None, word_labels=None) -> dict:
+        """Logits, and with ``labels`` the loss (sentence cross-entropy plus the weighted word
+        loss over positions whose ``word_labels`` is not -100)."""
+        if layer_input is not None:
+            hidden = self.run_trained_layers(layer_input, attention_mask)
+        else:
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        logits, word_logits = self.heads(hidden, attention_mask)
+        out = {"logits": logits, "word_logits": word_logits}
+        if labels is not None:
+            loss = nn.functional.cross_entropy(logits, labels)
+            if word_labels is not None and (word_labels != -100).any():
+                keep = word_labels != -100
+                word_loss = nn.functional.binary_cross_entropy_with_logits(word_logits[keep], word_labels[keep].float())
+                loss = loss + self.config.word_loss_weight * word_loss
+            out["loss"] = loss
+        return out
+
+    # -- saving ---------------------------------------------------------------------------------
+
+    def trained_state_dict(self) -> dict[str, torch.Tensor]:
+        """Only what training changed, as saved: ``lora.<linear>.A`` / ``.B`` and the heads."""
+        state = {}
+        for name, module in self.bert.named_modules():
+            if hasattr(module, "lora_A") and "default" in getattr(module, "lora_A", {}):
+                state[f"lora.{name}.A"] = module.lora_A["default"].weight
+                state[f"lora.{name}.B"] = module.lora_B["default"].weight
+        for name in ("word_head", "sentence_head"):
+            state.update({f"{name}.{k}": v for k, v in getattr(self, name).state_dict().items()})
+        return {k: v.detach().clone().contiguous() for k, v in state.items()}
+
+    def load_trained_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Load :meth:`trained_state_dict` output: into the LoRA layers when training, else
+        folded into the encoder's weights (``W += B @ A * alpha / r``)."""
+        scale = self.config.lora_alpha / self.config.lora_r
+        pattern = re.compile(lora_target_pattern(self.config.trained_layers))
+        bert = self.bert
+        targets = {n for n, m in bert.named_modules() if (isinstance(m, nn.Linear) or hasattr(m, "lora_A")) and pattern.fullmatch(n)}
+        found = {k[len("lora."):-len(".A")] for k in state if k.startswith("lora.") and k.endswith(".A")}
+        if found != targets:
+            raise ValueError(f"adapter weights do not match the config: missing {sorted(targets - found)[:3]}, "
+                             f"unexpected {sorted(found - targets)[:3]}")
+        with torch.no_grad():
+            for name in found:
+                a, b = state[f"lora.{name}.A"], state[f"lora.{name}.B"]
+                module = bert.get_submodule(name)
+                if hasattr(module, "lora_A"):
+                    module.lora_A["default"].weight.copy_(a)
+                    module.lora_B["default"].weight.copy_(b)
+                else:
+                    module.weight += (b.float() @ a.float()) * scale
+        for name in ("word_head", "sentence_head"):
+            getattr(self, name).load_state_dict({k.removeprefix(f"{name}."): v for k, v in state.items() if k.startswith(f"{name}.")})
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        from safetensors.torch import save_file
+
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        self.config.save(folder)
+        save_file(self.trained_state_dict(), str(Path(folder, WEIGHTS)), metadata={"format": "pt"})
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path) -> SentenceBiasModel:
+        """Load a saved model for inference: the encoder from its package with the LoRA
+        deltas folded in, the heads from ``folder``."""
+        from safetensors.torch import load_file
+
+        weights = Path(folder, WEIGHTS)
+        if not weights.is_file():
+            raise FileNotFoundError(f"{weights} not found: is {folder} a saved sentence-bias model?")
+        model = cls(SentenceBiasConfig.load(folder), adapter=False)
+        model.load_trained_state_dict(load_file(str(weights)))
+        return model.eval()
+
+    # -- inference ------------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def sentence_logits(self, sentences: Sequence[str], batch_size: int = 16):
+        """Raw sentence logits ``(N, 2)`` and, per sentence, ``(token offsets, word
+        probabilities)``; sentences are batched by length so padding stays small (one pass over
+        the article, in length-sorted slices of ``batch_size``)."""
+        self.eval()
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        logits = torch.zeros(len(sentences), len(self.config.labels))
+        words: list = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            enc = self.tokenizer([sentences[i] for i in idx], truncation=True, max_length=self.config.max_length,
+                                 padding=True, return_tensors="pt", return_offsets_mapping=True)
+            offsets = enc.pop("offset_mapping")
+            out = self(attention_mask=enc["attention_mask"], input_ids=enc["input_ids"])
+            logits[idx] = out["logits"].float()
+            word_probs = out["word_logits"].float().sigmoid()
+            for row, i in enumerate(idx):
+                n = int(enc["attention_mask"][row].sum())
+                words[i] = (offsets[row, :n].tolist(), word_probs[row, :n].tolist())
+        return logits, words
+
+    def score_sentences(self, sentences: Sequence[str], batch_size: int = 16) -> list[SentenceScore]:
+        """Calibrated probability and marked words of every sentence (one pass)."""
+        logits, words = self.sentence_logits(sentences, batch_size)
+        probs = (logits / self.config.temperature).softmax(-1)[:, self.config.labels.index("biased")].tolist()
+        return [SentenceScore(text, p, marked_words(text, *w, threshold=self.config.word_threshold))
+                for text, p, w in zip(sentences, probs, words, strict=True)]
+
+    def score_article(self, sentences: Sequence[str], batch_size: int = 16) -> ArticleScore:
+        """The article's label and probability from its sentences by ``config.article_rule``."""
+        if not sentences:
+            raise ValueError("score_article needs at least one sentence")
+        scored = self.score_sentences(sentences, batch_size)
+        return article_score(scored, self.config.article_rule)
+
+
+def article_score(sentences: list[SentenceScore], rule: ArticleRule) -> ArticleScore:
+    probs = [s.probability for s in sentences]
+    value = rule.value(probs)
+    label = "biased" if value >= rule.threshold else "not_biased"
+    return ArticleScore(label, rule.probability(probs), value, rule, sentences)
+
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def word_spans(text: str, offsets: list[tuple[int, int]], token_probs: list[float]) -> list[WordScore]:
+    """Tokens merged into whitespace-delimited words (a word's probability is its highest
+    token's); special tokens (empty offsets) and words without a letter or digit are skipped."""
+    spans: list[list] = []
+    for (start, end), p in zip(offsets, token_probs, strict=True):
+        if end <= start:
+            continue
+        if spans and start == spans[-1][1]:
+            spans[-1][1], spans[-1][2] = end, max(spans[-1][2], p)
+        else:
+            spans.append([start, end, p])
+    out = []
+    for start, end, p in spans:
+        word = text[start:end].strip(".,;:!?\"'“”‘’()[]")
+        if word and _WORD_CHAR.search(word):
+            lead = text[start:end].find(word)
+            out.append(WordScore(word, start + lead, start + lead + len(word), p))
+    return out
+
+
+def marked_words(text: str, offsets, token_probs, *, threshold: float) -> list[WordScore]:
+    return [w for w in word_spans(text, offsets, token_probs) if w.probability >= threshold]
+
+
+# -- calibration --------------------------------------------------------------------------------
+
+
+def scale_probabilities(probabilities: Sequence[float], temperature: float) -> list[float]:
+    """Temperature-scale a softmax output: ``softmax(log p / T)`` equals ``softmax(logits / T)``."""
+    logs = [math.log(max(p, 1e-12)) / temperature for p in probabilities]
+    top = max(logs)
+    exps = [math.exp(v - top) for v in logs]
+    return [v / sum(exps) for v in exps]
+
+
+def fit_temperature(probabilities: Sequence[Sequence[float]], labels: Sequence[int]) -> float:
+    """The temperature minimising the negative log-likelihood of ``labels`` (Guo et al., 2017).
+
+    A grid over log T from 0.05 to 20 (a one-parameter fit needs no optimiser and is exact to
+    the grid's 1% steps); ties go to the value nearest 1.
+    """
+    if not labels or len(labels) != len(probabilities):
+        raise ValueError("fit_temperature needs one label per probability row")
+    logs = [[math.log(max(p, 1e-12)) for p in row] for row in probabilities]
+    grid = sorted((math.exp(k / 100) for k in range(-300, 301)), key=lambda t: abs(math.log(t)))
+
+    def nll(t: float) -> float:
+        total = 0.0
+        for row, y in zip(logs, labels, strict=True):
+            scaled = [v / t for v in row]
+            top = max(scaled)
+            total += top + math.log(sum(math.exp(v - top) for v in scaled)) - scaled[y]
+        return total
+
+    return round(min(grid, key=nll), 4)
+
+
+def reliability_bins(probabilities: Sequence[float], labels: Sequence[int], n_bins: int = 10) -> list[dict]:
+    """Top-label reliability: per equal-width confidence bin, the count, mean confidence and
+    accuracy of the predicted label (``probabilities`` are P(positive) of a binary model)."""
+    bins = [{"count": 0, "confidence": 0.0, "correct": 0} for _ in range(n_bins)]
+    for p, y in zip(probabilities, labels, strict=True):
+        predicted = int(p >= 0.5)
+        confidence = p if predicted else 1.0 - p
+        # top-label confidence lies in [0.5, 1]; bins span [0, 1] as in Guo et al.
+        b = bins[min(int(confidence * n_bins), n_bins - 1)]
+        b["count"] += 1
+        b["confidence"] += confidence
+        b["correct"] += int(predicted == y)
+    out = []
+    for i, b in enumerate(bins):
+        n = b["count"]
+        out.append({"low": i / n_bins, "high": (i + 1) / n_bins, "count": n,
+                    "confidence": b["confidence"] / n if n else None, "accuracy": b["correct"] / n if n else None})
+    return out
+
+
+def expected_calibration_error(probabilities: Sequence[float], labels: Sequence[int], n_bins: int = 10) -> float:
+    """ECE (Guo et al., 2017): the count-weighted mean gap between confidence and accuracy."""
+    n = len(labels)
+    if not n:
+        raise ValueError("expected_calibration_error needs at least one prediction")
+    bins = reliability_bins(probabilities, labels, n_bins)
+    return sum(b["count"] / n * abs(b["accuracy"] - b["confidence"]) for b in bins if b["count"])
