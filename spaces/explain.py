@@ -160,7 +160,7 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         top = max(sentences, key=lambda s: s.probability)
         lines.append(f"No sentence was flagged (every one scores below 50%); the highest scores {top.probability:.0%}: {_quote(top.text)}.")
     else:
-        lines += ["", "Flagged, but too few to make the article biased:"] + [_sentence_line(s) for s in flagged[:MAX_CITED]]
+        lines += ["", "Flagged, but not enough to make the article biased:"] + [_sentence_line(s) for s in flagged[:MAX_CITED]]
         lines.append("The other sentences read as plain reporting.")
     return Explanation("\n".join(lines) + note, {})
 

@@ -73,7 +73,7 @@ def test_neutral_item_is_not_biased_and_names_no_technique(space):
         None, *NEUTRAL_ITEM, "", MODEL, api_name="/predict")
     assert label["label"] == "not biased"
     assert rationale.startswith("**Not biased**") and "below the" in rationale and "the rule needs" in rationale
-    assert "No sentence was flagged" in rationale or "too few to make the article biased" in rationale
+    assert "No sentence was flagged" in rationale or "not enough to make the article biased" in rationale
     assert techniques == "None: the article is not labelled biased."
     flagged_rows = [row[1] for row in evidence["data"] if "(flagged)" in row[0]]
     covered = "".join(s["token"] if s["class_or_confidence"] else "\0" * len(s["token"]) for s in highlighted)

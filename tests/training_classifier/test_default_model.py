@@ -131,22 +131,40 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
         DefaultModelConfig(sentences=tmp_path / "missing.csv")
 
 
-@pytest.mark.real_data
-def test_shipped_model_on_babe_sentences_it_never_saw(tmp_path, shipped):
-    """The held-out claim, recomputed on the SG1 test split, none of whose sentences is in the
-    model's training ids. The shipped head measures 0.728; the target is 0.75, not yet reached
-    (see training/default_model/README.md), so this guards the measured figure, not the target."""
+TARGET_F1 = 0.75
+"""The issue's target: macro-F1 on BABE sentences the model never saw."""
+FLOOR_F1 = 0.72
+"""What the shipped model reaches (0.728 on the SG1 test split): a regression guard."""
+
+
+@pytest.fixture(scope="module")
+def unseen_f1(tmp_path_factory, shipped):
+    """Macro-F1 of the shipped model on the SG1 test split, none of whose sentences is in its
+    training ids (recomputed here, not read from the card)."""
     from datasets import load_dataset
 
     from vilbias.corpus.sentences import build_sentences
     from vilbias.metrics.scores import closed_metrics
 
     folder, model = shipped
-    build_sentences(shared_data("babe", "final_labels_SG1.csv"), tmp_path / "babe")
-    test = load_dataset(str(tmp_path / "babe"), "default", split="test")
+    root = tmp_path_factory.mktemp("babe")
+    build_sentences(shared_data("babe", "final_labels_SG1.csv"), root / "babe")
+    test = load_dataset(str(root / "babe"), "default", split="test")
     trained = set((folder / "training_ids.txt").read_text().split())
     assert len(test) > 100 and not trained & set(test["unique_id"])
     scores = model.score_sentences(list(test["text"]))
-    f1 = closed_metrics(list(test["label"]), [int(s.probability >= 0.5) for s in scores])["f1_macro"]
-    assert f1 >= 0.72
-    assert f1 == pytest.approx(json.loads((folder / "metrics.json").read_text())["test"]["f1_macro"], abs=1e-6)
+    return closed_metrics(list(test["label"]), [int(s.probability >= 0.5) for s in scores])["f1_macro"]
+
+
+@pytest.mark.real_data
+def test_shipped_model_on_babe_sentences_it_never_saw(shipped, unseen_f1):
+    folder, _ = shipped
+    assert unseen_f1 >= FLOOR_F1
+    assert unseen_f1 == pytest.approx(json.loads((folder / "metrics.json").read_text())["test"]["f1_macro"], abs=1e-6)
+
+
+@pytest.mark.real_data
+@pytest.mark.xfail(strict=True, reason="not met: the shipped model reaches macro-F1 0.728 on the 155 unseen SG1 test "
+                                       "sentences (5-fold CV 0.766 ± 0.020); a model that meets it turns this into a failure to update")
+def test_shipped_model_meets_the_issue_target(unseen_f1):
+    assert unseen_f1 >= TARGET_F1
