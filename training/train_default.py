@@ -403,10 +403,15 @@ class SplitRun:
 
 def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_name: str, examples: dict[str, Example]) -> SplitRun:
     """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
+    import torch
+
     from vilbias.models.sentence_bias import SentenceBiasModel
 
     splits, _ = load_splits(str(corpus), config_name, revision=None, label="label", seed=settings.seed)
     parts = {name: [examples[uid] for uid in row_ids(split)] for name, split in splits.items()}
+    # torch seeds each process at random: seed before the LoRA and head weights are drawn, so a
+    # run's weights are reproducible (with the same number of threads).
+    torch.manual_seed(settings.seed)
     model = SentenceBiasModel(cfg.model_config(settings.max_length))
     log = fit(model, parts["train"], parts["validation"], settings)
     val_logits, _ = predict(model, parts["validation"])

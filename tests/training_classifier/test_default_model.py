@@ -127,6 +127,10 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
     trained = set((out / "training_ids.txt").read_text().split())
     test_ids = set(load_dataset(str(tmp_path / "work" / "babe"), "default", split="test")["unique_id"])
     assert trained and test_ids and not trained & test_ids  # the test split is never trained on
+    # the same command gives the same weights (torch seeds each process at random otherwise)
+    again = tmp_path / "again"
+    train_default(DefaultModelConfig(sentences=babe_csv, output_dir=again, epochs=2, cv=False))
+    assert (again / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
     with pytest.raises(FileNotFoundError, match="final_labels_SG1"):
         DefaultModelConfig(sentences=tmp_path / "missing.csv")
 

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from vilbias import __version__
 from vilbias.corpus.card import PLOT_PATH, card_statistics, plot_label_by_outlet, render_card
 from vilbias.corpus.plan import make_plan
-from vilbias.corpus.release import previous_cells
+from vilbias.corpus.release import looks_like_hub_id, previous_cells
 from vilbias.corpus.sentences import build_sentences
 from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views
 from vilbias.loading_script.biascorpus import DEFAULT_FEATURES, SFT_FEATURES, STORED_FEATURES, Plan, PlanRow, iter_examples
@@ -79,7 +79,7 @@ class BuildConfig:
             self.workdir = Path(self.workdir)
             if not (self.workdir / "articles.jsonl").exists():
                 raise FileNotFoundError(f"{self.workdir} is not a workdir (no articles.jsonl): run `vilbias ingest --workdir {self.workdir}` first")
-        if self.sentences is not None and not Path(self.sentences).exists():
+        if self.sentences is not None and not Path(self.sentences).exists() and not looks_like_hub_id(str(self.sentences)):
             raise FileNotFoundError(f"sentence file {self.sentences} does not exist")
         self.output = Path(self.output)
 
