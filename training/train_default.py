@@ -41,6 +41,7 @@ import logging
 import math
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from collections import defaultdict
@@ -61,6 +62,7 @@ from vilbias.models.sentence_bias import (
     expected_calibration_error,
     fit_temperature,
     reliability_bins,
+    save_members,
     word_spans,
 )
 from vilbias.provenance import TrainingData, ids_digest
@@ -90,6 +92,7 @@ class DefaultModelConfig:
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (alpha is twice the rank)."})
     word_loss_weight: float = field(default=0.5, metadata={"help": "Weight of the biased-word loss next to the sentence loss."})
     epochs: int | None = field(default=None, metadata={"help": "Most epochs per training run (default: the recipe's); early stopping may end sooner."})
+    ensemble: int = field(default=1, metadata={"help": "Members per model: adapters and heads trained alike from seeds seed, seed+1, …; their logits are averaged (CV folds too)."})
     cv: bool = field(default=True, metadata={"help": "Run the 5-fold CV (its macro-F1 and the data the article rule is chosen on)."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
 
@@ -97,8 +100,8 @@ class DefaultModelConfig:
         self.sentences, self.output_dir = Path(self.sentences), Path(self.output_dir)
         if not self.sentences.is_file():
             raise FileNotFoundError(f"{self.sentences} not found: pass BABE's final_labels_SG1.csv (or another BABE-format CSV)")
-        if self.learning_rate <= 0 or self.lora_r < 1 or not self.trained_layers:
-            raise ValueError("--learning-rate and --lora-r must be positive and --trained-layers non-empty")
+        if self.learning_rate <= 0 or self.lora_r < 1 or self.ensemble < 1 or not self.trained_layers:
+            raise ValueError("--learning-rate, --lora-r and --ensemble must be positive and --trained-layers non-empty")
 
     def model_config(self, max_length: int) -> SentenceBiasConfig:
         return SentenceBiasConfig(trained_layers=sorted(self.trained_layers), lora_r=self.lora_r, lora_alpha=2 * self.lora_r,
@@ -281,19 +284,23 @@ def fit(model, train: list[Example], validation: list[Example], settings: Settin
     return log
 
 
-def predict(model, examples: list[Example], batch_size: int = 128):
+def predict(models, examples: list[Example], batch_size: int = 128):
     """Raw sentence logits ``(N, 2)`` and per-example word probabilities, through the trained
-    layers only (the frozen ones are cached)."""
+    layers only (the frozen ones are cached); a list of models is an ensemble whose sentence and
+    word logits are averaged, as :class:`~vilbias.models.sentence_bias.SentenceBiasModel` does."""
     import torch
 
+    models = models if isinstance(models, list) else [models]
     logits, word_probs = [], []
-    model.eval()
+    for model in models:
+        model.eval()
     with torch.no_grad():
         for start in range(0, len(examples), batch_size):
             chunk = examples[start:start + batch_size]
-            out = model(**collate(chunk))
-            logits.append(out["logits"].float())
-            probs = out["word_logits"].float().sigmoid()
+            batch = collate(chunk)
+            outs = [model(**batch) for model in models]
+            logits.append(torch.stack([o["logits"].float() for o in outs]).mean(0))
+            probs = torch.stack([o["word_logits"].float() for o in outs]).mean(0).sigmoid()
             word_probs += [probs[i, :e.layer_input.shape[0]].tolist() for i, e in enumerate(chunk)]
     return torch.cat(logits), word_probs
 
@@ -389,8 +396,12 @@ def choose_word_threshold(examples: list[Example], word_probs: list[list[float]]
 
 @dataclass
 class SplitRun:
-    model: object
+    models: list
+    """One trained model per ensemble member."""
+    config: SentenceBiasConfig
+    """The saved model's config (``members`` set)."""
     log: list[dict]
+    """Per member, its per-epoch log."""
     temperature: float
     test_uids: list[str]
     test_raw: list[float]
@@ -399,6 +410,8 @@ class SplitRun:
     training_data: TrainingData
     validation: list[Example]
     validation_logits: object
+    member_test_raw: list[list[float]]
+    """Each member's P(biased) on the test split (what one member alone would score)."""
 
 
 def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_name: str, examples: dict[str, Example]) -> SplitRun:
@@ -409,22 +422,29 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
 
     splits, _ = load_splits(str(corpus), config_name, revision=None, label="label", seed=settings.seed)
     parts = {name: [examples[uid] for uid in row_ids(split)] for name, split in splits.items()}
-    # torch seeds each process at random: seed before the LoRA and head weights are drawn, so a
-    # run's weights are reproducible (with the same number of threads).
-    torch.manual_seed(settings.seed)
-    model = SentenceBiasModel(cfg.model_config(settings.max_length))
-    log = fit(model, parts["train"], parts["validation"], settings)
-    val_logits, _ = predict(model, parts["validation"])
+    models, logs = [], []
+    for member in range(cfg.ensemble):
+        member_settings = dataclasses.replace(settings, seed=settings.seed + member)
+        # torch seeds each process at random: seed before the LoRA and head weights are drawn, so
+        # a run's weights are reproducible (with the same number of threads).
+        torch.manual_seed(member_settings.seed)
+        models.append(SentenceBiasModel(cfg.model_config(settings.max_length)))
+        if cfg.ensemble > 1:
+            logger.info("%s: member %d/%d (seed %d)", config_name, member + 1, cfg.ensemble, member_settings.seed)
+        logs.append(fit(models[-1], parts["train"], parts["validation"], member_settings))
+    val_logits, _ = predict(models, parts["validation"])
     temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
-    test_logits, _ = predict(model, parts["test"])
+    test_logits, _ = predict(models, parts["test"])
+    member_test = [biased_probabilities(predict(m, parts["test"])[0]) for m in models] if len(models) > 1 else [biased_probabilities(test_logits)]
     # The dataset is the source CSV (the corpus folder is a build of it, often temporary); its
     # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
     training_data = TrainingData.from_ids(
         str(cfg.sentences.resolve()), row_ids(splits["train"]), config=config_name, split="train",
         built_with="vilbias build --sentences", csv_sha256=_sha256(cfg.sentences),
         validation_rows=len(parts["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])))
-    return SplitRun(model, log, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
-                    biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits)
+    config = dataclasses.replace(models[0].config, members=len(models))
+    return SplitRun(models, config, logs, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
+                    biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits, member_test)
 
 
 def _sha256(path: Path) -> str:
@@ -445,11 +465,18 @@ def run_cv(cfg: DefaultModelConfig, settings: Settings, corpus: Path, examples: 
         logger.info("CV fold %d/%d", k + 1, len(FOLDS))
         run = run_split(cfg, settings, corpus, name, examples)
         fold = scores(run.test_uids, run.test_calibrated, examples)
-        fold |= {"temperature": run.temperature, "epochs_run": len(run.log)}
+        fold |= {"temperature": run.temperature, "epochs_run": [len(log) for log in run.log]}
+        if len(run.models) > 1:
+            fold["members_f1_macro"] = [scores(run.test_uids, p, examples)["f1_macro"] for p in run.member_test_raw]
         per_fold.append(fold)
         oof.update(zip(run.test_uids, run.test_calibrated, strict=True))
         logger.info("fold %d macro-F1 %.4f", k, fold["f1_macro"])
-    return {"per_fold": per_fold, "summary": summarize_folds(per_fold)}, oof
+    summary = summarize_folds(per_fold)
+    if cfg.ensemble > 1:
+        # what one member alone scores, averaged over members: the ensemble's gain is the difference
+        alone = [statistics.mean(f["members_f1_macro"]) for f in per_fold]
+        summary["member_f1_macro"] = {"mean": statistics.mean(alone), "std": statistics.stdev(alone)}
+    return {"per_fold": per_fold, "summary": summary}, oof
 
 
 # -- outputs ------------------------------------------------------------------------------------
@@ -481,7 +508,7 @@ def reliability_title(n: int, before: float, after: float) -> str:
     return f"BABE SG1 test split ({n} sentences never seen)\nECE {before:.3f} before, {after:.3f} after calibration"
 
 
-def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingData, model):
+def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingData, models: list):
     """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
     from vilbias.publish.model import ModelCardInfo
 
@@ -491,11 +518,11 @@ def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingDat
     if metrics.get("cv"):
         results.append({"metric_type": "f1", "metric_name": "f1 (macro), 5-fold CV mean", "value": metrics["cv"]["summary"]["f1_macro"]["mean"],
                         "split": "test", "config": "fold_0..fold_4"})
-    trainable = sum(v.numel() for v in model.trained_state_dict().values())
+    trainable = sum(v.numel() for model in models for v in model.trained_state_dict().values())
     return ModelCardInfo(
         base_model="sentence-transformers/all-MiniLM-L6-v2", dataset="BABE (SG1)", dataset_config="default",
         method="lora", task="text-classification", hyperparameters=metrics["settings"],
-        trainable_params=trainable, total_params=trainable + sum(p.numel() for p in model.bert.parameters() if not p.requires_grad),
+        trainable_params=trainable, total_params=trainable + sum(p.numel() for p in models[0].bert.parameters() if not p.requires_grad),
         wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0",
         usage_snippet=USAGE, library_name="peft", model_name="vilbias offline default (sentence-level bias, MiniLM + LoRA)",
         summary=card_summary(cfg, metrics, training_data), intended_use=INTENDED_USE, limitations=limitations(metrics),
@@ -591,13 +618,13 @@ def write_outputs(cfg: DefaultModelConfig, final: SplitRun, metrics: dict, examp
     out = cfg.output_dir
     if out.exists():
         shutil.rmtree(out)
-    final.model.save_pretrained(out)
+    save_members(final.models, out, final.config)
     labels = [examples[u].label for u in final.test_uids]
     plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
                      reliability_title(len(labels), metrics["test"]["ece_before"], metrics["test"]["ece"]))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     final.training_data.write(out)
-    info = card_info(cfg, metrics, final.training_data, final.model)
+    info = card_info(cfg, metrics, final.training_data, final.models)
     info.save(out)
     from vilbias.publish.model import render_model_card
 
@@ -613,15 +640,15 @@ def _links_f1(groups: list[tuple[list[float], int]], rule: ArticleRule) -> dict:
 
 def finish_final(cfg: DefaultModelConfig, final: SplitRun, examples: dict[str, Example], rule: ArticleRule) -> dict:
     """Word threshold and article rule into the model's config; the test split's figures."""
-    _, word_probs = predict(final.model, final.validation)
+    _, word_probs = predict(final.models, final.validation)
     word_threshold, word_score = choose_word_threshold(final.validation, word_probs)
-    final.model.config.temperature = final.temperature
-    final.model.config.word_threshold = word_threshold
-    final.model.config.article_rule = rule
+    final.config.temperature = final.temperature
+    final.config.word_threshold = word_threshold
+    final.config.article_rule = rule
     test = scores(final.test_uids, final.test_calibrated, examples)
     test["ece_before"] = expected_calibration_error(final.test_raw, [examples[u].label for u in final.test_uids])
     test_words = [examples[u] for u in final.test_uids]
-    _, test_word_probs = predict(final.model, test_words)
+    _, test_word_probs = predict(final.models, test_words)
     val_labels = [e.label for e in final.validation]
     return {
         "test": test,
@@ -663,7 +690,8 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         rule, candidates = choose_article_rule(rule_groups(pool, examples))
         metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
                    "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
-                                                              "word_loss_weight": cfg.word_loss_weight, "threads": torch.get_num_threads()},
+                                                              "word_loss_weight": cfg.word_loss_weight, "ensemble": cfg.ensemble,
+                                                              "threads": torch.get_num_threads()},
                    "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "out-of-fold" if oof else "validation"}}
         metrics |= finish_final(cfg, final, examples, rule)
         metrics["wall_time_s"] = round(time.perf_counter() - started, 1)

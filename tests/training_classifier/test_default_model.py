@@ -117,7 +117,7 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
     out = tmp_path / "model"
     metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=2, cv=False))
     assert metrics["cv"] is None and metrics["article_rule"]["chosen_on"] == "validation"
-    assert len(metrics["log"]) <= 2 and metrics["test"]["n"] > 0 and 0 <= metrics["test"]["ece"] <= 1
+    assert len(metrics["log"]) == 1 and len(metrics["log"][0]) <= 2 and metrics["test"]["n"] > 0 and 0 <= metrics["test"]["ece"] <= 1
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "metrics.json", "README.md", "reliability.png",
                                                "training_data.json", "training_ids.txt", "vilbias_card.json"}
     model = SentenceBiasModel.from_pretrained(out)
@@ -133,6 +133,42 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
     assert (again / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
     with pytest.raises(FileNotFoundError, match="final_labels_SG1"):
         DefaultModelConfig(sentences=tmp_path / "missing.csv")
+
+
+def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
+    """--ensemble 2: two members per fold and for the final model; CV reports what one member
+    alone scores beside the ensemble; the saved folder serves the averaged logits."""
+    import torch
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.training.train_default import DefaultModelConfig, train_default
+
+    out = tmp_path / "model"
+    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=1,
+                                               ensemble=2, trained_layers=[4, 5], lora_r=4))
+    assert len(metrics["log"]) == 2 and metrics["settings"]["ensemble"] == 2
+    assert all(len(f["members_f1_macro"]) == 2 and len(f["epochs_run"]) == 2 for f in metrics["cv"]["per_fold"])
+    assert "member_f1_macro" in metrics["cv"]["summary"]
+    model = SentenceBiasModel.from_pretrained(out)
+    assert model.config.members == 2 and len(model.members) == 2
+    assert len(model.bert.encoder.layer) == 4  # the members carry their own copies of layers 4-5
+    sentences = ["The council approved the budget on Tuesday.", "Critics slammed the reckless, radical scheme."]
+    logits, _ = model.sentence_logits(sentences)
+    # each member alone, through the full encoder with its deltas: the ensemble is their mean
+    alone = []
+    for member in model.members:
+        single = SentenceBiasModel.from_pretrained(out)
+        single.members = None
+        enc = single.tokenizer(sentences, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = single.lower_layers(enc["input_ids"], enc["attention_mask"])
+            from transformers.masking_utils import create_bidirectional_mask
+
+            mask = create_bidirectional_mask(config=single.bert.config, inputs_embeds=hidden, attention_mask=enc["attention_mask"])
+            alone.append(member(hidden, mask, enc["attention_mask"])[0])
+    assert torch.allclose(logits, torch.stack(alone).mean(0), atol=1e-5)
+    with pytest.raises(ValueError, match="--ensemble"):
+        DefaultModelConfig(sentences=babe_csv, ensemble=0)
 
 
 TARGET_F1 = 0.75

@@ -15,11 +15,13 @@ scores, so the words the model marks are the words its sentence decision leans o
 probabilities are temperature-scaled (``config.temperature``, fitted on held-out labels).
 
 Saved as ``config.json`` (:class:`SentenceBiasConfig`) and ``model.safetensors`` holding only
-the LoRA weights and the two heads (about a megabyte); the encoder comes from its package.
+the LoRA weights and the two heads (about two megabytes per ensemble member, keys prefixed
+``member{i}.`` when there are several); the encoder comes from its package.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -120,6 +122,9 @@ class SentenceBiasConfig:
     """Sentence-logit temperature fitted by NLL on held-out labels (1.0 = not calibrated)."""
     word_threshold: float = 0.5
     """A word is marked when its probability is at least this (fitted on validation words)."""
+    members: int = 1
+    """Ensemble members: adapters and heads trained alike from different seeds, run over the
+    shared frozen layers; their sentence and word logits are averaged."""
     article_rule: ArticleRule = field(default_factory=ArticleRule)
     labels: list[str] = field(default_factory=lambda: list(LABEL_NAMES))
     model_type: str = MODEL_TYPE
@@ -234,27 +239,39 @@ class SentenceBiasModel(nn.Module):
 
         bert = self.bert
         mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
-        for layer in bert.encoder.layer[self.config.trained_layers[0]:]:
-            out = layer(hidden, attention_mask=mask)
-            hidden = out[0] if isinstance(out, tuple) else out
-        return hidden
+        return _run_layers(bert.encoder.layer[self.config.trained_layers[0]:], hidden, mask)
 
     def heads(self, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
         """Sentence logits ``(B, 2)`` and word logits ``(B, T)`` (padding at -inf)."""
-        mask = attention_mask.bool()
-        word_logits = self.word_head(hidden).squeeze(-1).masked_fill(~mask, float("-inf"))
-        weights = word_logits.softmax(-1).unsqueeze(-1)
-        pooled = torch.cat([mean_pool(hidden, attention_mask), (weights * hidden).sum(1)], dim=-1)
-        return self.sentence_head(pooled), word_logits
+        return _heads(self.word_head, self.sentence_head, hidden, attention_mask)
+
+    def lower_layers(self, input_ids, attention_mask) -> torch.Tensor:
+        """Embeddings and the frozen layers below the trained ones (what members share)."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        bert = self.bert
+        hidden = bert.embeddings(input_ids=input_ids)
+        mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
+        return _run_layers(bert.encoder.layer[:self.config.trained_layers[0]], hidden, mask)
 
     def forward(self, attention_mask, input_ids=None, layer_input=None, labels=None, word_labels=None) -> dict:
         """Logits, and with ``labels`` the loss (sentence cross-entropy plus the weighted word
-        loss over positions whose ``word_labels`` is not -100)."""
-        if layer_input is not None:
+        loss over positions whose ``word_labels`` is not -100). An ensemble (``members`` > 1,
+        inference only) averages its members' sentence and word logits."""
+        if getattr(self, "members", None) is not None:
+            from transformers.masking_utils import create_bidirectional_mask
+
+            shared = self.lower_layers(input_ids, attention_mask) if layer_input is None else layer_input
+            mask = create_bidirectional_mask(config=self.bert.config, inputs_embeds=shared, attention_mask=attention_mask)
+            outs = [member(shared, mask, attention_mask) for member in self.members]
+            logits = torch.stack([o[0] for o in outs]).mean(0)
+            word_logits = torch.stack([o[1] for o in outs]).mean(0)
+        elif layer_input is not None:
             hidden = self.run_trained_layers(layer_input, attention_mask)
+            logits, word_logits = self.heads(hidden, attention_mask)
         else:
             hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        logits, word_logits = self.heads(hidden, attention_mask)
+            logits, word_logits = self.heads(hidden, attention_mask)
         out = {"logits": logits, "word_logits": word_logits}
         if labels is not None:
             loss = nn.functional.cross_entropy(logits, labels)
@@ -281,44 +298,49 @@ class SentenceBiasModel(nn.Module):
     def load_trained_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Load :meth:`trained_state_dict` output: into the LoRA layers when training, else
         folded into the encoder's weights (``W += B @ A * alpha / r``)."""
-        scale = self.config.lora_alpha / self.config.lora_r
-        pattern = re.compile(lora_target_pattern(self.config.trained_layers))
+        _load_trained(self.bert, self.word_head, self.sentence_head, state, self.config)
+
+    def _build_members(self, states: list[dict[str, torch.Tensor]]) -> None:
+        """Inference ensemble: per member, a copy of the trained layers with its LoRA deltas
+        folded in, and its heads; the frozen layers below stay shared."""
+        first = self.config.trained_layers[0]
         bert = self.bert
-        targets = {n for n, m in bert.named_modules() if (isinstance(m, nn.Linear) or hasattr(m, "lora_A")) and pattern.fullmatch(n)}
-        found = {k[len("lora."):-len(".A")] for k in state if k.startswith("lora.") and k.endswith(".A")}
-        if found != targets:
-            raise ValueError(f"adapter weights do not match the config: missing {sorted(targets - found)[:3]}, "
-                             f"unexpected {sorted(found - targets)[:3]}")
-        with torch.no_grad():
-            for name in found:
-                a, b = state[f"lora.{name}.A"], state[f"lora.{name}.B"]
-                module = bert.get_submodule(name)
-                if hasattr(module, "lora_A"):
-                    module.lora_A["default"].weight.copy_(a)
-                    module.lora_B["default"].weight.copy_(b)
-                else:
-                    module.weight += (b.float() @ a.float()) * scale
-        for name in ("word_head", "sentence_head"):
-            getattr(self, name).load_state_dict({k.removeprefix(f"{name}."): v for k, v in state.items() if k.startswith(f"{name}.")})
+        members = []
+        for state in states:
+            scratch = nn.Module()  # named like the encoder, so the saved keys address it
+            scratch.encoder = nn.Module()
+            scratch.encoder.layer = nn.ModuleList([nn.Identity()] * first + [copy.deepcopy(m) for m in bert.encoder.layer[first:]])
+            member = _Member(scratch.encoder.layer[first:], copy.deepcopy(self.word_head), copy.deepcopy(self.sentence_head))
+            _load_trained(scratch, member.word_head, member.sentence_head, state, self.config)
+            members.append(member)
+        self.members = nn.ModuleList(members)
+        # the encoder's own trained layers and heads are unused from here on
+        bert.encoder.layer = bert.encoder.layer[:first]
 
     def save_pretrained(self, folder: str | Path) -> None:
-        from safetensors.torch import save_file
-
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        self.config.save(folder)
-        save_file(self.trained_state_dict(), str(Path(folder, WEIGHTS)), metadata={"format": "pt"})
+        save_members([self], folder, self.config)
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> SentenceBiasModel:
         """Load a saved model for inference: the encoder from its package with the LoRA
-        deltas folded in, the heads from ``folder``."""
+        deltas folded in (each member's into its own copy of the trained layers), the heads
+        from ``folder``."""
         from safetensors.torch import load_file
 
         weights = Path(folder, WEIGHTS)
         if not weights.is_file():
             raise FileNotFoundError(f"{weights} not found: is {folder} a saved sentence-bias model?")
-        model = cls(SentenceBiasConfig.load(folder), adapter=False)
-        model.load_trained_state_dict(load_file(str(weights)))
+        config = SentenceBiasConfig.load(folder)
+        model = cls(config, adapter=False)
+        state = load_file(str(weights))
+        if config.members == 1:
+            model.load_trained_state_dict(state)
+        else:
+            states = [{k.split(".", 1)[1]: v for k, v in state.items() if k.split(".", 1)[0] == f"member{i}"}
+                      for i in range(config.members)]
+            if any(not st for st in states) or sum(map(len, states)) != len(state):
+                raise ValueError(f"{weights} does not hold the {config.members} members config.json names")
+            model._build_members(states)
         return model.eval()
 
     # -- inference ------------------------------------------------------------------------------
@@ -358,6 +380,70 @@ class SentenceBiasModel(nn.Module):
             raise ValueError("score_article needs at least one sentence")
         scored = self.score_sentences(sentences, batch_size)
         return article_score(scored, self.config.article_rule)
+
+
+class _Member(nn.Module):
+    """One ensemble member at inference: its trained layers (LoRA folded in) and heads."""
+
+    def __init__(self, layers: nn.ModuleList, word_head: nn.Module, sentence_head: nn.Module):
+        super().__init__()
+        self.layers, self.word_head, self.sentence_head = layers, word_head, sentence_head
+
+    def forward(self, hidden, mask, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        return _heads(self.word_head, self.sentence_head, _run_layers(self.layers, hidden, mask), attention_mask)
+
+
+def _run_layers(layers, hidden, mask) -> torch.Tensor:
+    for layer in layers:
+        out = layer(hidden, attention_mask=mask)
+        hidden = out[0] if isinstance(out, tuple) else out
+    return hidden
+
+
+def _heads(word_head, sentence_head, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+    mask = attention_mask.bool()
+    word_logits = word_head(hidden).squeeze(-1).masked_fill(~mask, float("-inf"))
+    weights = word_logits.softmax(-1).unsqueeze(-1)
+    pooled = torch.cat([mean_pool(hidden, attention_mask), (weights * hidden).sum(1)], dim=-1)
+    return sentence_head(pooled), word_logits
+
+
+def _load_trained(bert, word_head, sentence_head, state: dict[str, torch.Tensor], config: SentenceBiasConfig) -> None:
+    """Put one member's saved weights into ``bert``'s LoRA layers (training) or fold them into
+    its linear weights (inference), and into the heads."""
+    scale = config.lora_alpha / config.lora_r
+    pattern = re.compile(lora_target_pattern(config.trained_layers))
+    targets = {n for n, m in bert.named_modules() if (isinstance(m, nn.Linear) or hasattr(m, "lora_A")) and pattern.fullmatch(n)}
+    found = {k[len("lora."):-len(".A")] for k in state if k.startswith("lora.") and k.endswith(".A")}
+    if found != targets:
+        raise ValueError(f"adapter weights do not match the config: missing {sorted(targets - found)[:3]}, "
+                         f"unexpected {sorted(found - targets)[:3]}")
+    with torch.no_grad():
+        for name in found:
+            a, b = state[f"lora.{name}.A"], state[f"lora.{name}.B"]
+            module = bert.get_submodule(name)
+            if hasattr(module, "lora_A"):
+                module.lora_A["default"].weight.copy_(a)
+                module.lora_B["default"].weight.copy_(b)
+            else:
+                module.weight += (b.float() @ a.float()) * scale
+    for name, head in (("word_head", word_head), ("sentence_head", sentence_head)):
+        head.load_state_dict({k.removeprefix(f"{name}."): v for k, v in state.items() if k.startswith(f"{name}.")})
+
+
+def save_members(models: Sequence[SentenceBiasModel], folder: str | Path, config: SentenceBiasConfig) -> None:
+    """Save one model, or several trained alike (an ensemble), as one folder: ``config`` with
+    ``members`` set, and every member's adapter and heads in one safetensors file."""
+    from safetensors.torch import save_file
+
+    if not models:
+        raise ValueError("save_members needs at least one model")
+    config = dataclasses.replace(config, members=len(models))
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    config.save(folder)
+    states = [m.trained_state_dict() for m in models]
+    state = states[0] if len(states) == 1 else {f"member{i}.{k}": v for i, st in enumerate(states) for k, v in st.items()}
+    save_file(state, str(Path(folder, WEIGHTS)), metadata={"format": "pt"})
 
 
 def article_score(sentences: list[SentenceScore], rule: ArticleRule) -> ArticleScore:
