@@ -50,6 +50,7 @@ from pathlib import Path
 
 from vilbias.training.classifier import read_recipe
 from vilbias.training.classifier_data import load_splits, row_ids
+from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
 
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
 from vilbias.corpus.sentences import build_sentences
@@ -92,6 +93,9 @@ class DefaultModelConfig:
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (alpha is twice the rank)."})
     word_loss_weight: float = field(default=0.5, metadata={"help": "Weight of the biased-word loss next to the sentence loss."})
     epochs: int | None = field(default=None, metadata={"help": "Most epochs per training run (default: the recipe's); early stopping may end sooner."})
+    distant_dataset: str | None = field(default=None, metadata={"help": "Distant corpus to pre-train every model on before the expert labels (headline + outlet with --distant-outlet-labels, or headline + label; see vilbias.training.distant). Rows sharing a text or link with a split's validation or test rows are dropped for that split."})
+    distant_outlet_labels: Path | None = field(default=None, metadata={"help": "YAML/JSON map outlet: biased | not_biased for a distant corpus labelled by outlet."})
+    distant_epochs: int = field(default=1, metadata={"help": "Most epochs of distant pre-training (early stopping on the loss of 10%% of the distant rows, patience 1)."})
     ensemble: int = field(default=1, metadata={"help": "Members per model: adapters and heads trained alike from seeds seed, seed+1, …; their logits are averaged (CV folds too)."})
     cv: bool = field(default=True, metadata={"help": "Run the 5-fold CV (its macro-F1 and the data the article rule is chosen on)."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
@@ -190,6 +194,31 @@ def cache_examples(model, rows: list[dict], batch_size: int = 64) -> dict[str, E
                                               hidden[i, :n].clone(), offsets,
                                               token_word_labels(r["text"], offsets, r["biased_words"], r["label"]))
     return out
+
+
+def cache_distant(model, cfg: DefaultModelConfig) -> tuple[dict[str, Example], dict]:
+    """The distant corpus through the frozen layers, without word supervision (an outlet's label
+    says nothing about which words are loaded), and the counts of what was read and left out."""
+    outlets = read_outlet_labels(cfg.distant_outlet_labels) if cfg.distant_outlet_labels else None
+    rows, counts = read_distant(cfg.distant_dataset, outlets)
+    cached = cache_examples(model, [{"unique_id": f"distant-{r['unique_id']}", "text": r["text"], "label": r["label"],
+                                     "news_link": r["link"], "biased_words": []} for r in rows])
+    for e in cached.values():
+        e.word_labels = [-100] * len(e.word_labels)
+    return cached, counts
+
+
+def distant_for(distant: dict[str, Example], held: list[Example], seed: int) -> tuple[list[Example], list[Example], int]:
+    """Pre-training and early-stopping distant examples for one split: rows sharing a normalised
+    text or a link with the split's held-out rows dropped, then 10% held out (by a seeded hash)."""
+    rows = [{"unique_id": uid, "text": e.text, "link": e.link} for uid, e in distant.items()]
+    kept, dropped = drop_held_out(rows, [e.text for e in held], [e.link for e in held])
+    examples = [distant[r["unique_id"]] for r in kept]
+    if len(examples) < 10 or len({e.label for e in examples}) < 2:
+        raise ValueError(f"distant corpus: {len(examples)} usable rows left ({dropped} held out): too few, or one label only")
+    def held_out(e: Example) -> bool:
+        return int(hashlib.sha256(f"{seed}|{e.uid}".encode()).hexdigest()[:8], 16) % 10 == 0
+    return [e for e in examples if not held_out(e)], [e for e in examples if held_out(e)], dropped
 
 
 def collate(examples: list[Example]) -> dict:
@@ -414,7 +443,8 @@ class SplitRun:
     """Each member's P(biased) on the test split (what one member alone would score)."""
 
 
-def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_name: str, examples: dict[str, Example]) -> SplitRun:
+def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_name: str, examples: dict[str, Example],
+              distant: dict[str, Example] | None = None) -> SplitRun:
     """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
     import torch
 
@@ -422,7 +452,12 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
 
     splits, _ = load_splits(str(corpus), config_name, revision=None, label="label", seed=settings.seed)
     parts = {name: [examples[uid] for uid in row_ids(split)] for name, split in splits.items()}
-    models, logs = [], []
+    models, logs, extra = [], [], {}
+    if distant:
+        pre_train, pre_val, dropped = distant_for(distant, parts["validation"] + parts["test"], settings.seed)
+        extra["distant"] = {"dataset": cfg.distant_dataset, "rows": len(pre_train) + len(pre_val), "dropped_as_held_out": dropped,
+                            "ids_sha256": ids_digest([e.uid for e in pre_train + pre_val]), "epochs": cfg.distant_epochs}
+        logger.info("%s: distant pre-training on %d rows (%d dropped as held out)", config_name, len(pre_train), dropped)
     for member in range(cfg.ensemble):
         member_settings = dataclasses.replace(settings, seed=settings.seed + member)
         # torch seeds each process at random: seed before the LoRA and head weights are drawn, so
@@ -431,7 +466,12 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
         models.append(SentenceBiasModel(cfg.model_config(settings.max_length)))
         if cfg.ensemble > 1:
             logger.info("%s: member %d/%d (seed %d)", config_name, member + 1, cfg.ensemble, member_settings.seed)
-        logs.append(fit(models[-1], parts["train"], parts["validation"], member_settings))
+        if distant:
+            pre = dataclasses.replace(member_settings, epochs=cfg.distant_epochs, patience=1)
+            logs.append([{**e, "phase": "distant"} for e in fit(models[-1], pre_train, pre_val, pre)])
+        else:
+            logs.append([])
+        logs[-1] += fit(models[-1], parts["train"], parts["validation"], member_settings)
     val_logits, _ = predict(models, parts["validation"])
     temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
     test_logits, _ = predict(models, parts["test"])
@@ -441,7 +481,7 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
     training_data = TrainingData.from_ids(
         str(cfg.sentences.resolve()), row_ids(splits["train"]), config=config_name, split="train",
         built_with="vilbias build --sentences", csv_sha256=_sha256(cfg.sentences),
-        validation_rows=len(parts["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])))
+        validation_rows=len(parts["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])), **extra)
     config = dataclasses.replace(models[0].config, members=len(models))
     return SplitRun(models, config, logs, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
                     biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits, member_test)
@@ -458,14 +498,15 @@ def scores(uids: list[str], probabilities: list[float], examples: dict[str, Exam
     return metrics
 
 
-def run_cv(cfg: DefaultModelConfig, settings: Settings, corpus: Path, examples: dict[str, Example]) -> tuple[dict, dict[str, float]]:
+def run_cv(cfg: DefaultModelConfig, settings: Settings, corpus: Path, examples: dict[str, Example],
+           distant: dict[str, Example] | None = None) -> tuple[dict, dict[str, float]]:
     """5-fold CV: per-fold test metrics, mean ± std, and calibrated out-of-fold probabilities."""
     per_fold, oof = [], {}
     for k, name in enumerate(FOLDS):
         logger.info("CV fold %d/%d", k + 1, len(FOLDS))
-        run = run_split(cfg, settings, corpus, name, examples)
+        run = run_split(cfg, settings, corpus, name, examples, distant)
         fold = scores(run.test_uids, run.test_calibrated, examples)
-        fold |= {"temperature": run.temperature, "epochs_run": [len(log) for log in run.log]}
+        fold |= {"temperature": run.temperature, "epochs_run": [sum("phase" not in e for e in log) for log in run.log]}
         if len(run.models) > 1:
             fold["members_f1_macro"] = [scores(run.test_uids, p, examples)["f1_macro"] for p in run.member_test_raw]
         per_fold.append(fold)
@@ -679,9 +720,11 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         from datasets import load_dataset
 
         rows = list(load_dataset(str(corpus), "default", split="train+validation+test"))
-        examples = cache_examples(SentenceBiasModel(cfg.model_config(settings.max_length)), rows)
-        cv, oof = run_cv(cfg, settings, corpus, examples) if cfg.cv else (None, {})
-        final = run_split(cfg, settings, corpus, "default", examples)
+        base = SentenceBiasModel(cfg.model_config(settings.max_length))
+        examples = cache_examples(base, rows)
+        distant, distant_counts = cache_distant(base, cfg) if cfg.distant_dataset else (None, None)
+        cv, oof = run_cv(cfg, settings, corpus, examples, distant) if cfg.cv else (None, {})
+        final = run_split(cfg, settings, corpus, "default", examples, distant)
         held_out = set(final.test_uids)
         # The rule is chosen on out-of-fold probabilities of sentences outside the test split
         # (without CV: the final model's validation split).
@@ -691,6 +734,7 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
                    "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
                                                               "word_loss_weight": cfg.word_loss_weight, "ensemble": cfg.ensemble,
+                                                              "distant": distant_counts and {"dataset": cfg.distant_dataset, **distant_counts, "epochs": cfg.distant_epochs},
                                                               "threads": torch.get_num_threads()},
                    "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "out-of-fold" if oof else "validation"}}
         metrics |= finish_final(cfg, final, examples, rule)

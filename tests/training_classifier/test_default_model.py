@@ -171,6 +171,41 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
         DefaultModelConfig(sentences=babe_csv, ensemble=0)
 
 
+def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe_csv):
+    """--distant-dataset: every model pre-trains on the distant rows first, minus those sharing a
+    text or link with the split's validation/test rows; the provenance and log say so."""
+    import csv
+    import json
+
+    from vilbias.training.train_default import DefaultModelConfig, train_default
+
+    with open(babe_csv, encoding="utf-8-sig", newline="") as f:
+        babe = list(csv.DictReader(f, delimiter=";"))
+    distant = tmp_path / "headlines.csv"
+    with open(distant, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["headline", "outlet", "news_link"])
+        for i in range(40):
+            w.writerow([f"Headline number {i} about the {'outrageous' if i % 2 else 'scheduled'} plan", "left" if i % 2 else "wire", f"https://x.example/{i}"])
+        for i, row in enumerate(babe):  # the corpus's own sentences: those held out must be dropped
+            w.writerow([row["text"], "left" if i % 2 else "wire", f"https://x.example/same-text/{i}"])
+        w.writerow(["A headline from the same article as a sentence", "wire", babe[1]["news_link"]])
+    outlets = tmp_path / "outlets.yaml"
+    outlets.write_text("left: biased\nwire: not_biased\n", encoding="utf-8")
+    out = tmp_path / "model"
+    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=1, cv=False,
+                                               distant_dataset=str(distant), distant_outlet_labels=outlets, trained_layers=[5], lora_r=4))
+    n = 41 + len(babe)
+    assert metrics["settings"]["distant"]["rows_read"] == n
+    assert [e.get("phase") for e in metrics["log"][0]] == ["distant", None]
+    record = json.loads((out / "training_data.json").read_text())["extra"]["distant"]
+    from datasets import load_dataset
+
+    held = load_dataset(str(tmp_path / "work" / "babe"), "default", split="validation+test")
+    expected = sum(r["text"].strip() in held["text"] for r in babe) + int(babe[1]["news_link"] in held["news_link"])
+    assert expected >= len(held) and record["dropped_as_held_out"] == expected and record["rows"] == n - expected
+
+
 TARGET_F1 = 0.75
 """The issue's target: macro-F1 on BABE sentences the model never saw."""
 FLOOR_F1 = 0.72
