@@ -57,6 +57,7 @@ from vilbias.corpus.sentences import build_sentences
 from vilbias.metrics.plots import pyplot
 from vilbias.metrics.scores import closed_metrics, summarize_folds
 from vilbias.models.sentence_bias import (
+    OPINIONS,
     STATISTICS,
     ArticleRule,
     SentenceBiasConfig,
@@ -92,6 +93,7 @@ class DefaultModelConfig:
     trained_layers: list[int] = field(default_factory=lambda: [2, 3, 4, 5], metadata={"help": "MiniLM layers carrying the LoRA adapter (the ones below are frozen and cached)."})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (alpha is twice the rank)."})
     word_loss_weight: float = field(default=0.5, metadata={"help": "Weight of the biased-word loss next to the sentence loss."})
+    opinion_loss_weight: float = field(default=0.0, metadata={"help": "Weight of an auxiliary loss on BABE's label_opinion (0: none); training only, nothing of it is saved."})
     epochs: int | None = field(default=None, metadata={"help": "Most epochs per training run (default: the recipe's); early stopping may end sooner."})
     distant_dataset: str | None = field(default=None, metadata={"help": "Distant corpus to pre-train every model on before the expert labels (headline + outlet with --distant-outlet-labels, or headline + label; see vilbias.training.distant). Rows sharing a text or link with a split's validation or test rows are dropped for that split."})
     distant_outlet_labels: Path | None = field(default=None, metadata={"help": "YAML/JSON map outlet: biased | not_biased for a distant corpus labelled by outlet."})
@@ -109,7 +111,7 @@ class DefaultModelConfig:
 
     def model_config(self, max_length: int) -> SentenceBiasConfig:
         return SentenceBiasConfig(trained_layers=sorted(self.trained_layers), lora_r=self.lora_r, lora_alpha=2 * self.lora_r,
-                                  word_loss_weight=self.word_loss_weight, max_length=max_length)
+                                  word_loss_weight=self.word_loss_weight, opinion_loss_weight=self.opinion_loss_weight, max_length=max_length)
 
 
 @dataclass
@@ -152,6 +154,13 @@ class Example:
     offsets: list
     word_labels: list[int]
     """Per token: 1 inside a word BABE's annotators marked, 0 outside, -100 where unknown."""
+    opinion: int = -100
+    """Index in :data:`~vilbias.models.sentence_bias.OPINIONS` of BABE's ``label_opinion``; -100 when absent."""
+
+
+def opinion_index(value) -> int:
+    text = str(value or "").replace("’", "'").strip()
+    return OPINIONS.index(text) if text in OPINIONS else -100
 
 
 def token_word_labels(text: str, offsets: list, biased_words: list[str], label: int) -> list[int]:
@@ -192,7 +201,8 @@ def cache_examples(model, rows: list[dict], batch_size: int = 64) -> dict[str, E
                 offsets = enc["offset_mapping"][i, :n].tolist()
                 out[r["unique_id"]] = Example(r["unique_id"], r["text"], r["label"], r["news_link"], r["biased_words"],
                                               hidden[i, :n].clone(), offsets,
-                                              token_word_labels(r["text"], offsets, r["biased_words"], r["label"]))
+                                              token_word_labels(r["text"], offsets, r["biased_words"], r["label"]),
+                                              opinion_index(r.get("label_opinion")))
     return out
 
 
@@ -232,7 +242,7 @@ def collate(examples: list[Example]) -> dict:
         t = e.layer_input.shape[0]
         hidden[i, :t], mask[i, :t], words[i, :t] = e.layer_input, 1, torch.tensor(e.word_labels)
     return {"layer_input": hidden, "attention_mask": mask, "word_labels": words,
-            "labels": torch.tensor([e.label for e in examples])}
+            "labels": torch.tensor([e.label for e in examples]), "opinion_labels": torch.tensor([e.opinion for e in examples])}
 
 
 def length_grouped_batches(examples: list[Example], batch_size: int, rng: random.Random) -> list[list[Example]]:
@@ -733,7 +743,7 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         rule, candidates = choose_article_rule(rule_groups(pool, examples))
         metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
                    "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
-                                                              "word_loss_weight": cfg.word_loss_weight, "ensemble": cfg.ensemble,
+                                                              "word_loss_weight": cfg.word_loss_weight, "opinion_loss_weight": cfg.opinion_loss_weight, "ensemble": cfg.ensemble,
                                                               "distant": distant_counts and {"dataset": cfg.distant_dataset, **distant_counts, "epochs": cfg.distant_epochs},
                                                               "threads": torch.get_num_threads()},
                    "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "out-of-fold" if oof else "validation"}}

@@ -206,6 +206,32 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     assert expected >= len(held) and record["dropped_as_held_out"] == expected and record["rows"] == n - expected
 
 
+def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, babe_csv):
+    import torch
+    from safetensors.torch import load_file
+
+    from vilbias.models.sentence_bias import OPINIONS, SentenceBiasConfig, SentenceBiasModel
+    from vilbias.training.train_default import DefaultModelConfig, opinion_index, train_default
+
+    assert opinion_index("Expresses writer’s opinion") == OPINIONS.index("Expresses writer's opinion")
+    assert opinion_index("No agreement") == opinion_index(None) == -100
+    torch.manual_seed(0)
+    model = SentenceBiasModel(SentenceBiasConfig(trained_layers=[5], lora_r=4, lora_alpha=8, opinion_loss_weight=1.0)).train()
+    enc = model.tokenizer(["A plain sentence.", "A reckless scheme."], padding=True, return_tensors="pt")
+    args = {"attention_mask": enc["attention_mask"], "input_ids": enc["input_ids"], "labels": torch.tensor([0, 1])}
+    torch.manual_seed(1)
+    without = model(**args, opinion_labels=torch.tensor([-100, -100]))["loss"]
+    torch.manual_seed(1)
+    with_ = model(**args, opinion_labels=torch.tensor([0, 2]))["loss"]
+    assert with_ > without  # the opinion loss is added, and only for rows that have an opinion label
+    out = tmp_path / "m"
+    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, epochs=1, cv=False, opinion_loss_weight=0.5,
+                                               trained_layers=[5], lora_r=4))
+    assert metrics["settings"]["opinion_loss_weight"] == 0.5
+    assert not any(k.startswith("opinion_head") for k in load_file(str(out / "model.safetensors")))
+    assert not hasattr(SentenceBiasModel.from_pretrained(out), "opinion_head")
+
+
 TARGET_F1 = 0.75
 """The issue's target: macro-F1 on BABE sentences the model never saw."""
 FLOOR_F1 = 0.72

@@ -43,6 +43,8 @@ MODEL_TYPE = "vilbias-sentence-bias"
 SENTENCE_FLAG = 0.5
 """A sentence whose calibrated probability of being biased is at least this is *flagged*."""
 WEIGHTS = "model.safetensors"
+OPINIONS = ("Entirely factual", "Somewhat factual but also opinionated", "Expresses writer's opinion")
+"""BABE's ``label_opinion`` values (its ``No agreement`` is no label), apostrophes straightened."""
 CONFIG = "config.json"
 
 
@@ -116,6 +118,10 @@ class SentenceBiasConfig:
     dropout: float = 0.1
     word_loss_weight: float = 0.5
     """Weight of the word loss (BABE's biased words) next to the sentence loss."""
+    opinion_loss_weight: float = 0.0
+    """Weight of an auxiliary training loss on BABE's ``label_opinion`` (factual / somewhat
+    factual but opinionated / the writer's opinion), read from the same pooled vector as the
+    sentence head; 0 = no opinion head. The head only shapes training: it is not saved."""
     max_length: int = 128
     """Tokens per sentence (BABE's longest sentence is about 130 tokens; longer ones are cut)."""
     temperature: float = 1.0
@@ -222,6 +228,8 @@ class SentenceBiasModel(nn.Module):
         self.word_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(hidden, config.word_hidden), nn.GELU(),
                                        nn.Linear(config.word_hidden, 1))
         self.sentence_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(config.labels)))
+        if adapter and config.opinion_loss_weight > 0:
+            self.opinion_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(OPINIONS)))
 
     @property
     def bert(self):
@@ -254,10 +262,12 @@ class SentenceBiasModel(nn.Module):
         mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
         return _run_layers(bert.encoder.layer[:self.config.trained_layers[0]], hidden, mask)
 
-    def forward(self, attention_mask, input_ids=None, layer_input=None, labels=None, word_labels=None) -> dict:
-        """Logits, and with ``labels`` the loss (sentence cross-entropy plus the weighted word
-        loss over positions whose ``word_labels`` is not -100). An ensemble (``members`` > 1,
-        inference only) averages its members' sentence and word logits."""
+    def forward(self, attention_mask, input_ids=None, layer_input=None, labels=None, word_labels=None, opinion_labels=None) -> dict:
+        """Logits, and with ``labels`` the loss: sentence cross-entropy, plus the weighted word
+        loss over positions whose ``word_labels`` is not -100, plus (with an opinion head) the
+        weighted opinion loss over rows whose ``opinion_labels`` is not -100. An ensemble
+        (``members`` > 1, inference only) averages its members' sentence and word logits."""
+        opinion_logits = None
         if getattr(self, "members", None) is not None:
             from transformers.masking_utils import create_bidirectional_mask
 
@@ -266,12 +276,15 @@ class SentenceBiasModel(nn.Module):
             outs = [member(shared, mask, attention_mask) for member in self.members]
             logits = torch.stack([o[0] for o in outs]).mean(0)
             word_logits = torch.stack([o[1] for o in outs]).mean(0)
-        elif layer_input is not None:
-            hidden = self.run_trained_layers(layer_input, attention_mask)
-            logits, word_logits = self.heads(hidden, attention_mask)
         else:
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            logits, word_logits = self.heads(hidden, attention_mask)
+            if layer_input is not None:
+                hidden = self.run_trained_layers(layer_input, attention_mask)
+            else:
+                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            pooled, word_logits = _pool(self.word_head, hidden, attention_mask)
+            logits = self.sentence_head(pooled)
+            if hasattr(self, "opinion_head"):
+                opinion_logits = self.opinion_head(pooled)
         out = {"logits": logits, "word_logits": word_logits}
         if labels is not None:
             loss = nn.functional.cross_entropy(logits, labels)
@@ -279,6 +292,9 @@ class SentenceBiasModel(nn.Module):
                 keep = word_labels != -100
                 word_loss = nn.functional.binary_cross_entropy_with_logits(word_logits[keep], word_labels[keep].float())
                 loss = loss + self.config.word_loss_weight * word_loss
+            if opinion_logits is not None and opinion_labels is not None and (opinion_labels != -100).any():
+                opinion_loss = nn.functional.cross_entropy(opinion_logits, opinion_labels, ignore_index=-100)
+                loss = loss + self.config.opinion_loss_weight * opinion_loss
             out["loss"] = loss
         return out
 
@@ -400,11 +416,17 @@ def _run_layers(layers, hidden, mask) -> torch.Tensor:
     return hidden
 
 
-def _heads(word_head, sentence_head, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+def _pool(word_head, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pooled vector (mean of the token states, and their mean weighted by the word head's
+    scores) and the word logits (padding at -inf)."""
     mask = attention_mask.bool()
     word_logits = word_head(hidden).squeeze(-1).masked_fill(~mask, float("-inf"))
     weights = word_logits.softmax(-1).unsqueeze(-1)
-    pooled = torch.cat([mean_pool(hidden, attention_mask), (weights * hidden).sum(1)], dim=-1)
+    return torch.cat([mean_pool(hidden, attention_mask), (weights * hidden).sum(1)], dim=-1), word_logits
+
+
+def _heads(word_head, sentence_head, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+    pooled, word_logits = _pool(word_head, hidden, attention_mask)
     return sentence_head(pooled), word_logits
 
 
