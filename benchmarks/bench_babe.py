@@ -12,6 +12,11 @@ per-fold macro-F1 with each run's wall time. Settings:
 - ``babe``: BABE's published settings (``--recipe babe``) on MiniLM.
 - ``babe+distant``: the same, pre-trained first on the distant corpus below.
 - ``babe-minilm``: the tuned small-model recipe (``--recipe babe-minilm``).
+- ``sentence``: the Space's sentence model (``python -m vilbias.training.train_default``: MiniLM
+  with a LoRA adapter on layers 2-5, trained on the sentence labels and BABE's biased words).
+- ``sentence-x3``: the same, three seeded members per fold, logits averaged (``--ensemble 3``).
+- ``sentence+distant``: the same, each model pre-trained on the distant stand-in below first.
+- ``sentence+opinion``: the same, with an auxiliary loss on BABE's ``label_opinion``.
 
 **The distant corpus here.** BABE pre-trained on 128,748 Media Cloud headlines (45,605 from
 partisan outlets, 83,143 from neutral ones; files ``news_headlines_usa_biased.csv`` /
@@ -52,6 +57,13 @@ SETTINGS = {
     "babe+distant": ["--recipe", "babe", "--distant-dataset", "{distant}", "--distant-outlet-labels", str(OUTLET_LABELS)],
     "babe-minilm": ["--recipe", "babe-minilm"],
 }
+SENTENCE_SETTINGS = {
+    "sentence": [],
+    "sentence-x3": ["--ensemble", "3"],
+    "sentence+distant": ["--distant-dataset", "{distant}", "--distant-outlet-labels", str(OUTLET_LABELS)],
+    "sentence+opinion": ["--opinion-loss-weight", "0.5"],
+}
+"""Settings of the sentence model (``vilbias.training.train_default``), CV and final model."""
 _ID_TAIL = re.compile(r"(_n_[0-9a-f]{20,}|-n\d{5,}|-id[A-Z0-9]{8,}|\.html?)$")
 
 
@@ -82,9 +94,14 @@ def derive_distant_corpus(sentences_csv: Path, out_csv: Path) -> int:
     return written
 
 
-def run_setting(name: str, corpus: Path, out: Path, distant: Path) -> None:
-    args = [a.replace("{distant}", str(distant)) for a in SETTINGS[name]]
-    cmd = [sys.executable, "-m", "vilbias.cli", "train", "classifier", "--dataset", str(corpus), "--cv", "--output-dir", str(out / name), *args]
+def run_setting(name: str, corpus: Path, out: Path, distant: Path, sentences: Path) -> None:
+    if name in SENTENCE_SETTINGS:
+        args = [a.replace("{distant}", str(distant)) for a in SENTENCE_SETTINGS[name]]
+        cmd = [sys.executable, "-m", "vilbias.training.train_default", "--sentences", str(sentences), "--output-dir", str(out / name),
+               "--threads", "1", *args]
+    else:
+        args = [a.replace("{distant}", str(distant)) for a in SETTINGS[name]]
+        cmd = [sys.executable, "-m", "vilbias.cli", "train", "classifier", "--dataset", str(corpus), "--cv", "--output-dir", str(out / name), *args]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
     with open(out / f"{name}.log", "w", encoding="utf-8") as log:
@@ -92,19 +109,27 @@ def run_setting(name: str, corpus: Path, out: Path, distant: Path) -> None:
     (out / name / "wall_time.json").write_text(json.dumps({"wall_s": time.monotonic() - started, "command": cmd}), encoding="utf-8")
 
 
+def cv_result(out: Path, name: str) -> dict | None:
+    """A finished setting's CV (``summary``, ``per_fold``), or None."""
+    if name in SENTENCE_SETTINGS:
+        path = out / name / "metrics.json"
+        return json.loads(path.read_text())["cv"] if path.is_file() else None
+    path = out / name / "cv_metrics.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def report(out: Path) -> str:
-    lines = [f"{'setting':<16} {'macro-F1 (5-fold)':>20} {'per fold':>36} {'wall':>8}"]
-    for name in SETTINGS:
-        path = out / name / "cv_metrics.json"
-        if not path.is_file():
-            lines.append(f"{name:<16} {'(not run)':>20}")
+    lines = [f"{'setting':<18} {'macro-F1 (5-fold)':>20} {'per fold':>36} {'wall':>8}"]
+    for name in [*SETTINGS, *SENTENCE_SETTINGS]:
+        result = cv_result(out, name)
+        if result is None:
+            lines.append(f"{name:<18} {'(not run)':>20}")
             continue
-        result = json.loads(path.read_text())
         s = result["summary"]["f1_macro"]
         folds = " ".join(f"{m['f1_macro']:.3f}" for m in result["per_fold"])
         wall = out / name / "wall_time.json"
         minutes = f"{json.loads(wall.read_text())['wall_s'] / 60:.0f} min" if wall.is_file() else "?"
-        lines.append(f"{name:<16} {s['mean']:>12.3f} ± {s['std']:.3f} {folds:>36} {minutes:>8}")
+        lines.append(f"{name:<18} {s['mean']:>12.3f} ± {s['std']:.3f} {folds:>36} {minutes:>8}")
     lines.append("BABE Table 5 (SG1, 5-fold macro-F1): " + ", ".join(f"{k} {v:.3f}" for k, v in TABLE5.items()))
     return "\n".join(lines)
 
@@ -113,7 +138,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=Path, default=ROOT.parent / "shared" / "data" / "babe" / "final_labels_SG1.csv")
     parser.add_argument("--out", type=Path, default=Path("babe-bench"))
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--settings", nargs="+", default=[*SETTINGS, *SENTENCE_SETTINGS], choices=[*SETTINGS, *SENTENCE_SETTINGS])
     parser.add_argument("--report-only", action="store_true", help="Only tabulate the runs already under --out.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -122,9 +147,9 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "vilbias.cli", "build", "--sentences", str(args.sentences), "--output", str(corpus)], check=True)
         print(f"distant stand-in: {derive_distant_corpus(args.sentences, distant)} URL headlines -> {distant}")
         for name in args.settings:
-            if not (args.out / name / "cv_metrics.json").is_file():
+            if cv_result(args.out, name) is None:
                 print(f"running {name} ...", flush=True)
-                run_setting(name, corpus, args.out, distant)
+                run_setting(name, corpus, args.out, distant, args.sentences)
     print(report(args.out))
     return 0
 
