@@ -161,7 +161,9 @@ def evidence_table(p: Prediction) -> dict:
 
 def techniques_markdown(p: Prediction) -> str:
     if p.explanation is not None and p.explanation.techniques:
-        return "\n".join(f"- **{ALL_NAMES[t]}**: " + ", ".join(f"“{c}”" for c in cues) for t, cues in p.explanation.techniques.items())
+        # Cues are quotes from the text, except tone's, which counts the flagged sentences.
+        return "\n".join(f"- **{ALL_NAMES[t]}**: " + ", ".join(c if t == "tone" else f"“{c}”" for c in cues)
+                         for t, cues in p.explanation.techniques.items())
     if p.explanation is not None:
         return "None: no flagged sentence shows one." if p.label == "biased" else "None: the article is not labelled biased."
     if p.techniques:

@@ -102,7 +102,7 @@ def techniques_shown(flagged: list[Evidence]) -> dict[str, list[str]]:
         if n > 1:
             add("repetition", word)
     if len(flagged) >= 3:
-        add("tone", f"{len(flagged)} sentences")
+        add("tone", f"{len(flagged)} flagged sentences")  # a count, not a quote: shown unquoted
     return {tid: found[tid][:4] for tid in TECHNIQUES if tid in found and tid not in UNSEEN}
 
 

@@ -96,3 +96,23 @@ def test_rewording_prompt_gives_the_label_and_the_evidence_only():
     assert "The council met" not in user["content"]  # no unflagged text to argue from
     [_, neutral] = rewording_prompt("not_biased", 0.1, evidence_rationale("not_biased", 0.1, [PLAIN], "share", 0, 0.3), [])
     assert neutral["content"].startswith("Verdict: not biased (90%).") and "No sentence reads as biased" in neutral["content"]
+
+
+def test_the_tone_cue_is_a_count_shown_unquoted_and_every_quoted_cue_is_in_the_text():
+    from vilbias.spaces.app import techniques_markdown
+    from vilbias.spaces.explain import Evidence, techniques_shown
+    from vilbias.spaces.predictors import Prediction
+
+    texts = ["Critics slammed the disastrous plan.", "It is a shameful betrayal.", "The reckless scheme will never work."]
+    flagged = [Evidence(t, 0, len(t), 0.9, [(t.split()[1].strip("."), 0, 1, 0.8)], True) for t in texts]
+    techniques = techniques_shown(flagged)
+    assert techniques["tone"] == ["3 flagged sentences"]
+    from vilbias.spaces.explain import Explanation
+
+    p = Prediction("biased", {"biased": 0.9, "not_biased": 0.1}, 0.9, "kind", "model", explanation=Explanation("x", techniques))
+    shown = techniques_markdown(p)
+    assert "3 flagged sentences" in shown and "“3 flagged sentences”" not in shown
+    import re
+
+    for quoted in re.findall(r"“([^”]+)”", shown):
+        assert any(quoted.lower() in t.lower() for t in texts), quoted
