@@ -97,7 +97,7 @@ class DefaultModelConfig:
     epochs: int | None = field(default=None, metadata={"help": "Most epochs per training run (default: the recipe's); early stopping may end sooner."})
     distant_dataset: str | None = field(default=None, metadata={"help": "Distant corpus to pre-train every model on before the expert labels (headline + outlet with --distant-outlet-labels, or headline + label; see vilbias.training.distant). Rows sharing a text or link with a split's validation or test rows are dropped for that split."})
     distant_outlet_labels: Path | None = field(default=None, metadata={"help": "YAML/JSON map outlet: biased | not_biased for a distant corpus labelled by outlet."})
-    distant_epochs: int = field(default=1, metadata={"help": "Most epochs of distant pre-training (early stopping on the loss of 10%% of the distant rows, patience 1)."})
+    distant_epochs: int = field(default=1, metadata={"help": "Most epochs of distant pre-training (early stopping on the loss of a tenth of the distant rows, patience 1)."})
     ensemble: int = field(default=1, metadata={"help": "Members per model: adapters and heads trained alike from seeds seed, seed+1, …; their logits are averaged (CV folds too)."})
     cv: bool = field(default=True, metadata={"help": "Run the 5-fold CV (its macro-F1 and the data the article rule is chosen on)."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
