@@ -129,13 +129,29 @@ def _image_paths(workdir: Path, n: int) -> list[str]:
     return paths
 
 
+def _generator() -> str:
+    """A digest of the code that writes the synthetic workdirs (the fake corpus and this file):
+    a cache written by other code (an older answer format, say) is generated again."""
+    import tests.fakes.corpus as fake
+
+    return hashlib.sha256(Path(fake.__file__).read_bytes() + Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def _cached(done: Path) -> bool:
+    try:
+        return json.loads(done.read_text()).get("generator") == _generator()
+    except (OSError, ValueError):
+        return False
+
+
 def ensure_corpus(scratch: Path, rows: int) -> Path:
-    """The cached ``rows``-item workdir under ``scratch``, generated on first use."""
+    """The cached ``rows``-item workdir under ``scratch``, generated on first use (and again when
+    the code that generates it has changed)."""
     from tests.fakes.corpus import make_workdir
 
     root = scratch / f"workdir-{rows}"
     done = root / ".bench-complete"
-    if done.exists():
+    if _cached(done):
         return root
     shutil.rmtree(root, ignore_errors=True)
     started = time.perf_counter()
@@ -157,7 +173,7 @@ def ensure_corpus(scratch: Path, rows: int) -> Path:
         raise RuntimeError(f"image sizes {kb.min():.1f}-{kb.max():.1f} KB fall outside {MIN_KB}-{MAX_KB} KB")
     if len(set(_image_paths(root, rows))) != rows:
         raise RuntimeError("generated images are not unique")
-    done.write_text(json.dumps({"rows": rows, "min_kb": kb.min(), "max_kb": kb.max(), "mean_kb": kb.mean()}))
+    done.write_text(json.dumps({"rows": rows, "min_kb": kb.min(), "max_kb": kb.max(), "mean_kb": kb.mean(), "generator": _generator()}))
     return root
 
 
@@ -167,7 +183,7 @@ def ensure_prefix(scratch: Path, big: Path, rows: int) -> Path:
 
     root = scratch / f"workdir-{rows}-of-{big.name.split('-')[1]}"
     done = root / ".bench-complete"
-    if done.exists():
+    if _cached(done):
         return root
     shutil.rmtree(root, ignore_errors=True)
     paths = _image_paths(big, rows)
@@ -180,7 +196,7 @@ def ensure_prefix(scratch: Path, big: Path, rows: int) -> Path:
         make_workdir(root, n, start=start, image_fn=lambda i: (big / paths[i]).read_bytes())
     if _image_paths(root, rows) != paths:
         raise RuntimeError(f"{root} is not a prefix of {big}")
-    done.write_text(json.dumps({"rows": rows, "prefix_of": str(big)}))
+    done.write_text(json.dumps({"rows": rows, "prefix_of": str(big), "generator": _generator()}))
     return root
 
 
