@@ -295,3 +295,13 @@ def test_the_card_shows_each_annotator_s_stereotype_audit(tmp_path):
     card = (tmp_path / "out" / "README.md").read_text()
     assert ("a1 (text, probe `p1`): 640/640 answered, factuality accuracy 17.7%, first-option rate 79.0%; "
             "largest disparities: decision: physical traits 1.00") in card
+
+
+def test_nothing_to_build_names_why_the_items_were_excluded(tmp_path):
+    import sqlite3
+
+    workdir = make_workdir(tmp_path / "wd", 6)
+    with sqlite3.connect(next(workdir.glob("*.sqlite"))) as db:
+        db.execute("DELETE FROM calls")  # no annotator has answered yet
+    with pytest.raises(ValueError, match=r"nothing to build: every item was excluded \(6 exclusions: 6 not_annotated\)"):
+        build(BuildConfig(workdir=workdir, output=tmp_path / "out"))

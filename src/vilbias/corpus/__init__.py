@@ -157,7 +157,9 @@ def build(config: BuildConfig) -> dict[str, Any]:
         repo.mkdir()
         plan = make_plan(config.workdir, scratch / "plan", pinned=pinned, num_proc=config.num_proc)
         if not plan.rows:
-            raise ValueError(f"nothing to build: every item was excluded ({len(plan.exclusions)} exclusions)")
+            reasons = Counter(e["reason"] for e in plan.exclusions).most_common(3)
+            raise ValueError(f"nothing to build: every item was excluded ({len(plan.exclusions)} exclusions: "
+                             + ", ".join(f"{n} {r}" for r, n in reasons) + ")")
         infos, corpus_bytes = _write_rows(plan, repo, config.max_shard_size)
         stats = card_statistics(plan, _automated_labels(plan))
         plot_label_by_outlet(plan, repo / PLOT_PATH)
