@@ -5,7 +5,7 @@
 
 The model (:mod:`vilbias.models.sentence_bias`) is the packaged all-MiniLM-L6-v2 with a LoRA
 adapter on its top layers, a word head trained on BABE's biased words and a sentence head.
-The shipped folder holds the adapter and heads (about 2.2 MB), never a copy of MiniLM.
+The shipped folder holds the adapter and heads (about a megabyte), never a copy of MiniLM.
 
 What the run does, in order:
 

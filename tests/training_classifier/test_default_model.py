@@ -161,7 +161,7 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
         single.members = None
         enc = single.tokenizer(sentences, padding=True, return_tensors="pt")
         with torch.no_grad():
-            hidden = single.lower_layers(enc["input_ids"], enc["attention_mask"])
+            hidden = single.layer_input(enc["input_ids"], enc["attention_mask"])
             from transformers.masking_utils import create_bidirectional_mask
 
             mask = create_bidirectional_mask(config=single.bert.config, inputs_embeds=hidden, attention_mask=enc["attention_mask"])

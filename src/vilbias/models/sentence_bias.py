@@ -15,7 +15,7 @@ scores, so the words the model marks are the words its sentence decision leans o
 probabilities are temperature-scaled (``config.temperature``, fitted on held-out labels).
 
 Saved as ``config.json`` (:class:`SentenceBiasConfig`) and ``model.safetensors`` holding only
-the LoRA weights and the two heads (about two megabytes per ensemble member, keys prefixed
+the LoRA weights and the two heads (about a megabyte per ensemble member, keys prefixed
 ``member{i}.`` when there are several); the encoder comes from its package.
 """
 
@@ -236,31 +236,26 @@ class SentenceBiasModel(nn.Module):
         """The underlying BertModel (with peft's LoRA layers when built for training)."""
         return self.encoder.get_base_model() if hasattr(self.encoder, "get_base_model") else self.encoder
 
-    # training caches the frozen layers' output and runs only the trained ones
-    def layer_input(self, input_ids, attention_mask) -> torch.Tensor:
-        """The hidden states entering the first trained layer (frozen: cacheable)."""
-        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
-        return out.hidden_states[self.config.trained_layers[0]]
-
-    def run_trained_layers(self, hidden, attention_mask) -> torch.Tensor:
+    def _mask(self, hidden, attention_mask):
         from transformers.masking_utils import create_bidirectional_mask
 
-        bert = self.bert
-        mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
-        return _run_layers(bert.encoder.layer[self.config.trained_layers[0]:], hidden, mask)
+        return create_bidirectional_mask(config=self.bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
 
-    def heads(self, hidden, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sentence logits ``(B, 2)`` and word logits ``(B, T)`` (padding at -inf)."""
-        return _heads(self.word_head, self.sentence_head, hidden, attention_mask)
-
-    def lower_layers(self, input_ids, attention_mask) -> torch.Tensor:
-        """Embeddings and the frozen layers below the trained ones (what members share)."""
-        from transformers.masking_utils import create_bidirectional_mask
-
+    def _frozen_layers(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """Embeddings and the frozen layers below the trained ones, and the attention mask made
+        on the way."""
         bert = self.bert
         hidden = bert.embeddings(input_ids=input_ids)
-        mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
-        return _run_layers(bert.encoder.layer[:self.config.trained_layers[0]], hidden, mask)
+        mask = self._mask(hidden, attention_mask)
+        return _run_layers(bert.encoder.layer[:self.config.trained_layers[0]], hidden, mask), mask
+
+    # training caches the frozen layers' output and runs only the trained ones; ensemble members share it
+    def layer_input(self, input_ids, attention_mask) -> torch.Tensor:
+        """The hidden states entering the first trained layer (frozen: cacheable)."""
+        return self._frozen_layers(input_ids, attention_mask)[0]
+
+    def run_trained_layers(self, hidden, attention_mask) -> torch.Tensor:
+        return _run_layers(self.bert.encoder.layer[self.config.trained_layers[0]:], hidden, self._mask(hidden, attention_mask))
 
     def forward(self, attention_mask, input_ids=None, layer_input=None, labels=None, word_labels=None, opinion_labels=None) -> dict:
         """Logits, and with ``labels`` the loss: sentence cross-entropy, plus the weighted word
@@ -269,10 +264,10 @@ class SentenceBiasModel(nn.Module):
         (``members`` > 1, inference only) averages its members' sentence and word logits."""
         opinion_logits = None
         if getattr(self, "members", None) is not None:
-            from transformers.masking_utils import create_bidirectional_mask
-
-            shared = self.lower_layers(input_ids, attention_mask) if layer_input is None else layer_input
-            mask = create_bidirectional_mask(config=self.bert.config, inputs_embeds=shared, attention_mask=attention_mask)
+            if layer_input is None:
+                shared, mask = self._frozen_layers(input_ids, attention_mask)
+            else:
+                shared, mask = layer_input, self._mask(layer_input, attention_mask)
             outs = [member(shared, mask, attention_mask) for member in self.members]
             logits = torch.stack([o[0] for o in outs]).mean(0)
             word_logits = torch.stack([o[1] for o in outs]).mean(0)
@@ -455,7 +450,7 @@ def _load_trained(bert, word_head, sentence_head, state: dict[str, torch.Tensor]
 
 def save_members(models: Sequence[SentenceBiasModel], folder: str | Path, config: SentenceBiasConfig) -> None:
     """Save one model, or several trained alike (an ensemble), as one folder: ``config`` with
-    ``members`` set, and every member's adapter and heads in one safetensors file."""
+    ``members`` set, and every member's adapter and heads in one float16 safetensors file."""
     from safetensors.torch import save_file
 
     if not models:
@@ -463,7 +458,9 @@ def save_members(models: Sequence[SentenceBiasModel], folder: str | Path, config
     config = dataclasses.replace(config, members=len(models))
     Path(folder).mkdir(parents=True, exist_ok=True)
     config.save(folder)
-    states = [m.trained_state_dict() for m in models]
+    # float16 on disk halves the file; loading casts back to float32 (on SG1 no sentence's label
+    # changes and probabilities move by less than 1e-4)
+    states = [{k: v.half() for k, v in m.trained_state_dict().items()} for m in models]
     state = states[0] if len(states) == 1 else {f"member{i}.{k}": v for i, st in enumerate(states) for k, v in st.items()}
     save_file(state, str(Path(folder, WEIGHTS)), metadata={"format": "pt"})
 
