@@ -484,8 +484,10 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
         logs[-1] += fit(models[-1], parts["train"], parts["validation"], member_settings)
     val_logits, _ = predict(models, parts["validation"])
     temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
-    test_logits, _ = predict(models, parts["test"])
-    member_test = [biased_probabilities(predict(m, parts["test"])[0]) for m in models] if len(models) > 1 else [biased_probabilities(test_logits)]
+    # each member once: the ensemble's test logits are their mean (as predict(models) computes them)
+    member_logits = [predict(m, parts["test"])[0] for m in models]
+    test_logits = torch.stack(member_logits).mean(0)
+    member_test = [biased_probabilities(logits) for logits in member_logits]
     # The dataset is the source CSV (the corpus folder is a build of it, often temporary); its
     # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
     training_data = TrainingData.from_ids(
