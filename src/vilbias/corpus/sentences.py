@@ -47,9 +47,7 @@ sentence text (after case and space normalisation) never straddles two cells.
 from __future__ import annotations
 
 import ast
-import csv
 import hashlib
-import io
 import json
 import logging
 import re
@@ -59,11 +57,11 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from datasets import ClassLabel, Features, List, Value, load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias.corpus.splits import SplitItem, assign_splits
+from vilbias.corpus.tables import csv_records, parquet_records, table_records, xlsx_records
 from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
 from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS
 
@@ -103,65 +101,11 @@ def _features() -> Features:
 # ---------------------------------------------------------------- reading records
 
 
-def _decode(data: bytes, source: Path) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise ValueError(f"{source}: line {line}: not UTF-8 text ({e.reason} at byte {e.start}); save the file as UTF-8") from None
-
-
-def _csv_records(source: Path) -> Iterator[tuple[int, dict]]:
-    text = _decode(source.read_bytes(), source)
-    header = text.split("\n", 1)[0]
-    delimiter = max(";,\t", key=header.count)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        columns = next(reader)
-    except StopIteration:
-        raise ValueError(f"{source}: line 1: the file is empty (expected a header row)") from None
-    start = reader.line_num + 1
-    for values in reader:
-        if any(v.strip() for v in values):
-            yield start, dict(zip(columns, values, strict=False))
-        start = reader.line_num + 1
-
-
-def _xlsx_records(source: Path) -> Iterator[tuple[int, dict]]:
-    try:
-        import openpyxl  # optional: only .xlsx files need it
-    except ModuleNotFoundError as e:
-        raise ModuleNotFoundError(f"{source}: reading .xlsx needs openpyxl (pip install openpyxl)") from e
-    try:
-        book = openpyxl.load_workbook(source, read_only=True, data_only=True)
-    except Exception as e:  # openpyxl raises several unrelated types for a file that is not a workbook
-        raise ValueError(f"{source}: not a readable .xlsx workbook ({e})") from None
-    try:
-        columns = None
-        for number, values in enumerate(book.worksheets[0].iter_rows(values_only=True), start=1):
-            if not any(v is not None and str(v).strip() for v in values):
-                continue
-            if columns is None:
-                columns = ["" if v is None else str(v) for v in values]
-                continue
-            yield number, dict(zip(columns, values, strict=False))
-    finally:
-        book.close()
-
-
 def _table_records(source: Path) -> Iterator[tuple[int, dict]]:
-    if source.suffix == ".parquet":
-        try:
-            records = pq.read_table(source).to_pylist()
-        except Exception as e:  # pyarrow's errors for a file that is not Parquet vary by version
-            raise ValueError(f"{source}: not a readable Parquet file ({e})") from None
-    elif source.suffix == ".jsonl":
-        lines = _decode(source.read_bytes(), source).splitlines()
-        records = [json.loads(line) for line in lines if line.strip()]
-    else:
-        data = json.loads(_decode(source.read_bytes(), source))
-        records = data if isinstance(data, list) else [dict(zip(data, row, strict=True)) for row in zip(*data.values(), strict=True)]
-    yield from enumerate(records, start=1)
+    if source.suffix.lower() == ".parquet":
+        # Sentence files are small; one batch per file keeps the record numbering simple.
+        return parquet_records(source, batch_size=4096)
+    return table_records(source)
 
 
 def _dataset_records(name: str) -> Iterator[tuple[int, dict]]:
@@ -184,10 +128,10 @@ def read_records(source: str | Path) -> Iterator[tuple[int, dict]]:
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".xlsx":
-            return _xlsx_records(path)
+            return xlsx_records(path)
         if suffix in TABLE_SUFFIXES:
             return _table_records(path)
-        return _csv_records(path)
+        return csv_records(path)
     if path.is_dir() or HUB_ID.match(str(source)):
         return _dataset_records(str(source))
     raise FileNotFoundError(f"sentence source {source} is neither a file, a dataset folder nor a Hub id ORG/NAME")
