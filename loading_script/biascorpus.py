@@ -80,6 +80,18 @@ SFT_FEATURES = datasets.Features(
 STORED_FEATURES = datasets.Features({**DEFAULT_FEATURES, "messages": _MESSAGES})
 """What a stored row holds: every config reads its columns from the same Parquet files."""
 
+IMPORTED_FEATURES = datasets.Features(
+    {
+        **DEFAULT_FEATURES,
+        # An imported release (`vilbias build --from`) keeps the source's label strings verbatim
+        # beside the mapped ClassLabels: the mapping is a documented default, not a rename.
+        "source_label": datasets.Value("string"),
+        "source_text_label": datasets.Value("string"),
+    }
+)
+"""``default``'s columns for a release imported with ``vilbias build --from``."""
+IMPORTED_STORED_FEATURES = datasets.Features({**IMPORTED_FEATURES, "messages": _MESSAGES})
+
 
 @dataclass
 class PlanRow:
@@ -222,4 +234,4 @@ def iter_examples(plan: Plan, keep=None):
         db.close()
 
 
-__all__ = ["BiasCorpus", "BiasCorpusConfig", "DEFAULT_FEATURES", "SFT_FEATURES", "STORED_FEATURES", "Plan", "PlanRow", "iter_examples"]
+__all__ = ["BiasCorpus", "BiasCorpusConfig", "DEFAULT_FEATURES", "IMPORTED_FEATURES", "IMPORTED_STORED_FEATURES", "SFT_FEATURES", "STORED_FEATURES", "Plan", "PlanRow", "iter_examples"]

@@ -3,11 +3,15 @@
     vilbias build                              # the embedded sample -> ./BiasCorpus
     vilbias build --workdir work --output out  # a pipeline workdir
     vilbias build --workdir work --previous ORG/BiasCorpus@v1.0.0   # keep v1.0.0's splits
+    vilbias build --from vector-institute/newsmediabias-plus --output nmb  # import a published release
 
 The folder is byte-for-byte what ``vilbias publish dataset`` uploads: ``README.md`` (card with
 ``configs:`` and ``dataset_info:`` YAML), the rows stored once as
 ``data/{split}-fold{k}-NNNNN-of-NNNNN.parquet`` (every config reads its splits from these files,
 see :mod:`vilbias.corpus.writer`), ``assets/label_by_outlet.png`` and ``build_report.json``.
+
+``--from SOURCE`` imports a published release instead of a workdir (NewsMediaBias-Plus, the
+ViLBias paper's release, or any table of news items): :mod:`vilbias.corpus.importer`.
 
 Splits never move: when the output folder already holds a build, or ``--previous`` names a
 release, every row of that release keeps its split and fold (:mod:`vilbias.corpus.release`).
@@ -38,7 +42,14 @@ from vilbias.corpus.plan import make_plan
 from vilbias.corpus.release import looks_like_hub_id, previous_cells
 from vilbias.corpus.sentences import build_sentences
 from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views
-from vilbias.loading_script.biascorpus import DEFAULT_FEATURES, SFT_FEATURES, STORED_FEATURES, Plan, PlanRow, iter_examples
+from vilbias.loading_script.biascorpus import (
+    DEFAULT_FEATURES,
+    SFT_FEATURES,
+    STORED_FEATURES,
+    Plan,
+    PlanRow,
+    iter_examples,
+)
 from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
@@ -62,6 +73,43 @@ class BuildConfig:
     sentences: Path | None = field(
         default=None, metadata={"help": "Build a text-only sentence corpus from a BABE-format CSV instead of a workdir."}
     )
+    source: str | None = field(
+        default=None,
+        metadata={
+            "flag": "--from",
+            "help": "Import a published release instead of a workdir: a Hub dataset ORG/NAME[@REVISION] (token from HF_TOKEN or "
+            "`hf auth login`), or a local Parquet/CSV/JSONL/XLSX file, a folder of them, or a .zip. NewsMediaBias-Plus v1 "
+            "(2024), its 2025 Hub release and the ViLBias paper's release are recognised from their columns; see docs/import.md.",
+        },
+    )
+    images: Path | None = field(
+        default=None,
+        metadata={"help": "With --from: the folder the table's image paths are relative to (default: the zip's own images, or the table's folder). Embedded image bytes need none."},
+    )
+    preset: str | None = field(
+        default=None,
+        metadata={
+            "help": "With --from: force a layout instead of recognising it from the columns: nmb-plus-v1, nmb-plus-2025 or vilbias-paper.",
+            "choices": ["nmb-plus-v1", "nmb-plus-2025", "vilbias-paper"],
+        },
+    )
+    columns: list[str] = field(
+        default_factory=list,
+        metadata={
+            "flag": "--column",
+            "help": "With --from: map a corpus field to a source column, TARGET=SOURCE (repeatable), e.g. --column unique_id=id "
+            "--column image=image_path. Targets: unique_id, outlet, headline, article_text, image, image_caption, image_url, url, "
+            "published, reasoning, multimodal_label, text_label.",
+        },
+    )
+    label_map: str | None = field(
+        default=None,
+        metadata={"help": "With --from: how the source's label strings map to the labels, \"A=biased,B=not_biased\" (replaces the preset's map; matched without regard to case)."},
+    )
+    source_license: str | None = field(
+        default=None,
+        metadata={"help": "With --from: the source's licence id (e.g. cc-by-nc-4.0), overriding the preset's and the Hub card's. A licence with ND or NC makes `vilbias publish dataset` create the repo private."},
+    )
     previous: str | None = field(
         default=None,
         metadata={"help": "The previous release whose rows keep their split and fold: a built folder or a Hub dataset ORG/NAME[@REVISION]. Default: the existing build in --output, if any."},
@@ -79,6 +127,12 @@ class BuildConfig:
             self.workdir = Path(self.workdir)
             if not (self.workdir / "articles.jsonl").exists():
                 raise FileNotFoundError(f"{self.workdir} is not a workdir (no articles.jsonl): run `vilbias ingest --workdir {self.workdir}` first")
+        given = [flag for flag, value in (("--workdir", self.workdir), ("--sentences", self.sentences), ("--from", self.source)) if value is not None]
+        if len(given) > 1:
+            raise ValueError(f"{' and '.join(given)} are alternatives: build from one of them")
+        if self.source is None and (self.images or self.preset or self.columns or self.label_map or self.source_license):
+            raise ValueError("--images, --preset, --column, --label-map and --source-license go with --from SOURCE")
+        self.columns = list(self.columns or [])
         if self.sentences is not None and not Path(self.sentences).exists() and not looks_like_hub_id(str(self.sentences)):
             raise FileNotFoundError(f"sentence file {self.sentences} does not exist")
         self.output = Path(self.output)
@@ -147,6 +201,10 @@ def build(config: BuildConfig) -> dict[str, Any]:
     """Build the dataset folder and return the build report (also written as ``build_report.json``)."""
     if config.sentences is not None:
         return build_sentences(config.sentences, config.output)
+    if config.source is not None:
+        from vilbias.corpus.importer import import_release
+
+        return import_release(config)
     started = time.perf_counter()
     output = config.output.resolve()
     pinned, previous = previous_cells(config.previous, output)
@@ -217,9 +275,16 @@ def format_report(report: dict[str, Any]) -> str:
     g = report["groups"]
     lines.append(f"  groups: {g['groups']} ({g['multi_row_groups']} with several rows, largest {g['largest_group']}); not kept whole: {len(report['groups_not_kept_whole'])}")
     if report["exclusions"]:
-        lines.append(f"  excluded {len(report['exclusions'])}: " + ", ".join(f"{k} {v}" for k, v in report["exclusion_counts"].items()))
+        lines.append(f"  excluded {sum(report['exclusion_counts'].values())}: " + ", ".join(f"{k} {v}" for k, v in report["exclusion_counts"].items()))
         for e in report["exclusions"][:20]:
             lines.append(f"    {e['unique_id']}: {e['reason']}")
         if len(report["exclusions"]) > 20:
             lines.append(f"    … {len(report['exclusions']) - 20} more in build_report.json")
+    imported = report.get("imported") or {}
+    if imported.get("unknown_labels"):
+        values = ", ".join(f"{v!r} ({n})" for v, n in imported["unknown_labels"].items())
+        lines.append(f"  unknown label values: {values}; to take them: {imported['label_map_hint']}")
+    if imported:
+        lines.append(f"  source licence: {imported['license'] or 'unknown (pass --source-license)'}"
+                     + (f" (forbids {' and '.join(imported['restricted'])}: `vilbias publish dataset` creates the repo private)" if imported["restricted"] else ""))
     return "\n".join(lines)

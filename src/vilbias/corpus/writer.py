@@ -19,8 +19,13 @@ Nothing is decoded or re-encoded, and memory holds one row group per cell.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,6 +164,15 @@ class RepoWriter:
     def add(self, cell: tuple[str, int], table: pa.Table) -> None:
         self.cells[cell].add(table, self.row_group_size)
 
+    def add_rows(self, rows: list[tuple[tuple[str, int], dict]]) -> None:
+        """Add ``(cell, example)`` pairs of any cells: one Arrow conversion, then each cell's slice."""
+        table = self.to_table([example for _, example in rows])
+        by_cell: dict[tuple[str, int], list[int]] = {}
+        for i, (cell, _) in enumerate(rows):
+            by_cell.setdefault(cell, []).append(i)
+        for cell, idx in by_cell.items():
+            self.add(cell, table.take(idx))
+
     def close(self) -> dict[str, Any]:
         for c, w in self.cells.items():
             self.files[c] = w.close(self.row_group_size)
@@ -180,6 +194,26 @@ class RepoWriter:
             features=view.features, splits=splits, download_size=download,
             dataset_size=sum(s.num_bytes for s in splits.values()), config_name=name,
         )
+
+
+@contextlib.contextmanager
+def swap_in(output: Path) -> Iterator[Path]:
+    """A fresh folder to write a release into, swapped in for ``output`` when the block ends
+    without error. It sits next to ``output`` (same filesystem, so the swap is a rename); a
+    failed or killed build leaves ``output`` as it was and the scratch folder is removed."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".vilbias-build-", dir=output.parent))
+    try:
+        repo = scratch / "repo"
+        repo.mkdir()
+        yield repo
+        # The old folder is kept until the new one is in place.
+        if output.exists():
+            os.replace(output, scratch / "previous-output")
+        os.replace(repo, output)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def card_metadata(card_data: Any, views: dict[str, ConfigView], infos: dict[str, Any], stored_columns: list[str], default: str = "default") -> None:

@@ -1,0 +1,420 @@
+"""``vilbias build --from``: a published release as an ordinary BiasCorpus repository.
+
+    vilbias build --from vector-institute/newsmediabias-plus --output ./nmb-plus       # Hub, 2025 layout
+    vilbias build --from nmb_plus_v1.parquet --images nmb_images/ --output ./nmb-plus  # v1 table + images
+    vilbias build --from dataset.zip --images vilbias_images/ --output ./vilbias-paper
+    vilbias build --from items.csv --column unique_id=id --column image=img \\
+        --label-map "yes=biased,no=not_biased" --output ./mine
+
+Two streaming passes over the source (:mod:`vilbias.corpus.source`), so memory holds one record
+batch plus a few small facts per row, whatever the corpus size:
+
+1. **scan** — map every record through its layout (:mod:`vilbias.corpus.presets`), map its
+   label, check its text and validate its image (:func:`vilbias.images.validate_image`: decodes,
+   sane size; gives the sha256 and perceptual hash that group identical and near-identical
+   images). What is excluded is counted by reason; the same ``unique_id`` twice with different
+   labels is left out whole and listed.
+2. **write** — :func:`vilbias.corpus.splits.assign_splits` gives every kept row its cell (rows
+   of the previous build in the output keep theirs: a newer release of the source moves no
+   row), then the rows are read again and written once into their cells with
+   :class:`~vilbias.corpus.writer.RepoWriter`, image bytes as they are.
+
+Rows are keyed by the source's ``unique_id`` and ordered by it (never by file order, which
+changes between releases). Fields the source lacks stay null or empty: no votes, no agreement,
+``review`` = ``unreviewed``; the source's label strings are kept verbatim in ``source_label`` and
+``source_text_label``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import json
+import logging
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import DatasetCardData
+from tqdm.auto import tqdm
+
+from vilbias import __version__, task
+from vilbias.corpus.card import PLOT_PATH, plot_label_by_outlet, render_card
+from vilbias.corpus.presets import Layout, resolve_layout, restricted_license
+from vilbias.corpus.release import previous_cells
+from vilbias.corpus.source import Source, open_source
+from vilbias.corpus.splits import SplitItem, assign_splits, story_keys
+from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views, swap_in
+from vilbias.images import InvalidImage, validate_image
+from vilbias.loading_script.biascorpus import (
+    IMPORTED_FEATURES,
+    IMPORTED_STORED_FEATURES,
+    SFT_FEATURES,
+)
+from vilbias.task import ANSWER_LABELS, LABEL_NAMES, N_FOLDS, SPLITS
+
+logger = logging.getLogger(__name__)
+
+REPORT = "build_report.json"
+MAX_LISTED = 1000
+"""Exclusions listed one by one in the report (all are counted)."""
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What the write pass needs of a kept row (a few fields; never its text or image)."""
+
+    position: int
+    label: int
+    outlet: str
+    sha256: str
+    ext: str
+    has_reasoning: bool
+    split: str = ""
+    fold: int = -1
+
+
+@dataclass
+class _Scan:
+    kept: dict[str, _Kept]
+    items: list[SplitItem]
+    exclusions: list[dict[str, Any]]
+    reasons: Counter
+    unknown_labels: Counter
+    unknown_text_labels: Counter
+    records: int
+    image_bytes: int
+    no_text_label: int
+    unparsed_dates: int
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and value != value):  # None or NaN: an empty cell
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def iso_date(value: Any) -> str | None:
+    """A date cell as ISO 8601, or None when empty or unreadable (never a guess)."""
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    text = _cell(value)
+    if not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
+    except ValueError:
+        pass
+    try:  # RFC 2822, as feeds write it ("Tue, 01 Oct 2024 10:00:00 GMT")
+        return email.utils.parsedate_to_datetime(text).isoformat()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _field(record: dict, layout: Layout, target: str) -> Any:
+    column = layout.columns.get(target)
+    return None if column is None else record.get(column)
+
+
+def _exclude(scan: _Scan, uid: str, reason: str, where: str, **extra: Any) -> None:
+    scan.reasons[reason.split(":")[0] if not reason.startswith("invalid_image") else ":".join(reason.split(":")[:2])] += 1
+    if len(scan.exclusions) < MAX_LISTED:
+        scan.exclusions.append({"unique_id": uid, "reason": reason, "where": where, **extra})
+
+
+def scan_source(source: Source, layout: Layout) -> _Scan:
+    """Pass 1: decide which records become rows, and gather what the split policy needs."""
+    scan = _Scan({}, [], [], Counter(), Counter(), Counter(), 0, 0, 0, 0)
+    first: dict[str, tuple[str, str]] = {}  # unique_id -> (source label, where) of its first copy
+    conflicts: dict[str, list[dict[str, str]]] = {}
+    for position, file, line, record in tqdm(source.records(), desc="scanning", unit=" rows"):
+        scan.records += 1
+        where = f"{file}:{line}"
+        uid = _cell(_field(record, layout, "unique_id"))
+        raw_label = _cell(_field(record, layout, "multimodal_label"))
+        if not uid:
+            _exclude(scan, where, "missing_unique_id", where)
+            continue
+        if uid in first:
+            if first[uid][0] != raw_label:
+                conflicts.setdefault(uid, [{"where": first[uid][1], "source_label": first[uid][0]}])
+                conflicts[uid].append({"where": where, "source_label": raw_label})
+            else:
+                _exclude(scan, uid, "duplicate_unique_id", where, kept=first[uid][1])
+            continue
+        first[uid] = (raw_label, where)
+        label = scan_label = layout.label_map.get(raw_label.lower())
+        if scan_label is None:
+            scan.unknown_labels[raw_label] += 1
+            _exclude(scan, uid, "unknown_label", where, source_label=raw_label)
+            continue
+        headline = _cell(_field(record, layout, "headline"))
+        if not headline and not _cell(_field(record, layout, "article_text")):
+            _exclude(scan, uid, "empty_text", where)
+            continue
+        data, name = source.images.read(_field(record, layout, "image"))
+        if data is None:
+            _exclude(scan, uid, "missing_image", where, detail=name)
+            continue
+        try:
+            info = validate_image(data)
+        except InvalidImage as e:
+            _exclude(scan, uid, f"invalid_image:{e}", where)
+            continue
+        raw_text = _cell(_field(record, layout, "text_label"))
+        if raw_text and raw_text.lower() not in layout.label_map:
+            scan.unknown_text_labels[raw_text] += 1
+        if not raw_text or raw_text.lower() not in layout.label_map:
+            scan.no_text_label += 1
+        if "published" in layout.columns and _cell(_field(record, layout, "published")) and iso_date(_field(record, layout, "published")) is None:
+            scan.unparsed_dates += 1
+        scan.image_bytes += len(data)
+        scan.kept[uid] = _Kept(position, label, _cell(_field(record, layout, "outlet")), info.sha256, info.ext,
+                               bool(_cell(_field(record, layout, "reasoning"))))
+        url = _cell(_field(record, layout, "url"))
+        scan.items.append(SplitItem(uid, label, "", info.sha256, info.phash, story_keys(url, headline)))
+    for uid, copies in conflicts.items():
+        scan.kept.pop(uid, None)
+        for copy in copies:
+            _exclude(scan, uid, "conflicting_labels", copy["where"], source_label=copy["source_label"])
+    if conflicts:
+        scan.items = [it for it in scan.items if it.unique_id not in conflicts]
+    return scan
+
+
+def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -> dict[str, Any]:
+    """One stored row: the source's fields where it has them, null or empty where it does not."""
+
+    def text(target: str) -> str | None:
+        return _cell(_field(record, layout, target)) if target in layout.columns else None
+
+    headline, article = text("headline") or "", text("article_text") or ""
+    reasoning = text("reasoning") or None
+    raw_text = text("text_label")
+    text_label = layout.label_map.get((raw_text or "").lower(), -1)
+    messages = task.messages(headline, article, kept.label, reasoning or "")
+    if not reasoning:
+        # No rationale in the source: the answer is the label alone, never an empty "Reasoning:".
+        messages[-1]["content"][0]["text"] = f"Label: {ANSWER_LABELS[kept.label]}"
+    return {
+        "unique_id": uid,
+        "outlet": text("outlet"),
+        "headline": headline,
+        "article_text": article,
+        "url": text("url"),
+        "published": iso_date(_field(record, layout, "published")) if "published" in layout.columns else None,
+        "image": {"bytes": data, "path": f"{kept.sha256}.{kept.ext}"},
+        "image_url": text("image_url"),
+        "image_caption": text("image_caption"),
+        "text_label": text_label,
+        "multimodal_label": kept.label,
+        "reasoning": reasoning,
+        "techniques": [],
+        "votes": [],
+        "text_votes": [],
+        "agreement": None,
+        "review": "unreviewed",
+        "corrected_rationale": None,
+        "review_comments": [],
+        "n_reviewers": 0,
+        "review_flag": None,
+        "source_label": text("multimodal_label"),
+        "source_text_label": raw_text,
+        "messages": messages,
+    }
+
+
+def write_rows(source: Source, layout: Layout, scan: _Scan, repo: Path, max_shard_size: str) -> tuple[dict[str, Any], int]:
+    """Pass 2: every kept row once, into its cell's shards. Returns the configs' infos and the bytes written."""
+    writer = RepoWriter(repo, IMPORTED_STORED_FEATURES, corpus_views(IMPORTED_FEATURES, SFT_FEATURES), max_shard_size=max_shard_size)
+    at = {k.position: uid for uid, k in scan.kept.items()}
+    batch: list[tuple[tuple[str, int], dict]] = []
+    with tqdm(total=len(at), desc="writing", unit=" rows") as bar:
+        for position, file, line, record in source.records():
+            uid = at.get(position)
+            if uid is None:
+                continue
+            kept = scan.kept[uid]
+            data, _ = source.images.read(_field(record, layout, "image"))
+            if data is None:
+                raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
+            batch.append(((kept.split, kept.fold), _example(record, layout, uid, kept, data)))
+            if len(batch) >= writer.row_group_size:
+                writer.add_rows(batch)
+                bar.update(len(batch))
+                batch.clear()
+        if batch:
+            writer.add_rows(batch)
+            bar.update(len(batch))
+    infos = writer.close()
+    return infos, writer.corpus_bytes()
+
+
+class _Rows:
+    """The rows as the card's plot reads them (``plan.rows``)."""
+
+    def __init__(self, kept: dict[str, _Kept]):
+        self.rows = kept
+
+
+def row_statistics(kept: dict[str, _Kept], split_report: dict[str, Any]) -> dict[str, Any]:
+    """The card's size, split and outlet figures for an imported corpus."""
+    rows = list(kept.values())
+    n = len(rows)
+    biased = sum(r.label for r in rows)
+    table = []
+
+    def add(config: str, split: str, members: list[_Kept]) -> None:
+        b = sum(r.label for r in members)
+        table.append({"config": config, "split": split, "rows": len(members), "biased": b, "not_biased": len(members) - b,
+                      "share": b / len(members) if members else 0.0})
+
+    for split in SPLITS:
+        add("default", split, [r for r in rows if r.split == split])
+    for k in range(N_FOLDS):
+        add(f"fold_{k}", "train", [r for r in rows if r.fold != k])
+        add(f"fold_{k}", "test", [r for r in rows if r.fold == k])
+    outlets = Counter(r.outlet for r in rows)
+    outlet_biased = Counter(r.outlet for r in rows if r.label == 1)
+    return {
+        "n_rows": n, "n_biased": biased, "n_not_biased": n - biased, "biased_share": biased / n if n else 0.0,
+        "n_outlets": len([o for o in outlets if o]),
+        "split_table": table,
+        "top_outlets": [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)],
+        "split_report": split_report,
+    }
+
+
+def label_map_hint(unknown: Counter, layout: Layout) -> str:
+    """The ``--label-map`` that would take the unknown values as well (their mapping to fill in)."""
+    entries = [f"{k}={v}" for k, v in layout.label_map_spelled.items()] + [f"{value}=biased|not_biased" for value, _ in unknown.most_common()]
+    return "--label-map \"" + ",".join(entries) + "\""
+
+
+def _imported(config: Any, source: Source, layout: Layout, scan: _Scan) -> dict[str, Any]:
+    no_rationale = sum(1 for k in scan.kept.values() if not k.has_reasoning)
+    return {
+        "source": source.describe(),
+        "kind": source.kind,
+        "repo_id": source.repo_id,
+        "revision": source.revision,
+        "commit": source.commit,
+        "files": [p.name for p in source.tables],
+        "layout": layout.name,
+        "title": layout.title,
+        "columns": layout.columns,
+        "label_map": layout.label_map_spelled,
+        "label_meaning": layout.label_meaning,
+        "license": layout.license,
+        "license_note": layout.license_note,
+        "restricted": restricted_license(layout.license),
+        "citation": layout.citation,
+        "records": scan.records,
+        "kept": len(scan.kept),
+        "excluded": scan.records - len(scan.kept),
+        "exclusion_counts": dict(scan.reasons),
+        "unknown_labels": dict(scan.unknown_labels),
+        "label_map_hint": label_map_hint(scan.unknown_labels, layout) if scan.unknown_labels else None,
+        "unknown_text_labels": dict(scan.unknown_text_labels),
+        "no_text_label": scan.no_text_label,
+        "no_rationale": no_rationale,
+        "unparsed_dates": scan.unparsed_dates,
+    }
+
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return name
+    return "n>1M"
+
+
+def import_release(config: Any) -> dict[str, Any]:
+    """Import ``config.source`` into ``config.output`` (a :class:`vilbias.corpus.BuildConfig`);
+    return the build report (also written as ``build_report.json``).
+
+    Raises:
+        vilbias.corpus.source.SourceError: the source cannot be read or the Hub refused it
+            (nothing is written).
+        ValueError: an unrecognised layout, a bad ``--column`` / ``--label-map``, or nothing left
+            to import.
+    """
+    started = time.perf_counter()
+    output = Path(config.output).resolve()
+    with tempfile.TemporaryDirectory(prefix="vilbias-import-") as tmp:
+        source = open_source(config.source, images=config.images, scratch=Path(tmp))
+        try:
+            layout = resolve_layout(
+                source.describe(), source.columns(), preset=config.preset, column_args=config.columns,
+                label_map=config.label_map, license=config.source_license or source.hub_license,
+            )
+            pinned, previous = previous_cells(config.previous, output)
+            logger.info("importing %s as layout %s", source.describe(), layout.name)
+            scan = scan_source(source, layout)
+            if not scan.kept:
+                common = ", ".join(f"{n} {r}" for r, n in scan.reasons.most_common(3))
+                hint = f"; {label_map_hint(scan.unknown_labels, layout)} would map the labels" if scan.unknown_labels else ""
+                raise ValueError(f"nothing to import: all {scan.records} records were excluded ({common}){hint}")
+            cells, split_report = assign_splits(scan.items, pinned=pinned)
+            for uid, cell in cells.items():
+                scan.kept[uid].split, scan.kept[uid].fold = cell.split, cell.fold
+            scan.items = []  # the cells are on the rows now
+            with swap_in(output) as repo:
+                infos, corpus_bytes = write_rows(source, layout, scan, repo, config.max_shard_size)
+                report = _finish(config, repo, source, layout, scan, infos, asdict(split_report), previous, pinned, started)
+                report["corpus_bytes"] = corpus_bytes
+                report["source_image_bytes"] = scan.image_bytes
+                (repo / REPORT).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            return report
+        finally:
+            source.close()
+
+
+def _finish(config, repo: Path, source: Source, layout: Layout, scan: _Scan, infos: dict[str, Any], split_report: dict[str, Any],
+            previous: str | None, pinned: dict, started: float) -> dict[str, Any]:
+    """Card, plot and report of an imported corpus."""
+    stats = row_statistics(scan.kept, split_report)
+    imported = _imported(config, source, layout, scan)
+    kept_pinned = sum(1 for uid in scan.kept if uid in pinned)
+    plot_label_by_outlet(_Rows(scan.kept), repo / PLOT_PATH)
+    card_data = DatasetCardData(
+        pretty_name=config.pretty_name,
+        license=layout.license,
+        language=["en"],
+        task_categories=["image-text-to-text", "image-classification", "text-classification"],
+        tags=["media-bias", "multimodal", "news", "vilbias", "newsmediabias-plus"],
+        size_categories=[_size_category(len(scan.kept))],
+        source_datasets=[source.repo_id] if source.repo_id else None,
+    )
+    card_metadata(card_data, corpus_views(IMPORTED_FEATURES, SFT_FEATURES), infos, list(IMPORTED_STORED_FEATURES))
+    changelog = (
+        f"Built against the previous release in `{previous}`: its {kept_pinned} rows still here kept their split and fold."
+        if previous
+        else "First build. `vilbias publish dataset` replaces this section with the rows added, removed and relabelled since the previous release tag."
+    )
+    card = render_card(card_data, {**stats, "imported": imported}, repo_id=config.repo_id, version=config.version,
+                       changelog=changelog, is_sample=False, pretty_name=config.pretty_name)
+    (repo / "README.md").write_text(str(card), encoding="utf-8")
+    shares = {f"{r['config']}/{r['split']}": round(r["share"], 4) for r in stats["split_table"]}
+    return {
+        "vilbias_version": __version__,
+        "source": source.describe(),
+        "imported": imported,
+        "rows": len(scan.kept),
+        "configs": {name: {str(s): info.splits[s].num_examples for s in info.splits} for name, info in infos.items()},
+        "label_share": shares,
+        "label_counts": {name: sum(1 for k in scan.kept.values() if k.label == i) for i, name in enumerate(LABEL_NAMES)},
+        "corpus_biased_share": round(stats["biased_share"], 4),
+        "groups": {k: split_report[k] for k in ("groups", "multi_row_groups", "largest_group", "rows_linked_by", "pinned")},
+        "groups_not_kept_whole": split_report["not_kept_whole"],
+        "exclusions": scan.exclusions,
+        "exclusions_listed": f"{len(scan.exclusions)} of {scan.records - len(scan.kept)}",
+        "exclusion_counts": dict(scan.reasons),
+        "previous_release": {"source": previous, "rows": len(pinned), "kept": kept_pinned, "dropped": len(pinned) - kept_pinned},
+        "seconds": round(time.perf_counter() - started, 2),
+    }
