@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.training.classifier import read_recipe
-from vilbias.training.classifier_data import load_splits, row_ids
 from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
 
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
 from vilbias.corpus.sentences import build_sentences
+from vilbias.corpus.splits import SplitItem, assign_splits
 from vilbias.metrics.plots import pyplot
 from vilbias.metrics.scores import closed_metrics, summarize_folds
 from vilbias.models.sentence_bias import (
@@ -68,7 +68,7 @@ from vilbias.models.sentence_bias import (
     word_spans,
 )
 from vilbias.provenance import TrainingData, ids_digest
-from vilbias.task import FOLDS, LABEL_NAMES
+from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class DefaultModelConfig:
     distant_dataset: str | None = field(default=None, metadata={"help": "Distant corpus to pre-train every model on before the expert labels (headline + outlet with --distant-outlet-labels, or headline + label; see vilbias.training.distant). Rows sharing a text or link with a split's validation or test rows are dropped for that split."})
     distant_outlet_labels: Path | None = field(default=None, metadata={"help": "YAML/JSON map outlet: biased | not_biased for a distant corpus labelled by outlet."})
     distant_epochs: int = field(default=1, metadata={"help": "Most epochs of distant pre-training (early stopping on the loss of a tenth of the distant rows, patience 1)."})
+    contrastive_epochs: int = field(default=0, metadata={"help": "Epochs of SetFit-style contrastive pre-fine-tuning of the adapter before the usual training (0: none): sentence pairs with the same label pulled to cosine 1, others to 0."})
     ensemble: int = field(default=1, metadata={"help": "Members per model: adapters and heads trained alike from seeds seed, seed+1, …; their logits are averaged (CV folds too)."})
     cv: bool = field(default=True, metadata={"help": "Run the 5-fold CV (its macro-F1 and the data the article rule is chosen on)."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
@@ -258,6 +259,58 @@ def length_grouped_batches(examples: list[Example], batch_size: int, rng: random
     return batches
 
 
+# -- splits: whole articles ------------------------------------------------------------------
+
+
+def article_splits(rows: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """``{config: {split: [unique_id, ...]}}`` for ``default`` (train/validation/test, 80/10/10)
+    and ``fold_0`` … ``fold_4`` (train/validation/test), with every article kept whole.
+
+    The sentence corpus's own cells keep only identical texts together; BABE labels several
+    sentences of one article, and a model that trained on some of them would be tested on an
+    article it has read. So the cells are drawn again with the article link (and the normalised
+    text) as group keys, by the same stratified, deterministic policy
+    (:func:`vilbias.corpus.splits.assign_splits`). Articles are visited in the order of a hash of
+    their link, so each article's sentences come together and no outlet's URLs come in a block.
+    A fold's test split is its fold; its validation split (early stopping and temperature) is the
+    ``validation`` cell outside the fold, about a tenth of its training pool, again whole articles.
+    """
+    # Articles joined by a repeated text are one group: union-find over link and text keys first,
+    # so that assign_splits sees each group's rows together and can never place it in two cells.
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = key = parent[parent[key]]
+        return key
+
+    keys = {}
+    for r in rows:
+        link = (r.get("news_link") or "").strip()
+        text = "text:" + hashlib.sha1(" ".join(r["text"].lower().split()).encode()).hexdigest()
+        keys[r["unique_id"]] = text
+        root(text)  # every text is a node, with a link or without
+        if link:
+            parent[root(text)] = root("link:" + link)
+    # a group is named by its smallest key, so the cells depend on the data, never on row order
+    name: dict[str, str] = {}
+    for key in parent:
+        name[root(key)] = min(name.get(root(key), key), key)
+    items = []
+    for r in rows:
+        group = name[root(keys[r["unique_id"]])]
+        items.append(SplitItem(unique_id=r["unique_id"], label=r["label"], order=hashlib.sha1(group.encode()).hexdigest(),
+                               story_keys=(group,)))
+    cells, _ = assign_splits(items)
+    uids = sorted(cells)
+    out = {"default": {s: [u for u in uids if cells[u].split == s] for s in ("train", "validation", "test")}}
+    for k in range(N_FOLDS):
+        out[FOLDS[k]] = {"train": [u for u in uids if cells[u].fold != k and cells[u].split != "validation"],
+                         "validation": [u for u in uids if cells[u].fold != k and cells[u].split == "validation"],
+                         "test": [u for u in uids if cells[u].fold == k]}
+    return out
+
+
 # -- training -----------------------------------------------------------------------------------
 
 
@@ -320,6 +373,44 @@ def fit(model, train: list[Example], validation: list[Example], settings: Settin
                 break
     model.load_trained_state_dict(best_state)
     model.eval()
+    return log
+
+
+def contrastive_fit(model, train: list[Example], settings: Settings, epochs: int) -> list[dict]:
+    """SetFit's first stage (Tunstall et al., 2022, *Efficient Few-Shot Learning Without
+    Prompts*) on the adapter: the mean-pooled sentence embeddings of every pair in a batch are
+    regressed to cosine 1 (same label) or 0 (different labels), SetFit's CosineSimilarityLoss.
+    All pairs within a batch stand in for SetFit's sampled pairs (the same objective, no second
+    pass over the data). Only the LoRA weights move; the heads train afterwards in :func:`fit`."""
+    import torch
+
+    from vilbias.models.fusion import mean_pool
+
+    rng = random.Random(settings.seed)
+    params = [p for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    total = epochs * math.ceil(len(train) / settings.batch_size)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(settings, total))
+    log = []
+    for epoch in range(1, epochs + 1):
+        model.train()
+        started, total_loss, pairs = time.perf_counter(), 0.0, 0
+        for batch in length_grouped_batches(train, settings.batch_size, rng):
+            if len(batch) < 2:
+                continue
+            b = collate(batch)
+            hidden = model.run_trained_layers(b["layer_input"], b["attention_mask"])
+            emb = torch.nn.functional.normalize(mean_pool(hidden, b["attention_mask"]), dim=-1)
+            i, j = torch.triu_indices(len(batch), len(batch), 1)
+            target = (b["labels"][i] == b["labels"][j]).float()
+            loss = torch.nn.functional.mse_loss((emb[i] * emb[j]).sum(-1), target)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            total_loss, pairs = total_loss + loss.item() * len(i), pairs + len(i)
+        log.append({"epoch": epoch, "phase": "contrastive", "train_loss": total_loss / max(pairs, 1), "seconds": time.perf_counter() - started})
+        logger.info("contrastive epoch %d: pair loss %.4f (%.0f s)", epoch, log[-1]["train_loss"], log[-1]["seconds"])
     return log
 
 
@@ -453,15 +544,14 @@ class SplitRun:
     """Each member's P(biased) on the test split (what one member alone would score)."""
 
 
-def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_name: str, examples: dict[str, Example],
+def run_split(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, list[str]], config_name: str, examples: dict[str, Example],
               distant: dict[str, Example] | None = None) -> SplitRun:
     """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
     import torch
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    splits, _ = load_splits(str(corpus), config_name, revision=None, label="label", seed=settings.seed)
-    parts = {name: [examples[uid] for uid in row_ids(split)] for name, split in splits.items()}
+    parts = {name: [examples[uid] for uid in ids] for name, ids in splits.items()}
     models, logs, extra = [], [], {}
     if distant:
         pre_train, pre_val, dropped = distant_for(distant, parts["validation"] + parts["test"], settings.seed)
@@ -481,6 +571,8 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
             logs.append([{**e, "phase": "distant"} for e in fit(models[-1], pre_train, pre_val, pre)])
         else:
             logs.append([])
+        if cfg.contrastive_epochs:
+            logs[-1] += contrastive_fit(models[-1], parts["train"], member_settings, cfg.contrastive_epochs)
         logs[-1] += fit(models[-1], parts["train"], parts["validation"], member_settings)
     val_logits, _ = predict(models, parts["validation"])
     temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
@@ -491,9 +583,11 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, corpus: Path, config_
     # The dataset is the source CSV (the corpus folder is a build of it, often temporary); its
     # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
     training_data = TrainingData.from_ids(
-        str(cfg.sentences.resolve()), row_ids(splits["train"]), config=config_name, split="train",
-        built_with="vilbias build --sentences", csv_sha256=_sha256(cfg.sentences),
-        validation_rows=len(parts["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])), **extra)
+        str(cfg.sentences.resolve()), splits["train"], config=config_name, split="train",
+        built_with="vilbias build --sentences", splits="train_default.article_splits (whole articles by news_link)",
+        csv_sha256=_sha256(cfg.sentences), validation_rows=len(parts["validation"]),
+        validation_ids_sha256=ids_digest(splits["validation"]), test_rows=len(parts["test"]),
+        test_ids_sha256=ids_digest(splits["test"]), **extra)
     config = dataclasses.replace(models[0].config, members=len(models))
     return SplitRun(models, config, logs, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
                     biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits, member_test)
@@ -510,13 +604,13 @@ def scores(uids: list[str], probabilities: list[float], examples: dict[str, Exam
     return metrics
 
 
-def run_cv(cfg: DefaultModelConfig, settings: Settings, corpus: Path, examples: dict[str, Example],
+def run_cv(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, dict[str, list[str]]], examples: dict[str, Example],
            distant: dict[str, Example] | None = None) -> tuple[dict, dict[str, float]]:
     """5-fold CV: per-fold test metrics, mean ± std, and calibrated out-of-fold probabilities."""
     per_fold, oof = [], {}
     for k, name in enumerate(FOLDS):
         logger.info("CV fold %d/%d", k + 1, len(FOLDS))
-        run = run_split(cfg, settings, corpus, name, examples, distant)
+        run = run_split(cfg, settings, splits[name], name, examples, distant)
         fold = scores(run.test_uids, run.test_calibrated, examples)
         fold |= {"temperature": run.temperature, "epochs_run": [sum("phase" not in e for e in log) for log in run.log]}
         if len(run.models) > 1:
@@ -735,8 +829,9 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         base = SentenceBiasModel(cfg.model_config(settings.max_length))
         examples = cache_examples(base, rows)
         distant, distant_counts = cache_distant(base, cfg) if cfg.distant_dataset else (None, None)
-        cv, oof = run_cv(cfg, settings, corpus, examples, distant) if cfg.cv else (None, {})
-        final = run_split(cfg, settings, corpus, "default", examples, distant)
+        splits = article_splits(rows)
+        cv, oof = run_cv(cfg, settings, splits, examples, distant) if cfg.cv else (None, {})
+        final = run_split(cfg, settings, splits["default"], "default", examples, distant)
         held_out = set(final.test_uids)
         # The rule is chosen on out-of-fold probabilities of sentences outside the test split
         # (without CV: the final model's validation split).
@@ -746,6 +841,7 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
                    "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
                                                               "word_loss_weight": cfg.word_loss_weight, "opinion_loss_weight": cfg.opinion_loss_weight, "ensemble": cfg.ensemble,
+                                                              "contrastive_epochs": cfg.contrastive_epochs,
                                                               "distant": distant_counts and {"dataset": cfg.distant_dataset, **distant_counts, "epochs": cfg.distant_epochs},
                                                               "threads": torch.get_num_threads()},
                    "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "out-of-fold" if oof else "validation"}}

@@ -123,10 +123,12 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
     model = SentenceBiasModel.from_pretrained(out)
     assert model.config.temperature == metrics["validation"]["temperature"]
     from datasets import load_dataset
+    from vilbias.training.train_default import article_splits
 
     trained = set((out / "training_ids.txt").read_text().split())
-    test_ids = set(load_dataset(str(tmp_path / "work" / "babe"), "default", split="test")["unique_id"])
-    assert trained and test_ids and not trained & test_ids  # the test split is never trained on
+    splits = article_splits(list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test")))["default"]
+    assert trained == set(splits["train"]) and splits["test"] and not trained & set(splits["test"] + splits["validation"])
+    assert metrics["test"]["n"] == len(splits["test"])  # the test split is never trained on
     # the same command gives the same weights (torch seeds each process at random otherwise)
     again = tmp_path / "again"
     train_default(DefaultModelConfig(sentences=babe_csv, output_dir=again, epochs=2, cv=False))
@@ -139,9 +141,9 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
     """--ensemble 2: two members per fold and for the final model; CV reports what one member
     alone scores beside the ensemble; the saved folder serves the averaged logits."""
     import torch
+    from vilbias.training.train_default import DefaultModelConfig, train_default
 
     from vilbias.models.sentence_bias import SentenceBiasModel
-    from vilbias.training.train_default import DefaultModelConfig, train_default
 
     out = tmp_path / "model"
     metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=1,
@@ -200,8 +202,12 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     assert [e.get("phase") for e in metrics["log"][0]] == ["distant", None]
     record = json.loads((out / "training_data.json").read_text())["extra"]["distant"]
     from datasets import load_dataset
+    from vilbias.training.train_default import article_splits
 
-    held = load_dataset(str(tmp_path / "work" / "babe"), "default", split="validation+test")
+    rows = list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test"))
+    split = article_splits(rows)["default"]
+    held_ids = set(split["validation"] + split["test"])
+    held = {"text": [r["text"] for r in rows if r["unique_id"] in held_ids], "news_link": [r["news_link"] for r in rows if r["unique_id"] in held_ids]}
     expected = sum(r["text"].strip() in held["text"] for r in babe) + int(babe[1]["news_link"] in held["news_link"])
     assert expected >= len(held) and record["dropped_as_held_out"] == expected and record["rows"] == n - expected
 
@@ -209,9 +215,9 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
 def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, babe_csv):
     import torch
     from safetensors.torch import load_file
+    from vilbias.training.train_default import DefaultModelConfig, opinion_index, train_default
 
     from vilbias.models.sentence_bias import OPINIONS, SentenceBiasConfig, SentenceBiasModel
-    from vilbias.training.train_default import DefaultModelConfig, opinion_index, train_default
 
     assert opinion_index("Expresses writer’s opinion") == OPINIONS.index("Expresses writer's opinion")
     assert opinion_index("No agreement") == opinion_index(None) == -100
@@ -230,6 +236,84 @@ def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, ba
     assert metrics["settings"]["opinion_loss_weight"] == 0.5
     assert not any(k.startswith("opinion_head") for k in load_file(str(out / "model.safetensors")))
     assert not hasattr(SentenceBiasModel.from_pretrained(out), "opinion_head")
+
+
+def test_article_splits_keep_every_article_whole_in_every_config():
+    """BABE labels several sentences per article: no article may sit on both sides of a split,
+    in ``default`` or in any fold, and a text repeated in two articles joins them."""
+    import random
+
+    from vilbias.training.train_default import article_splits
+
+    from vilbias.task import FOLDS
+
+    rng = random.Random(0)
+    rows, n = [], 0
+    for a in range(300):
+        for _ in range(rng.randint(1, 6)):
+            rows.append({"unique_id": f"u{n:05d}", "text": f"Sentence {n} of article {a}.", "news_link": f"https://news.example/{a}",
+                         "label": rng.random() < 0.5})
+            n += 1
+    rows.append({"unique_id": "bridge", "text": "Sentence 0 of article 0.", "news_link": "https://news.example/other", "label": 1})
+    rows.append({"unique_id": "nolink", "text": "No link at all.", "news_link": "", "label": 0})
+    splits = article_splits(rows)
+    assert set(splits) == {"default", *FOLDS}
+    link = {r["unique_id"]: r["news_link"] or r["unique_id"] for r in rows}
+    for parts in splits.values():
+        assert sorted(u for ids in parts.values() for u in ids) == sorted(link)  # a partition of every row
+        links = {split: {link[u] for u in ids} for split, ids in parts.items()}
+        assert not links["train"] & links["validation"] and not links["train"] & links["test"] and not links["validation"] & links["test"]
+        side = {u: split for split, ids in parts.items() for u in ids}
+        assert side["bridge"] == side["u00000"]  # the repeated text pulled its second article along
+    assert 0.7 < len(splits["default"]["train"]) / len(rows) < 0.9 and 0.15 < len(splits["fold_0"]["test"]) / len(rows) < 0.25
+    assert {u for f in FOLDS for u in splits[f]["test"]} == set(link)  # every row is tested in exactly one fold
+    assert sum(len(splits[f]["test"]) for f in FOLDS) == len(rows)
+    assert article_splits(list(reversed(rows))) == splits  # deterministic from the data, not its order
+
+
+def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_csv):
+    """--contrastive-epochs: SetFit's pair objective on the adapter raises the cosine of
+    same-label pairs over different-label pairs, and only the LoRA weights move."""
+    import torch
+    from datasets import load_dataset
+    from vilbias.training.train_default import (
+        DefaultModelConfig,
+        Settings,
+        cache_examples,
+        collate,
+        contrastive_fit,
+        train_default,
+    )
+
+    from vilbias.corpus.sentences import build_sentences
+    from vilbias.models.fusion import mean_pool
+    from vilbias.models.sentence_bias import SentenceBiasConfig, SentenceBiasModel
+
+    build_sentences(babe_csv, tmp_path / "babe")
+    rows = list(load_dataset(str(tmp_path / "babe"), "default", split="train+validation+test"))
+    torch.manual_seed(0)
+    model = SentenceBiasModel(SentenceBiasConfig(trained_layers=[4, 5], lora_r=4, lora_alpha=8))
+    examples = list(cache_examples(model, rows).values())
+
+    def gap() -> float:
+        model.eval()
+        with torch.no_grad():
+            b = collate(examples)
+            emb = torch.nn.functional.normalize(mean_pool(model.run_trained_layers(b["layer_input"], b["attention_mask"]), b["attention_mask"]), dim=-1)
+        sim, same = emb @ emb.T, b["labels"][:, None] == b["labels"][None, :]
+        return float(sim[same].mean() - sim[~same].mean())
+
+    heads = {k: v.clone() for k, v in model.state_dict().items() if "head" in k}
+    before = gap()
+    settings = Settings(batch_size=16, epochs=3, learning_rate=1e-3, lr_scheduler="linear", warmup_ratio=0.0, weight_decay=0.0,
+                        patience=0, seed=0, max_length=64)
+    log = contrastive_fit(model, examples, settings, epochs=3)
+    assert [e["phase"] for e in log] == ["contrastive"] * 3 and log[-1]["train_loss"] < log[0]["train_loss"]
+    assert gap() > before + 0.05
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in heads.items())
+    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=tmp_path / "m", epochs=1, cv=False, contrastive_epochs=1,
+                                               trained_layers=[5], lora_r=4))
+    assert metrics["settings"]["contrastive_epochs"] == 1 and [e.get("phase") for e in metrics["log"][0]] == ["contrastive", None]
 
 
 TARGET_F1 = 0.75
