@@ -20,6 +20,9 @@ Use it from a test::
 for the loopback endpoint only), restoring every patched setting on exit. ``run_hub_server``
 starts the server alone and :func:`use_hub` does the pointing, for callers that want them apart.
 
+Gated repos: ``hub.repos[("dataset", "org/name")].gated = True`` makes file downloads answer
+403 with ``X-Error-Code: GatedRepo``, as the Hub does before the user accepts the conditions.
+
 Failure injection: ``hub.drop_next_commits = 1`` makes the next commit POST read half of its
 body and drop the connection without answering, as a network failure mid-commit would.
 """
@@ -91,6 +94,8 @@ class Repo:
     id: str
     private: bool
     sdk: str | None = None
+    gated: bool = False
+    """Gated and the user has not accepted its conditions: file downloads answer 403 GatedRepo."""
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (commit sha, message)
@@ -485,7 +490,7 @@ class _Handler(BaseHTTPRequestHandler):
                         card = yaml.safe_load(text[3:end]) if end > 0 else None
         info = {
             "_id": hashlib.md5(repo.id.encode()).hexdigest()[:24], "id": repo.id, "author": repo.id.split("/")[0],
-            "sha": sha, "private": repo.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
+            "sha": sha, "private": repo.private, "gated": "auto" if repo.gated else False, "disabled": False, "downloads": 0, "likes": 0,
             "lastModified": commit.date, "createdAt": commit.date, "tags": [], "siblings": siblings,
         }
         if isinstance(card, dict):
@@ -620,6 +625,8 @@ class _Handler(BaseHTTPRequestHandler):
         hub = self.hub
         with hub.lock:
             repo = hub.get_repo(repo_type, repo_id, self._authorized())
+            if repo.gated:
+                raise HubError(403, f"Access to dataset {repo_id} is restricted. You must have access to it and be authenticated to access it. Please log in.", "GatedRepo")
             sha = hub.resolve(repo, revision)
             entry = repo.commits[sha].tree.get(path)
         if entry is None:

@@ -203,7 +203,7 @@ def _unrecognised(source: str, columns: list[str], missing: list[str]) -> ValueE
     return ValueError(
         f"{source}: unrecognised layout (columns found: {', '.join(columns) or 'none'}); it matches no preset "
         f"({presets}) and leaves {', '.join(missing)} unmapped: map them with {flags} "
-        "[--column headline=COLUMN ...] --label-map \"A=biased,B=not_biased\", or force a layout with --preset NAME"
+        "(and --column TARGET=COLUMN for any other field) --label-map \"A=biased,B=not_biased\", or force a layout with --preset NAME"
     )
 
 
