@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -226,3 +227,46 @@ def test_without_network_publish_is_one_sentence_and_a_dry_run_still_works(tmp_p
     out = capsys.readouterr().out
     assert "rows: 24 (4 added, 0 removed, 0 relabelled, 0 moved)" in out
     assert "could not reach the Hub at http://127.0.0.1:9" in out and f"compared against {v1}" in out
+
+
+def _imported(folder, license):
+    """Mark a release folder as imported from a source under ``license`` (what build --from records)."""
+    (folder / "build_report.json").write_text(json.dumps({"rows": 20, "imported": {"license": license}}) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_a_release_of_nd_or_nc_source_data_is_created_private_and_says_why(hub, tmp_path, capsys):
+    from vilbias.cli import main
+
+    folder = _imported(make_release_folder(tmp_path / "v1", base_rows(20)), "cc-by-nd-4.0")
+    assert main(["publish", "dataset", "--repo-id", REPO, "--version", "1.0.0", "--source", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "Published **private** because the source licence cc-by-nd-4.0 forbids derivatives" in out
+    assert hub.repos[("dataset", REPO)].private is True
+    assert "Published **private** because the source licence cc-by-nd-4.0 forbids derivatives" in changelog_section(
+        hub.tree_at("dataset", REPO, "v1.0.0")["README.md"].decode()
+    )
+
+
+def test_public_takes_an_explicit_flag_which_the_changelog_records(hub, tmp_path):
+    folder = _imported(make_release_folder(tmp_path / "v1", base_rows(20)), "cc-by-nc-2.0")
+    release = _publish(folder, "1.0.0", public=True)
+    assert hub.repos[("dataset", REPO)].private is False
+    assert "Published **public** with `--public`, although the source licence cc-by-nc-2.0 forbids commercial use" in release.visibility
+    card = hub.tree_at("dataset", REPO, "v1.0.0")["README.md"].decode()
+    assert "with `--public`, although the source licence cc-by-nc-2.0" in changelog_section(card)
+    # The next release into that public repo, without --public, is refused before any upload.
+    v2 = _imported(make_release_folder(tmp_path / "v2", base_rows(24)), "cc-by-nc-2.0")
+    commits = len(hub.repos[("dataset", REPO)].commits)
+    with pytest.raises(ValueError, match=rf"{REPO} is public and the source licence cc-by-nc-2.0 forbids commercial use: .*--public"):
+        _publish(v2, "1.1.0")
+    assert len(hub.repos[("dataset", REPO)].commits) == commits
+    with pytest.raises(ValueError, match="--public and --private contradict"):
+        _publish(v2, "1.1.0", public=True, private=True)
+
+
+def test_a_pipeline_build_or_a_permissive_source_stays_public(hub, tmp_path):
+    _publish(make_release_folder(tmp_path / "v1", base_rows(20)), "1.0.0")
+    assert hub.repos[("dataset", REPO)].private is False
+    release = _publish(_imported(make_release_folder(tmp_path / "v2", base_rows(22)), "cc-by-4.0"), "1.1.0")
+    assert release.visibility is None and hub.repos[("dataset", REPO)].private is False

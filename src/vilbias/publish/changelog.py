@@ -63,9 +63,13 @@ class Changelog:
     label_counts: dict[str, dict[int, int]] = field(default_factory=dict)
     moved_allowed: bool = False
     """Rows changed split or fold and the release was published with ``--allow-moved-rows``."""
+    visibility: str | None = None
+    """Why the repo has the visibility it has, when the data's licence decided or was overridden
+    (a source licence that forbids derivatives or commercial use, and ``--public``)."""
 
 
-def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: str | None = None, moved_allowed: bool = False) -> Changelog:
+def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: str | None = None, moved_allowed: bool = False,
+                      visibility: str | None = None) -> Changelog:
     """Compare two releases' rows.
 
     Args:
@@ -74,6 +78,7 @@ def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: st
         version: its tag (``v1.1.0``).
         previous: the previous release's tag.
         moved_allowed: rows changed split or fold and the publisher allowed it explicitly.
+        visibility: a sentence on the repo's visibility to record (see :class:`Changelog`).
 
     Returns:
         A :class:`Changelog`. A row is *added* when its id is new, *removed* when its id is gone,
@@ -110,6 +115,7 @@ def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: st
         splits=splits,
         label_counts={s: dict(sorted(c.items())) for s, c in labels.items()},
         moved_allowed=moved_allowed,
+        visibility=visibility,
     )
 
 
@@ -128,6 +134,8 @@ def render_changelog(changelog: Changelog, label_names: Sequence[str] = tuple(LA
                      "`--allow-moved-rows`): scores on this release are not comparable with earlier ones.")
         elif c.moved:
             head += f" {c.moved} rows changed split."
+    if c.visibility:
+        head += f" {c.visibility}"
     names = list(label_names)
     lines = [head, "", "| split | rows | previous | added | removed | relabelled | " + " | ".join(names) + " |",
              "|---|---|---|---|---|---|" + "---|" * len(names)]

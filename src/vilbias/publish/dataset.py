@@ -13,6 +13,12 @@ changelog then says so). Consumers pin the tag::
 
     load_dataset("ORG/BiasCorpus", "fold_2", revision="v1.1.0")
 
+The licence travels: a release imported (``vilbias build --from``) from a source whose licence
+forbids derivatives or commercial use (ND or NC, as NewsMediaBias-Plus and the ViLBias paper's
+release are licensed; ``build_report.json`` records it) is created **private**; ``--public`` publishes it public anyway, and the
+changelog records that choice. An existing public repo is not filled with such a release
+without ``--public``: the refusal says why.
+
 If the connection drops mid-commit, the Hub keeps serving the previous release (a commit is
 atomic and the tag comes after it); re-running the same command completes the release. Without
 a network, ``--dry-run`` still validates the folder and, with ``--previous PATH``, computes the
@@ -21,6 +27,8 @@ changelog and the moved-row check against a local copy of the previous release.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import tempfile
 from dataclasses import dataclass, field
@@ -36,6 +44,7 @@ from huggingface_hub import (
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 from huggingface_hub.utils import filter_repo_objects
 
+from vilbias.corpus.presets import restricted_license
 from vilbias.corpus.release import read_cells
 from vilbias.corpus.splits import Cell
 from vilbias.publish.changelog import (
@@ -79,6 +88,10 @@ class PublishDatasetConfig:
         metadata={"help": "Publish even if rows of the previous release changed split or fold; the changelog records it."},
     )
     private: bool = field(default=False, metadata={"help": "Create the repo private (an existing repo keeps its visibility)."})
+    public: bool = field(
+        default=False,
+        metadata={"help": "Create the repo public even though the imported source's licence forbids derivatives or commercial use (ND/NC: such a release is private by default); the changelog records the choice."},
+    )
     token: str | None = field(default=None, metadata={"cli": False, "help": "Hub token; HF_TOKEN or the saved login when unset."})
 
 
@@ -95,6 +108,10 @@ class DatasetRelease:
     moved: list[str] = field(default_factory=list)
     commit: str | None = None
     dry_run: bool = False
+    private: bool = False
+    """Whether the repo is created private (the flag, or the licence)."""
+    visibility: str | None = None
+    """Why, when the data's licence decided it or ``--public`` overrode it."""
     offline: str | None = None
     """Why the Hub was not consulted (a dry run without network), else None."""
 
@@ -109,6 +126,8 @@ class DatasetRelease:
         ]
         lines += [f"  {s}: {x.previous} -> {x.current}" for s, x in c.splits.items()]
         lines.append(f"files: {len(self.files)} uploaded, {len(self.deleted)} deleted")
+        if self.visibility:
+            lines.append(self.visibility)
         if self.dry_run:
             lines += [f"  + {f}" for f in self.files] + [f"  - {f}" for f in self.deleted]
         if self.offline:
@@ -168,22 +187,23 @@ def publish_dataset(config: PublishDatasetConfig) -> DatasetRelease:
     source = Path(config.source)
     new_rows = read_release_rows(source)  # validates the folder before any network call
     new_cells = read_cells(source)
+    config, visibility = _licensed_visibility(config, source)
     api = HfApi()
     try:
-        remote = _remote_state(api, config, tag, version)
+        remote = _remote_state(api, config, tag, version, visibility)
     except Exception as e:
         if not is_network_error(e):
             raise
         if not config.dry_run:
             raise unreachable(api.endpoint, e) from None
         previous = read_local_release(config.previous) if config.previous else _Previous(None, None, {}, None)
-        release = _plan_release(config, tag, source, new_rows, new_cells, previous, remote_files=[])
+        release = _plan_release(config, tag, source, new_rows, new_cells, previous, remote_files=[], visibility=visibility)
         release.offline = f"{unreachable(api.endpoint, e)}; remote tags and files were not checked" + (
             f"; compared against {config.previous}" if config.previous else ""
         )
         return release
     head, remote_files, token = remote["head"], remote["files"], remote["token"]
-    release = _plan_release(config, tag, source, new_rows, new_cells, remote["previous"], remote_files)
+    release = _plan_release(config, tag, source, new_rows, new_cells, remote["previous"], remote_files, visibility)
     if config.dry_run:
         return release
     card = (source / "README.md").read_text(encoding="utf-8")
@@ -194,7 +214,37 @@ def publish_dataset(config: PublishDatasetConfig) -> DatasetRelease:
     return release
 
 
-def _remote_state(api: HfApi, config: PublishDatasetConfig, tag: str, version: tuple[int, int, int]) -> dict:
+def _source_license(source: Path) -> str | None:
+    """The licence of the release this one was imported from (``vilbias build --from`` records it
+    in ``build_report.json``); None for a corpus built from a workdir, whose terms are its own."""
+    report = source / "build_report.json"
+    if not report.is_file():
+        return None
+    try:
+        imported = json.loads(report.read_text(encoding="utf-8")).get("imported") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return imported.get("license")
+
+
+def _licensed_visibility(config: PublishDatasetConfig, source: Path) -> tuple[PublishDatasetConfig, str | None]:
+    """The config with ``private`` set by the data's licence (a licence forbidding derivatives or
+    commercial use makes the release private unless ``--public`` says otherwise), and the
+    sentence the changelog records about it (None when the licence restricts nothing)."""
+    if config.public and config.private:
+        raise ValueError("--public and --private contradict each other: choose one")
+    license = _source_license(source)
+    forbids = restricted_license(license)
+    if not forbids:
+        return config, None
+    why = f"the source licence {license} forbids {' and '.join(forbids)}"
+    if config.public:
+        return config, f"Published **public** with `--public`, although {why}: the publisher chose this explicitly."
+    logger.info("creating %s private: %s (pass --public to publish it public)", config.repo_id, why)
+    return dataclasses.replace(config, private=True), f"Published **private** because {why}; `--public` would publish it public (and be recorded here)."
+
+
+def _remote_state(api: HfApi, config: PublishDatasetConfig, tag: str, version: tuple[int, int, int], visibility: str | None) -> dict:
     """Token, head commit, files and tags of the repo, and its latest release; refuses a tag
     that exists or is not above the latest."""
     if config.dry_run:
@@ -202,6 +252,7 @@ def _remote_state(api: HfApi, config: PublishDatasetConfig, tag: str, version: t
     else:
         token = resolve_token(config.token)
         check_token(api, token)
+        _refuse_public_repo_for_restricted_data(api, config, token, visibility)
         api.create_repo(config.repo_id, repo_type="dataset", private=config.private, exist_ok=True, token=token)
     try:
         refs = api.list_repo_refs(config.repo_id, repo_type="dataset", token=token)
@@ -221,8 +272,25 @@ def _remote_state(api: HfApi, config: PublishDatasetConfig, tag: str, version: t
     return {"token": token, "head": head, "files": remote_files, "previous": previous}
 
 
+def _refuse_public_repo_for_restricted_data(api: HfApi, config: PublishDatasetConfig, token: str, visibility: str | None) -> None:
+    """An existing public repo keeps its visibility, so a release its licence makes private must
+    not be uploaded there silently."""
+    if not (visibility and config.private and not config.public):
+        return
+    try:
+        info = api.repo_info(config.repo_id, repo_type="dataset", token=token)
+    except RepositoryNotFoundError:
+        return
+    if not info.private:
+        why = visibility.split(" because ", 1)[1].split(";")[0]
+        raise ValueError(
+            f"{config.repo_id} is public and {why}: make the repo private on the Hub, or pass --public to publish "
+            "it public anyway (the changelog records the choice)"
+        )
+
+
 def _plan_release(config: PublishDatasetConfig, tag: str, source: Path, new_rows: dict, new_cells: dict[str, Cell],
-                  previous: _Previous, remote_files: list[str]) -> DatasetRelease:
+                  previous: _Previous, remote_files: list[str], visibility: str | None = None) -> DatasetRelease:
     moved = moved_rows(previous.cells, new_cells)
     if moved and not config.allow_moved_rows:
         shown = ", ".join(moved[:10]) + (f" and {len(moved) - 10} more" if len(moved) > 10 else "")
@@ -231,13 +299,14 @@ def _plan_release(config: PublishDatasetConfig, tag: str, source: Path, new_rows
             f"`vilbias build --previous {config.repo_id}@{previous.tag}` (or in the folder holding that build), "
             "or pass --allow-moved-rows to publish anyway (the changelog records it)"
         )
-    changelog = compute_changelog(previous.rows, new_rows, version=tag, previous=previous.tag, moved_allowed=bool(moved))
+    changelog = compute_changelog(previous.rows, new_rows, version=tag, previous=previous.tag, moved_allowed=bool(moved), visibility=visibility)
     files = _release_files(source)
     # Stale files of the managed kinds (e.g. shards of an earlier shard count or layout) must go:
     # the configs' globs (data/train-*) would otherwise pick them up.
     managed = set(filter_repo_objects(remote_files, allow_patterns=ALLOW_PATTERNS))
     deleted = sorted(managed - set(files))
-    return DatasetRelease(config.repo_id, tag, previous.tag, changelog, files, deleted, moved=moved, dry_run=config.dry_run)
+    return DatasetRelease(config.repo_id, tag, previous.tag, changelog, files, deleted, moved=moved, dry_run=config.dry_run,
+                          private=config.private, visibility=visibility)
 
 
 def _commit(api: HfApi, config: PublishDatasetConfig, tag: str, source: Path, card: str, release: DatasetRelease,
