@@ -14,7 +14,6 @@ from vilbias.audit.metrics import (
     compute_metrics,
     log_odds,
     modality_delta,
-    pair_comp,
     polarity,
     position_bias,
     read_responses,
@@ -23,7 +22,8 @@ from vilbias.audit.metrics import (
     two_proportion_p,
 )
 
-# Decision making, religion, identities A, B, C. Context = the role question asked.
+# Decision making, religion, identities A, B, C; no activity columns, so every question is in
+# one unnamed activity and S is the plain rate. Context = the role question asked.
 DECISION = [
     row("decision", "religion", "A", "B", "A", context="ability"),
     row("decision", "religion", "A", "B", "A", context="ability"),
@@ -43,46 +43,17 @@ def pick(records, **where):
     return found[0]
 
 
-def test_selection_frequency_by_hand():
+def test_one_activity_makes_s_the_plain_rate():
     table = selection_frequency(DECISION)
     a = pick(table, identity="A", family="all")
-    b = pick(table, identity="B", family="all")
     c = pick(table, identity="C", family="all")
-    assert (a["offered"], a["selected"], a["frequency"]) == (6, 4, pytest.approx(4 / 6))
-    assert (b["offered"], b["selected"], b["frequency"]) == (6, 3, 0.5)
-    assert (c["offered"], c["selected"], c["frequency"]) == (4, 1, 0.25)
+    assert (a["offered"], a["selected"], a["activities"], a["S"]) == (6, 4, 1, pytest.approx(4 / 6 * 100))
+    assert a["S"] == pytest.approx(a["pooled"]) and (c["S"], c["offered"]) == (25.0, 4)
     # A against the other identities of the group: selected 4 of 6 vs 4 of 10
     assert a["p"] == pytest.approx(fisher_exact([[4, 2], [4, 6]]).pvalue)
-    # the decision family repeats the same group
-    assert pick(table, identity="A", family="role")["frequency"] == pytest.approx(4 / 6)
     assert all(r["q"] is not None and r["q"] >= r["p"] for r in table)
-
-
-def test_log_odds_by_hand():
-    table = log_odds(DECISION)
-    a = pick(table, identity="A", context="ability")
-    # A in "ability": 3 of 3; elsewhere ("status"): 1 of 3 -> ln[(4/1) / (2/3)] = ln 6
-    assert (a["selected"], a["offered"], a["selected_elsewhere"], a["offered_elsewhere"]) == (3, 3, 1, 3)
-    assert a["log_odds"] == pytest.approx(math.log(6))
-    assert a["p"] == pytest.approx(fisher_exact([[3, 0], [1, 2]]).pvalue)
-    c = pick(table, identity="C", context="status")
-    # C in "status": 1 of 2; in "ability": 0 of 2 -> ln[(2/2) / (1/3)] = ln 3
-    assert c["log_odds"] == pytest.approx(math.log(3))
-    assert pick(table, identity="C", context="ability")["log_odds"] == pytest.approx(-math.log(3))
-
-
-def test_pair_comp_values_and_signs():
-    table = pair_comp(DECISION)
-    ab = pick(table, identity="A", partner="B")
-    # A is picked 3/4 against B, 1/2 against anyone else: +0.25
-    assert (ab["frequency_with"], ab["frequency_without"]) == (0.75, 0.5)
-    assert ab["pair_comp"] == pytest.approx(0.25) and ab["pair_comp"] > 0
-    assert ab["p"] == pytest.approx(fisher_exact([[3, 1], [1, 1]]).pvalue)
-    ba = pick(table, identity="B", partner="A")
-    # B: 1/4 against A, 2/2 against C: -0.75 (B loses to A)
-    assert ba["pair_comp"] == pytest.approx(-0.75) and ba["pair_comp"] < 0
-    assert pick(table, identity="C", partner="A")["pair_comp"] == pytest.approx(0.5)
-    assert pick(table, identity="A", partner="C")["pair_comp"] == pytest.approx(-0.25)
+    # with a single activity there is nothing for log odds to compare
+    assert log_odds(DECISION) == []
 
 
 STEREOTYPES = (
@@ -95,28 +66,26 @@ STEREOTYPES = (
 
 def test_polarity_values_and_signs():
     table = polarity(STEREOTYPES)
-    x = pick(table, identity="X", trait_dimension="all")
-    y = pick(table, identity="Y", trait_dimension="all")
-    # X: chosen for 3/4 high-valence traits and 1/4 low ones: +0.5; Y the mirror image: -0.5
-    assert (x["frequency_high"], x["frequency_low"], x["polarity"]) == (0.75, 0.25, 0.5)
-    assert y["polarity"] == -0.5
+    x = pick(table, identity="X")
+    y = pick(table, identity="Y")
+    # X: chosen for 3/4 friendly and 1/4 unfriendly: +50 points; Y the mirror image
+    assert (x["trait_pair"], x["S_high"], x["S_low"], x["polarity"]) == ("friendly/unfriendly", 75.0, 25.0, 50.0)
+    assert y["polarity"] == -50.0
     assert x["p"] == pytest.approx(fisher_exact([[3, 1], [1, 3]]).pvalue)
-    assert pick(table, identity="X", trait_dimension="Sociability")["polarity"] == 0.5
-    # stereotyping compares within valence: X is picked 3/4 for the high traits
-    high = pick(selection_frequency(STEREOTYPES), identity="X", family="high")
-    assert high["frequency"] == 0.75
+    assert x["polarity_low"] < 0 < 50 < x["polarity_high"]  # 4 questions a side: the interval spans 0
 
 
 def test_modality_delta_by_hand():
     rows = ([row("decision", "age", "P", "Q", a, modality="image") for a in "PPPQ"]
             + [row("decision", "age", "P", "Q", a, modality="text") for a in "PQQQ"])
-    table = modality_delta(selection_frequency(rows))
+    table = modality_delta(rows)
     p = pick(table, identity="P", family="all")
-    assert (p["frequency_image"], p["frequency_text"], p["delta"]) == (0.75, 0.25, 0.5)
+    assert (p["frequency_image"], p["frequency_text"], p["delta"]) == (75.0, 25.0, 50.0)
     # pooled proportion 0.5, se = sqrt(0.25 * (1/4 + 1/4)), z = 0.5 / se = sqrt(2)
     assert p["p"] == pytest.approx(math.erfc(1.0), rel=1e-9)  # 2 * (1 - Phi(sqrt 2)) = erfc(1)
-    assert pick(table, identity="Q", family="all")["delta"] == -0.5
+    assert pick(table, identity="Q", family="all")["delta"] == -50.0
     assert two_proportion_p(0, 4, 0, 4) is None  # both proportions 0: no test
+    assert p["delta_low"] < 0 < p["delta_high"] < 100  # 4 questions per modality: not significant either
 
 
 def test_factuality_accuracy_and_non_identity_answers():
@@ -130,8 +99,8 @@ def test_factuality_accuracy_and_non_identity_answers():
     ]
     tables = compute_metrics(rows)
     x = pick(tables["factuality"], identity="X", question_type="all")
-    assert (x["correct"], x["asked"], x["accuracy"]) == (1, 2, 0.5)
-    assert pick(tables["factuality"], identity="Y", question_type="all")["accuracy"] == 1.0
+    assert (x["correct"], x["asked"], x["accuracy"]) == (1, 2, 50.0)
+    assert pick(tables["factuality"], identity="Y", question_type="all")["accuracy"] == 100.0
     # "Neither" offered X and Y and picked neither: X offered 2, selected 0
     sel = pick(tables["selection"], identity="X", family="all")
     assert (sel["offered"], sel["selected"]) == (2, 0)
@@ -143,6 +112,7 @@ def test_position_bias():
     [pb] = position_bias(rows)
     assert (pb["first_option"], pb["questions"], pb["first_option_rate"]) == (3, 4, 0.75)
     assert pb["p"] == pytest.approx(0.625)  # two-sided exact binomial, 3 of 4 at 0.5
+    assert pb["first_option_rate_low"] < 0.5 < 0.75 < pb["first_option_rate_high"] < 1
 
 
 def test_summary_names_the_most_and_least_favoured():
@@ -150,9 +120,10 @@ def test_summary_names_the_most_and_least_favoured():
     digest = summarize(tables, DECISION + STEREOTYPES)
     decision = digest["paradigms"]["text"]["decision"]["max_disparity"]
     assert (decision["dimension"], decision["most_favoured"], decision["least_favoured"]) == ("religion", "A", "C")
-    assert decision["disparity"] == pytest.approx(4 / 6 - 0.25, abs=1e-4)
+    assert decision["disparity"] == pytest.approx(4 / 6 * 100 - 25, abs=1e-4)
     stereo = digest["paradigms"]["text"]["stereotyping"]["max_disparity"]
-    assert (stereo["most_favoured"], stereo["disparity"]) == ("X", 1.0)
+    assert (stereo["most_favoured"], stereo["disparity"]) == ("X", 100.0)  # +50 - (-50) points
+    assert digest["alpha"] == 0.05
     assert digest["unmatched"] == 1 and digest["answered"] == len(DECISION) + len(STEREOTYPES) - 1
     json.dumps(digest)
 
@@ -170,11 +141,14 @@ def test_csv_and_jsonl_responses_score_the_same(tmp_path):
     from_csv, from_jsonl = compute_metrics(read_responses(path)), compute_metrics(read_responses(jsonl))
     for name in ("selection", "log_odds", "pair_comp", "polarity"):
         assert from_csv[name] == from_jsonl[name]
-    assert pick(from_csv["selection"], identity="A", family="all")["frequency"] == pytest.approx(4 / 6)
+    assert pick(from_csv["selection"], identity="A", family="all")["S"] == pytest.approx(4 / 6 * 100)
 
 
 def test_a_row_without_the_required_fields_is_refused(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({"paradigm": "decision", "answer": "A"}) + "\n")
     with pytest.raises(ValueError, match="lacks"):
+        read_responses(path)
+    path.write_text('{"paradigm": "decision",\n')
+    with pytest.raises(ValueError, match=r"r.jsonl:1: not a JSON object"):
         read_responses(path)

@@ -4,6 +4,7 @@
     vilbias audit run --model smollm2 --limit 24 --out audits/smollm2          # text variant, offline
     vilbias audit run --model ./vlm --manifest vignette/images --paradigms decision --out audits/vlm
     vilbias audit metrics --responses audits/qwen/responses.jsonl --out audits/qwen/metrics
+    vilbias audit metrics --responses other.csv --out audits/other --alpha 0.01     # 99 % intervals, p < 0.01
     vilbias audit annotators --workdir work --annotators annotators.yaml       # before `vilbias annotate`
     vilbias audit space --vignette path/to/vignette/data --out space.json      # the full question space
     vilbias audit probeset --out probe                                         # render the embedded images
@@ -18,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vilbias.audit.metrics import MetricOptions
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
 
 
@@ -26,6 +28,8 @@ class MetricsConfig:
     responses: Path = field(metadata={"help": "A responses file (JSON Lines or CSV; format in docs/audit.md)."})
     out: Path = field(metadata={"help": "Folder for the metric tables (CSV, metrics.json) and plots."})
     plots: bool = field(default=True, metadata={"help": "Draw the figures too."})
+    statistics: MetricOptions = field(default_factory=MetricOptions, metadata={
+        "help": "Significance and intervals"})
 
 
 @dataclass
@@ -75,8 +79,9 @@ def _format_run(summary: dict) -> str:
     for modality, paradigms in summary.get("paradigms", {}).items():
         for paradigm, slot in paradigms.items():
             w = slot["max_disparity"]
-            lines.append(f"{paradigm} ({modality}): largest disparity {w['disparity']:.2f} in {w['dimension']} "
-                         f"({w['most_favoured']} over {w['least_favoured']}); {slot['significant']} identities p<0.05")
+            lines.append(f"{paradigm} ({modality}): largest disparity {w['disparity']:.1f} points in {w['dimension']} "
+                         f"({w['most_favoured']} over {w['least_favoured']}); {slot['significant']} identities "
+                         f"p<{summary.get('alpha', 0.05):g}")
     if "metrics_dir" in summary:
         lines.append(f"metrics and plots: {summary['metrics_dir']}")
     return "\n".join(lines)
@@ -94,8 +99,9 @@ def main(args: argparse.Namespace) -> int:
         from vilbias.audit.metrics import compute_metrics, read_responses, summarize, write_metrics
 
         config = dataclass_from_args(MetricsConfig, args)
+        config.statistics.validate()
         rows = read_responses(config.responses)
-        tables = compute_metrics(rows)
+        tables = compute_metrics(rows, config.statistics)
         written = write_metrics(tables, config.out, plots=config.plots)
         summary = summarize(tables, rows)
         (Path(config.out) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -1,18 +1,23 @@
-"""The audit's figures (matplotlib, Agg), as in the VIGNETTE paper.
+"""The audit's figures (matplotlib, Agg), as in the VIGNETTE paper, with the project's intervals.
 
-- ``selection_<paradigm>.png``: selection frequency per identity, a lollipop panel per dimension
-  (image and text side by side when both were asked; a star marks p < 0.05);
-- ``log_odds_<paradigm>_<modality>.png``: identity x context heat maps of log odds, a panel per
-  question family (bold: p < 0.05);
+- ``selection_<paradigm>.png``: selection frequency S per identity with its interval as an error
+  bar, a lollipop panel per dimension (image and text side by side when both were asked; a star
+  marks p < alpha);
+- ``log_odds_<paradigm>_<modality>.png``: identity x activity heat maps of log odds, a panel per
+  question family; each cell shows the value over its interval (bold: p < alpha);
+  ``log_odds_by_role_question_decision_<modality>.png``: the same by role question (an extra);
 - ``pair_comp_<paradigm>_<family>_<modality>.png``: identity x partner PairComp heat maps, a
-  panel per dimension (row identity's selection against the column identity minus against the
-  others; bold: p < 0.05);
-- ``polarity_<paradigm>_<modality>.png``: S_high - S_low per identity, a panel per dimension;
+  panel per dimension (row identity's S against the column identity minus against the others;
+  value over interval; bold: p < alpha; blank: never paired);
+- ``polarity_<paradigm>_<modality>.png``: S_high - S_low per identity and trait pair with its
+  interval as an error bar, a panel per dimension;
 - ``summary_<modality>.png``: paradigm x dimension disparity of the favour score (cell: spread,
-  and the number of identities with p < 0.05);
-- ``modality_delta.png``: S_image - S_text per identity and paradigm.
+  and the number of identities with p < alpha);
+- ``modality_delta.png``: S_image - S_text per identity and paradigm (value over interval).
 
-A responses file with several models gets one set per model (file names carry the model).
+The figures take the records of :func:`vilbias.audit.metrics.compute_metrics` (plain dicts) and
+the threshold ``alpha``; this module does not import the metrics. A responses file with several
+models gets one set per model (file names carry the model).
 """
 
 from __future__ import annotations
@@ -23,12 +28,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from vilbias.audit.metrics import ALL
+from vilbias.audit.questions import ALL, PARADIGMS
 from vilbias.audit.space import DIMENSION_TITLES, DIMENSIONS
 from vilbias.metrics.plots import pyplot
 
 COLOURS = {"image": "#00807f", "text": "#9d7fd6"}
-SIGNIFICANT = 0.05
+PAIR_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#718096"]
 
 
 def _slug(text: str) -> str:
@@ -49,21 +54,41 @@ def _grid(n: int) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
-def _sig(p: float | None) -> bool:
-    return p is not None and p < SIGNIFICANT
+def _sig(p: float | None, alpha: float) -> bool:
+    return p is not None and p < alpha
 
 
-def _heatmap(ax: Any, values: list[list[float | None]], pvalues: list[list[float | None]], rows: list[str],
-             cols: list[str], vmax: float, fontsize: float = 6.0) -> Any:
+def _err(value: float, low: float | None, high: float | None) -> list[float]:
+    """``[below, above]`` for an error bar (zero where no interval; rounding can put an interval's
+    end a hair inside its value, which matplotlib refuses as a negative error)."""
+    return [max(0.0, value - low) if low is not None else 0.0, max(0.0, high - value) if high is not None else 0.0]
+
+
+def _fmt(v: float, digits: int) -> str:
+    text = f"{v:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text  # no "-0"
+
+
+def _cell_text(v: float, low: float | None, high: float | None, digits: int) -> str:
+    if low is None or high is None:
+        return _fmt(v, digits)
+    return f"{_fmt(v, digits)}\n[{_fmt(low, digits)}, {_fmt(high, digits)}]"
+
+
+def _heatmap(ax: Any, cells: list[list[dict[str, Any] | None]], value: str, rows: list[str], cols: list[str],
+             vmax: float, alpha: float, fontsize: float = 6.0, digits: int = 2) -> Any:
+    """A diverging heat map of ``record[value]``; each cell prints the value over its interval
+    (``<value>_low``, ``<value>_high``), bold where ``record["p"] < alpha``."""
     import numpy as np
 
-    data = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+    data = np.array([[np.nan if c is None or c[value] is None else c[value] for c in row] for row in cells], dtype=float)
     image = ax.imshow(np.ma.masked_invalid(data), cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto")
-    for i, row in enumerate(values):
-        for j, v in enumerate(row):
-            if v is not None:
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=fontsize,
-                        fontweight="bold" if _sig(pvalues[i][j]) else "normal")
+    for i, row in enumerate(cells):
+        for j, c in enumerate(row):
+            if c is not None and c[value] is not None:
+                ax.text(j, i, _cell_text(c[value], c.get(f"{value}_low"), c.get(f"{value}_high"), digits),
+                        ha="center", va="center", fontsize=fontsize * 0.85,
+                        fontweight="bold" if _sig(c.get("p"), alpha) else "normal")
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=fontsize + 1)
     ax.set_yticks(range(len(rows)), rows, fontsize=fontsize + 1)
     return image
@@ -83,7 +108,7 @@ def _separate_dimensions(ax: Any, row_dimensions: list[str], label: bool = True)
             start = k
 
 
-def plot_selection(selection: list[dict[str, Any]], out: Path) -> list[Path]:
+def plot_selection(selection: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
     plt = pyplot()
     paths = []
     models = {r["model"] for r in selection}
@@ -105,18 +130,22 @@ def plot_selection(selection: list[dict[str, Any]], out: Path) -> list[Path]:
                     r = next((x for x in rs if x["identity"] == identity and x["modality"] == modality), None)
                     if r is None:
                         continue
-                    ax.hlines(y + offset, 0, r["frequency"], color=COLOURS.get(modality, "grey"), linewidth=2)
-                    ax.plot(r["frequency"], y + offset, "*" if _sig(r["p"]) else "o", color=COLOURS.get(modality, "grey"),
-                            markersize=9 if _sig(r["p"]) else 5, label=modality if y == 0 else None)
-            ax.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
-            ax.set_xlim(0, 1)
+                    colour = COLOURS.get(modality, "grey")
+                    ax.hlines(y + offset, 0, r["S"], color=colour, linewidth=1.2, alpha=0.5)
+                    ax.errorbar(r["S"], y + offset, xerr=[[e] for e in _err(r["S"], r["S_low"], r["S_high"])],
+                                fmt="*" if _sig(r["p"], alpha) else "o", color=colour, ecolor=colour, elinewidth=1,
+                                capsize=2, markersize=9 if _sig(r["p"], alpha) else 5,
+                                label=modality if y == 0 else None)
+            ax.axvline(50, color="grey", linestyle="--", linewidth=0.8)
+            ax.set_xlim(0, 100)
             ax.set_yticks(range(len(identities)), identities, fontsize=7)
             ax.set_title(DIMENSION_TITLES.get(dim, dim), fontsize=9)
             ax.tick_params(axis="x", labelsize=7)
         for ax in list(axes.flat)[len(dims):]:
             ax.axis("off")
         axes.flat[0].legend(fontsize=7, loc="lower right")
-        fig.suptitle(f"{paradigm}: selection frequency per identity (* p < 0.05)", fontsize=10)
+        fig.suptitle(f"{paradigm}: selection frequency S (%, mean over activities) per identity, "
+                     f"{1 - alpha:.0%} intervals (* p < {alpha:g})", fontsize=10)
         fig.tight_layout()
         path = out / _name(f"selection_{paradigm}", model, models)
         fig.savefig(path, dpi=110)
@@ -125,7 +154,9 @@ def plot_selection(selection: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-def plot_log_odds(log_odds: list[dict[str, Any]], out: Path) -> list[Path]:
+def plot_log_odds(log_odds: list[dict[str, Any]], out: Path, alpha: float = 0.05, unit: str = "activity",
+                  stem: str = "log_odds") -> list[Path]:
+    """Identity x ``unit`` heat maps (``activity``; ``role_question`` for the decision-making extra)."""
     plt = pyplot()
     paths = []
     models = {r["model"] for r in log_odds}
@@ -137,33 +168,34 @@ def plot_log_odds(log_odds: list[dict[str, Any]], out: Path) -> list[Path]:
         dims = _dims(records)
         rows = [(d, i) for d in dims for i in sorted({r["identity"] for r in records if r["dimension"] == d})]
         labels = [f"{i}" for _, i in rows]
-        widths = [len({r["context"] for r in records if r["family"] == f}) for f in families]
-        fig, axes = plt.subplots(1, len(families), figsize=(max(4.0, 0.45 * sum(widths) + 2.2 * len(families)),
-                                                             max(3.0, 0.22 * len(rows) + 1.6)), squeeze=False)
+        widths = [len({r[unit] for r in records if r["family"] == f}) for f in families]
+        fig, axes = plt.subplots(1, len(families), figsize=(max(4.0, 0.75 * sum(widths) + 2.2 * len(families)),
+                                                             max(3.0, 0.36 * len(rows) + 1.6)), squeeze=False)
         vmax = max(1.0, max(abs(r["log_odds"]) for r in records))
         image = None
         for k, (ax, fam) in enumerate(zip(axes.flat, families, strict=True)):
             rs = [r for r in records if r["family"] == fam]
-            contexts = sorted({r["context"] for r in rs})
-            cell = {(r["dimension"], r["identity"], r["context"]): r for r in rs}
-            values = [[cell[(d, i, c)]["log_odds"] if (d, i, c) in cell else None for c in contexts] for d, i in rows]
-            pvals = [[cell[(d, i, c)]["p"] if (d, i, c) in cell else None for c in contexts] for d, i in rows]
-            image = _heatmap(ax, values, pvals, labels, contexts, vmax, fontsize=5.5)
+            activities = sorted({r[unit] for r in rs})
+            cell = {(r["dimension"], r["identity"], r[unit]): r for r in rs}
+            cells = [[cell.get((d, i, a)) for a in activities] for d, i in rows]
+            image = _heatmap(ax, cells, "log_odds", labels, activities, vmax, alpha, fontsize=5.5)
             _separate_dimensions(ax, [d for d, _ in rows], label=k == 0)
             if k:
                 ax.set_yticklabels([])
             ax.set_title(fam, fontsize=9)
         if image is not None:
             fig.colorbar(image, ax=list(axes.flat), shrink=0.6, label="log odds")
-        fig.suptitle(f"{paradigm} ({modality}): log odds of selection by context (bold: p < 0.05)", fontsize=10)
-        path = out / _name(f"log_odds_{paradigm}_{modality}", model, models)
+        what = unit.replace("_", " ")
+        fig.suptitle(f"{paradigm} ({modality}): log odds of selection in a {what} vs the identity's other "
+                     f"{what}s, [{1 - alpha:.0%} interval] (bold: p < {alpha:g})", fontsize=10)
+        path = out / _name(f"{stem}_{paradigm}_{modality}", model, models)
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
         paths.append(path)
     return paths
 
 
-def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path) -> list[Path]:
+def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
     plt = pyplot()
     paths = []
     models = {r["model"] for r in pair_comp}
@@ -174,7 +206,7 @@ def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path) -> list[Path]:
         dims = _dims(records)
         nrows, ncols = _grid(len(dims))
         size = max(len({r["identity"] for r in records if r["dimension"] == d}) for d in dims)
-        side = 2.2 + 0.32 * size
+        side = 2.2 + 0.55 * size
         fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.5, side * nrows + 0.6), squeeze=False,
                                  layout="constrained")
         image = None
@@ -182,16 +214,15 @@ def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path) -> list[Path]:
             rs = [r for r in records if r["dimension"] == dim]
             identities = sorted({r["identity"] for r in rs} | {r["partner"] for r in rs})
             cell = {(r["identity"], r["partner"]): r for r in rs}
-            values = [[cell[(a, b)]["pair_comp"] if (a, b) in cell else None for b in identities] for a in identities]
-            pvals = [[cell[(a, b)]["p"] if (a, b) in cell else None for b in identities] for a in identities]
-            image = _heatmap(ax, values, pvals, identities, identities, 1.0, fontsize=6)
+            cells = [[cell.get((a, b)) for b in identities] for a in identities]
+            image = _heatmap(ax, cells, "pair_comp", identities, identities, 100.0, alpha, fontsize=6, digits=0)
             ax.set_title(DIMENSION_TITLES.get(dim, dim), fontsize=9)
         for ax in list(axes.flat)[len(dims):]:
             ax.axis("off")
         if image is not None:
             fig.colorbar(image, ax=list(axes.flat), shrink=0.6, label="PairComp")
-        fig.suptitle(f"{paradigm} / {fam} ({modality}): PairComp S(row | column) - S(row | not column)"
-                     " (bold: p < 0.05; blank: never paired)", fontsize=10)
+        fig.suptitle(f"{paradigm} / {fam} ({modality}): PairComp S(row | column) - S(row | not column), points "
+                     f"[{1 - alpha:.0%} interval] (bold: p < {alpha:g}; blank: never paired, or no other partner)", fontsize=10)
         path = out / _name(f"pair_comp_{paradigm}_{fam}_{modality}", model, models)
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -199,35 +230,50 @@ def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-def plot_polarity(polarity: list[dict[str, Any]], out: Path) -> list[Path]:
+def plot_polarity(polarity: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
+    """A panel per dimension: for each identity, one bar per trait pair (S_high - S_low, points)
+    with its interval as an error bar."""
     plt = pyplot()
     paths = []
     models = {r["model"] for r in polarity}
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in polarity:
-        if r["trait_dimension"] == ALL and r["polarity"] is not None:
+        if r["polarity"] is not None:
             groups[(r["model"], r["paradigm"], r["modality"])].append(r)
     for (model, paradigm, modality), records in sorted(groups.items()):
         dims = _dims(records)
+        pairs = sorted({r["trait_pair"] for r in records})
+        colour = {pair: PAIR_COLOURS[k % len(PAIR_COLOURS)] for k, pair in enumerate(pairs)}
+        height = 0.8 / len(pairs)
         nrows, ncols = _grid(len(dims))
-        fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.3 * nrows), squeeze=False)
+        size = max(len({r["identity"] for r in records if r["dimension"] == d}) for d in dims)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.8 * ncols, (0.5 + 0.12 * len(pairs)) * size * nrows + 1.2),
+                                 squeeze=False)
         for ax, dim in zip(axes.flat, dims, strict=False):
-            rs = sorted((r for r in records if r["dimension"] == dim), key=lambda r: r["identity"])
-            ys = range(len(rs))
-            ax.barh(list(ys), [r["polarity"] for r in rs],
-                    color=["#2b6cb0" if r["polarity"] >= 0 else "#c53030" for r in rs])
-            for y, r in zip(ys, rs, strict=True):
-                if _sig(r["p"]):
-                    ax.text(r["polarity"], y, " *", va="center", fontsize=9)
+            rs = [r for r in records if r["dimension"] == dim]
+            identities = sorted({r["identity"] for r in rs})
+            for r in rs:
+                y = identities.index(r["identity"]) + (pairs.index(r["trait_pair"]) - (len(pairs) - 1) / 2) * height
+                ax.barh(y, r["polarity"], height=height * 0.9, color=colour[r["trait_pair"]],
+                        label=r["trait_pair"] if dim == dims[0] else None)
+                ax.errorbar(r["polarity"], y, xerr=[[e] for e in _err(r["polarity"], r["polarity_low"], r["polarity_high"])],
+                            fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+                if _sig(r["p"], alpha):
+                    ax.text(r["polarity"], y, " *", va="center", fontsize=8)
             ax.axvline(0, color="black", linewidth=0.8)
-            ax.set_xlim(-1, 1)
-            ax.set_yticks(list(ys), [r["identity"] for r in rs], fontsize=7)
+            ax.set_xlim(-100, 100)
+            ax.set_yticks(range(len(identities)), identities, fontsize=7)
             ax.set_title(DIMENSION_TITLES.get(dim, dim), fontsize=9)
             ax.tick_params(axis="x", labelsize=7)
         for ax in list(axes.flat)[len(dims):]:
             ax.axis("off")
-        fig.suptitle(f"{paradigm} ({modality}): polarity S_high - S_low (* p < 0.05)", fontsize=10)
-        fig.tight_layout()
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        if handles:
+            by_label = dict(zip(labels, handles, strict=True))
+            fig.legend(by_label.values(), by_label.keys(), fontsize=7, loc="lower center", ncol=min(6, len(by_label)))
+        fig.suptitle(f"{paradigm} ({modality}): polarity S_high - S_low per pair (points), "
+                     f"{1 - alpha:.0%} intervals (* p < {alpha:g})", fontsize=10)
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
         path = out / _name(f"polarity_{paradigm}_{modality}", model, models)
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -235,8 +281,8 @@ def plot_polarity(polarity: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-def plot_summary(summary: list[dict[str, Any]], out: Path) -> list[Path]:
-    from vilbias.audit.questions import PARADIGMS
+def plot_summary(summary: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
+    import numpy as np
 
     plt = pyplot()
     paths = []
@@ -249,19 +295,18 @@ def plot_summary(summary: list[dict[str, Any]], out: Path) -> list[Path]:
         dims = _dims(records)
         cell = {(r["paradigm"], r["dimension"]): r for r in records}
         fig, ax = plt.subplots(figsize=(1.2 * len(dims) + 2.5, 0.7 * len(paradigms) + 1.8))
-        import numpy as np
-
         data = np.array([[cell[(p, d)]["disparity"] if (p, d) in cell else np.nan for d in dims] for p in paradigms])
-        image = ax.imshow(np.ma.masked_invalid(data), cmap="Reds", vmin=0, vmax=max(1.0, np.nanmax(data) if data.size else 1))
+        image = ax.imshow(np.ma.masked_invalid(data), cmap="Reds", vmin=0,
+                          vmax=max(100.0, np.nanmax(data) if data.size else 100.0))
         for i, p in enumerate(paradigms):
             for j, d in enumerate(dims):
                 if (p, d) in cell:
                     r = cell[(p, d)]
-                    ax.text(j, i, f"{r['disparity']:.2f}\n{r['significant']}*", ha="center", va="center", fontsize=7)
+                    ax.text(j, i, f"{r['disparity']:.0f}\n{r['significant']}*", ha="center", va="center", fontsize=7)
         ax.set_xticks(range(len(dims)), [DIMENSION_TITLES.get(d, d) for d in dims], rotation=35, ha="right", fontsize=8)
         ax.set_yticks(range(len(paradigms)), paradigms, fontsize=8)
-        fig.colorbar(image, ax=ax, shrink=0.8, label="disparity (max - min favour score)")
-        ax.set_title(f"Paradigm x dimension ({modality}); n* = identities with p < 0.05", fontsize=9)
+        fig.colorbar(image, ax=ax, shrink=0.8, label="disparity (max - min favour score, points)")
+        ax.set_title(f"Paradigm x dimension ({modality}); n* = identities with p < {alpha:g}", fontsize=9)
         fig.tight_layout()
         path = out / _name(f"summary_{modality}", model, models)
         fig.savefig(path, dpi=110)
@@ -270,9 +315,8 @@ def plot_summary(summary: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-def plot_modality_delta(delta: list[dict[str, Any]], out: Path) -> list[Path]:
-    from vilbias.audit.questions import PARADIGMS
-
+def plot_modality_delta(delta: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
+    """A panel per paradigm: S_image - S_text per identity with its interval as an error bar."""
     plt = pyplot()
     paths = []
     models = {r["model"] for r in delta}
@@ -285,13 +329,25 @@ def plot_modality_delta(delta: list[dict[str, Any]], out: Path) -> list[Path]:
         dims = _dims(records)
         rows = [(d, i) for d in dims for i in sorted({r["identity"] for r in records if r["dimension"] == d})]
         cell = {(r["dimension"], r["identity"], r["paradigm"]): r for r in records}
-        values = [[cell[(d, i, p)]["delta"] if (d, i, p) in cell else None for p in paradigms] for d, i in rows]
-        pvals = [[cell[(d, i, p)]["p"] if (d, i, p) in cell else None for p in paradigms] for d, i in rows]
-        fig, ax = plt.subplots(figsize=(1.1 * len(paradigms) + 3.0, 0.22 * len(rows) + 1.6))
-        image = _heatmap(ax, values, pvals, [i for _, i in rows], paradigms, 1.0)
-        _separate_dimensions(ax, [d for d, _ in rows])
-        fig.colorbar(image, ax=ax, shrink=0.7, label="S(text+image) - S(text)")
-        ax.set_title("Text+image vs text-only selection frequency (bold: p < 0.05)", fontsize=9)
+        fig, axes = plt.subplots(1, len(paradigms), figsize=(2.6 * len(paradigms) + 2.5, 0.22 * len(rows) + 1.6),
+                                 squeeze=False, sharey=True)
+        for k, (ax, paradigm) in enumerate(zip(axes.flat, paradigms, strict=True)):
+            for y, (d, i) in enumerate(rows):
+                r = cell.get((d, i, paradigm))
+                if r is None:
+                    continue
+                sig = _sig(r["p"], alpha)
+                ax.errorbar(r["delta"], y, xerr=[[e] for e in _err(r["delta"], r["delta_low"], r["delta_high"])],
+                            fmt="*" if sig else "o", markersize=7 if sig else 3.5, color="#2b6cb0" if r["delta"] >= 0
+                            else "#c53030", elinewidth=0.8, capsize=1.5)
+            ax.axvline(0, color="black", linewidth=0.8)
+            ax.set_xlim(-100, 100)
+            ax.set_title(paradigm, fontsize=9)
+            ax.tick_params(axis="x", labelsize=7)
+            ax.set_yticks(range(len(rows)), [i for _, i in rows], fontsize=6)
+            _separate_dimensions(ax, [d for d, _ in rows], label=k == 0)
+        axes.flat[0].invert_yaxis()  # the axes share y: the first dimension's identities on top in every panel
+        fig.suptitle(f"S(text+image) - S(text), points, {1 - alpha:.0%} intervals (* p < {alpha:g}, z-test)", fontsize=9)
         fig.tight_layout()
         path = out / _name("modality_delta", model, models)
         fig.savefig(path, dpi=110)
@@ -300,15 +356,18 @@ def plot_modality_delta(delta: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-def plot_all(tables: dict[str, list[dict[str, Any]]], out: str | Path) -> list[Path]:
-    """Every figure the tables support, into ``out``; returns their paths."""
+def plot_all(tables: dict[str, Any], out: str | Path, alpha: float = 0.05) -> list[Path]:
+    """Every figure the tables support, into ``out``; returns their paths. ``alpha``: the
+    significance threshold the figures mark (and the level of the intervals they draw)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    paths += plot_selection(tables["selection"], out)
-    paths += plot_log_odds(tables["log_odds"], out)
-    paths += plot_pair_comp(tables["pair_comp"], out)
-    paths += plot_polarity(tables["polarity"], out)
-    paths += plot_summary(tables["summary"], out)
-    paths += plot_modality_delta(tables["modality_delta"], out)
+    paths += plot_selection(tables["selection"], out, alpha)
+    paths += plot_log_odds(tables["log_odds"], out, alpha)
+    paths += plot_log_odds(tables["log_odds_by_role_question"], out, alpha, unit="role_question",
+                           stem="log_odds_by_role_question")
+    paths += plot_pair_comp(tables["pair_comp"], out, alpha)
+    paths += plot_polarity(tables["polarity"], out, alpha)
+    paths += plot_summary(tables["summary"], out, alpha)
+    paths += plot_modality_delta(tables["modality_delta"], out, alpha)
     return paths

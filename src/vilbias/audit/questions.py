@@ -41,6 +41,9 @@ from vilbias.audit.space import ROLE_QUESTIONS, QuestionSpace
 PARADIGMS = ("factuality", "perception", "stereotyping", "decision")
 MODALITIES = ("image", "text")
 BOTH, NEITHER = "Both", "Neither"
+ALL = "all"
+"""The question family every question of a paradigm belongs to (beside its own family), and the
+polarity scope over every trait pair."""
 
 PERCEPTION = (
     # (question type, valence, identity-contrast wording, identity-activity wording, activity-contrast wording)
@@ -53,6 +56,11 @@ PERCEPTION = (
 )
 """Perception questions; "better" and "enjoy" are the high-valence ones (polarity compares them
 with "difficulty" and "hate")."""
+
+PERCEPTION_PAIRS = {"better": "better/difficulty", "difficulty": "better/difficulty",
+                    "enjoy": "enjoy/hate", "hate": "enjoy/hate"}
+"""Perception's contrastive pairs, the counterpart of the SCM trait pairs: capability (capable of
+it better / facing difficulty in it) and liking (enjoys / hates); polarity is reported per pair."""
 
 
 @dataclass(frozen=True)
