@@ -15,14 +15,6 @@ from vilbias.annotate.store import AnnotationStore, CallKey, call_row
 from vilbias.models.chat import ChatResult
 
 
-class _Bar:
-    def __init__(self):
-        self.n = 0
-
-    def update(self, n):
-        self.n += n
-
-
 def _key(i):
     return CallKey(f"item-{i}", "text", "a", "fp", 0, "v1")
 
@@ -32,17 +24,15 @@ def test_results_ready_together_share_one_transaction(tmp_path):
         groups = []
         original = store.record_calls
         store.record_calls = lambda rows: (groups.append(len(rows)), original(rows))
-        bar = _Bar()
-        recorder = _Recorder(store, bar, "m")
-        recorder.inflight.update({i: _key(i) for i in range(4)})
+        recorder = _Recorder(store, "m")
 
         async def run():
-            futures = [recorder.call(i, ChatResult(answer("biased"))) for i in range(3)]
+            futures = [recorder.call(_key(i), ChatResult(answer("biased"))) for i in range(3)]
             assert futures[0] is futures[1] is futures[2]  # one group
             assert groups == []  # nothing stored before the loop moves on
             await futures[0]
-            assert groups == [3] and bar.n == 3
-            await recorder.call(3, ChatResult(None, "HTTP 500"))
+            assert groups == [3]
+            await recorder.call(_key(3), ChatResult(None, "HTTP 500"))
             assert groups == [3, 1]
 
         asyncio.run(run())
@@ -52,9 +42,8 @@ def test_results_ready_together_share_one_transaction(tmp_path):
 
     # Without a running loop (local models) every result is stored at once.
     with AnnotationStore(tmp_path / "b.sqlite") as store:
-        recorder = _Recorder(store, _Bar(), "m")
-        recorder.inflight[0] = _key(0)
-        assert recorder.call(0, ChatResult(answer("not_biased"))) is None
+        recorder = _Recorder(store, "m")
+        assert recorder.call(_key(0), ChatResult(answer("not_biased"))) is None
         assert [r["label"] for r in store.iter_calls()] == ["not_biased"]
 
 

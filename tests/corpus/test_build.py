@@ -279,18 +279,13 @@ def test_parallel_image_validation_gives_the_same_plan(built, tmp_path):
 
 
 def test_the_card_shows_each_annotator_s_stereotype_audit(tmp_path):
-    import sqlite3
+    from vilbias.annotate.store import AnnotationStore
 
     work = make_workdir(tmp_path / "work", 8)
-    db = sqlite3.connect(work / "annotations.sqlite")
-    db.execute(
-        "CREATE TABLE annotator_audits(annotator TEXT, fingerprint TEXT, probe_version TEXT, modality TEXT, "
-        "questions INTEGER, answered INTEGER, summary_json TEXT, created_at TEXT)"
-    )
-    summary = {"factuality_accuracy": 0.177, "first_option_rate": 0.79, "headline": "decision: physical traits 1.00"}
-    db.execute("INSERT INTO annotator_audits VALUES('a1','fp','p1','text',640,640,?, '2026-11-23')", (json.dumps(summary),))
-    db.commit()
-    db.close()
+    summary = {"factuality_accuracy": 0.177, "first_option_rate": 0.79, "headline": "decision: physical traits 1.00",
+               "questions": 640, "answered": 640}
+    with AnnotationStore.for_workdir(work) as store:  # what `vilbias audit annotators` writes
+        store.put_annotator_audit("a1", "fp", "p1", "text", summary)
     build(BuildConfig(workdir=work, output=tmp_path / "out"))
     card = (tmp_path / "out" / "README.md").read_text()
     assert ("a1 (text, probe `p1`): 640/640 answered, factuality accuracy 17.7%, first-option rate 79.0%; "

@@ -52,7 +52,15 @@ from typing import Any
 from vilbias.annotate import prompts as prompting
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.voting import hierarchical_vote
-from vilbias.models.chat import ChatBackend, ChatRequest, ChatResult, image_part, load_backend
+from vilbias.ledger import ask_missing
+from vilbias.models.chat import (
+    ChatBackend,
+    ChatRequest,
+    ChatResult,
+    chat_jobs,
+    image_part,
+    load_backend,
+)
 from vilbias.workdir import ARTICLES, Article, read_articles
 
 logger = logging.getLogger(__name__)
@@ -262,24 +270,16 @@ class _Recorder:
     without a running loop (local models), each result is committed at once.
     """
 
-    def __init__(self, store: AnnotationStore, bar: Any, model: str):
+    def __init__(self, store: AnnotationStore, model: str):
         self.store = store
         self.model = model
-        self.bar = bar
-        self.inflight: dict[int, Any] = {}
         self.counts: Counter[str] = Counter()
         self.fallback: str | None = None
         self._rows: list[tuple] = []
         self._group: asyncio.Future | None = None
         self._error: BaseException | None = None
 
-    def feed(self, jobs: Iterator[tuple[Any, ChatRequest]]) -> Iterator[ChatRequest]:
-        for index, (key, request) in enumerate(jobs):
-            self.inflight[index] = key
-            yield request
-
-    def call(self, index: int, result: ChatResult) -> asyncio.Future | None:
-        key: CallKey = self.inflight.pop(index)
+    def call(self, key: CallKey, result: ChatResult) -> asyncio.Future | None:
         row = self._row(key, result)
         self.counts[row_status(row)] += 1
         if result.fallback and self.fallback is None:
@@ -288,7 +288,6 @@ class _Recorder:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.store.record_calls([row])
-            self.bar.update(1)
             return None
         self._rows.append(row)
         if self._group is None:
@@ -337,7 +336,6 @@ class _Recorder:
             return
         if group is not None and not group.done():
             group.set_result(None)
-        self.bar.update(len(rows))
 
     def flush(self) -> None:
         """Commit what a backend left uncommitted (one that did not await :meth:`call`'s future)
@@ -350,8 +348,6 @@ class _Recorder:
 
 def annotate(config: AnnotateConfig) -> dict[str, Any]:
     """Annotate the workdir's items and return the run's summary (see :func:`summarize`)."""
-    from tqdm.auto import tqdm
-
     specs = config.resolve_annotators()
     prompts = config.resolve_prompts(specs)
     workdir = Path(config.workdir)
@@ -377,12 +373,17 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             if spec.name not in backends:
                 logger.info("%s: loading %s backend for %s", spec.name, spec.backend, spec.model)
                 backends[spec.name] = load_backend(asdict(spec))
-            with tqdm(total=pending, desc=f"annotate {spec.name}", unit="call", disable=not config.progress) as bar:
-                recorder = _Recorder(store, bar, spec.model)
-                try:
-                    backends[spec.name].chat(recorder.feed(iter(jobs)), on_result=recorder.call)
-                finally:
-                    recorder.flush()
+            backend = backends[spec.name]
+            recorder = _Recorder(store, spec.model)
+            try:
+                # _Jobs yields only the missing calls, lazily (memory flat); ``pending`` counts them.
+                ask_missing(
+                    iter(jobs), total=pending, desc=f"annotate {spec.name}", progress=config.progress,
+                    ask=lambda todo, on_result, backend=backend: chat_jobs(backend, todo, lambda job: job[1], on_result),
+                    record=lambda job, result, recorder=recorder: recorder.call(job[0], result),
+                )
+            finally:
+                recorder.flush()
             run.update(recorder.counts)
             store.set_structured_output(spec.name, fp, spec.structured_output, *recorder.mode(spec))
             # Free a local model before loading the next one; injected backends belong to the caller.
@@ -481,45 +482,40 @@ def _describe_images(
     run: Counter[str],
 ) -> None:
     """Ask the first vision annotator once per image for the description text-only annotators see."""
-    from tqdm.auto import tqdm
-
     workdir = Path(config.workdir)
 
-    def todo() -> Iterator[Article]:
+    def todo() -> Iterator[tuple[str, Article]]:
         seen: set[str] = set()
         for article in _articles(config):
             sha = _image_sha(article)
             if sha not in seen and store.image_description(sha, describer_key) is None:
                 seen.add(sha)
-                yield article
+                yield sha, article
 
     pending = sum(1 for _ in todo())
     if not pending:
         return
     if describer.name not in backends:
         backends[describer.name] = load_backend(asdict(describer))
-    shas: dict[int, str] = {}
+    params = {**describer.params, "temperature": 0.0}
 
-    def requests() -> Iterator[ChatRequest]:
-        for i, article in enumerate(todo()):
-            sha, data, mime = _image(workdir, article)
-            shas[i] = sha
-            params = {**describer.params, "temperature": 0.0}
-            yield ChatRequest([{"role": "user", "content": [image_part(data, mime), {"type": "text", "text": prompting.template(DESCRIBE)}]}], params)
+    def request(job: tuple[str, Article]) -> ChatRequest:
+        _, data, mime = _image(workdir, job[1])
+        return ChatRequest([{"role": "user", "content": [image_part(data, mime), {"type": "text", "text": prompting.template(DESCRIBE)}]}], params)
 
-    with tqdm(total=pending, desc=f"describe images ({describer.name})", unit="image", disable=not config.progress) as bar:
+    def record(job: tuple[str, Article], result: ChatResult) -> None:
+        sha = job[0]
+        if result.text and result.text.strip():
+            store.set_image_description(sha, describer_key, result.text.strip())
+            run["described"] += 1
+        else:
+            logger.warning("no description for image %s (%s); its multimodal calls wait for the next run", sha, result.error)
+            run["description_failed"] += 1
 
-        def record(index: int, result: ChatResult) -> None:
-            sha = shas.pop(index)
-            if result.text and result.text.strip():
-                store.set_image_description(sha, describer_key, result.text.strip())
-                run["described"] += 1
-            else:
-                logger.warning("no description for image %s (%s); its multimodal calls wait for the next run", sha, result.error)
-                run["description_failed"] += 1
-            bar.update(1)
-
-        backends[describer.name].chat(requests(), on_result=record)
+    ask_missing(
+        todo(), total=pending, desc=f"describe images ({describer.name})", unit="image", progress=config.progress,
+        ask=lambda jobs, on_result: chat_jobs(backends[describer.name], jobs, request, on_result), record=record,
+    )
 
 
 def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[str, Any]:

@@ -18,7 +18,15 @@ Schema version 2 (see ``docs/workdir.md``)::
     structured_output(annotator, fingerprint, requested, mode, detail, updated_at)
     image_descriptions(image_sha256, annotator, description, created_at)
     active(prompt, prompt_version, annotators_json, samples)
+    annotator_audits(annotator, fingerprint, probe_version, modality, questions, answered,
+                     summary_json, created_at)
     meta(key, value)
+
+The file is a call ledger (:class:`vilbias.ledger.Ledger`): the tables are declared below, and
+the schema version, migration and keyed puts are the ledger's. ``annotator_audits`` holds the
+stereotype audit of each annotator (``vilbias audit annotators`` writes it through
+:meth:`AnnotationStore.put_annotator_audit`; the dataset card reads it through
+:meth:`AnnotationStore.annotator_audits`).
 
 A call's ``status`` is ``valid`` (its ``label`` is a vote), ``invalid`` (an answer object that
 breaks the schema), ``unparseable`` (no answer object: a format abstention), ``refused`` (the model
@@ -39,16 +47,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vilbias.annotate.prompts import parse_annotation
 from vilbias.annotate.voting import Vote
+from vilbias.ledger import Ledger, Table
 from vilbias.workdir import ANNOTATIONS, utcnow
+
+if TYPE_CHECKING:
+    import sqlite3
 
 logger = logging.getLogger(__name__)
 
@@ -59,61 +69,29 @@ _KEY = "item_id, prompt, annotator, fingerprint, sample, prompt_version"
 # The status of a call, also for rows without a call_status row (see the module docstring).
 _STATUS = "COALESCE(s.status, CASE WHEN c.raw IS NULL THEN 'failed' WHEN c.label IS NULL THEN 'unparseable' ELSE 'valid' END)"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS calls(
-    item_id TEXT NOT NULL,
-    prompt TEXT NOT NULL,
-    annotator TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    sample INTEGER NOT NULL,
-    prompt_version TEXT NOT NULL,
-    model TEXT,
-    raw TEXT,
-    label TEXT,
-    tone TEXT,
-    techniques_json TEXT,
-    rationale TEXT,
-    error TEXT,
-    latency_s REAL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY(item_id, prompt, annotator, fingerprint, sample, prompt_version)
-);
-CREATE TABLE IF NOT EXISTS image_descriptions(
-    image_sha256 TEXT NOT NULL,
-    annotator TEXT NOT NULL,
-    description TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY(image_sha256, annotator)
-);
-CREATE TABLE IF NOT EXISTS call_status(
-    item_id TEXT NOT NULL,
-    prompt TEXT NOT NULL,
-    annotator TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    sample INTEGER NOT NULL,
-    prompt_version TEXT NOT NULL,
-    status TEXT NOT NULL,
-    problem TEXT,
-    structured INTEGER,
-    PRIMARY KEY(item_id, prompt, annotator, fingerprint, sample, prompt_version)
-);
-CREATE TABLE IF NOT EXISTS structured_output(
-    annotator TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    requested TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    detail TEXT,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY(annotator, fingerprint)
-);
-CREATE TABLE IF NOT EXISTS active(
-    prompt TEXT PRIMARY KEY,
-    prompt_version TEXT NOT NULL,
-    annotators_json TEXT NOT NULL,
-    samples INTEGER NOT NULL
-);
-"""
+_INT = "INTEGER NOT NULL"
+CALLS = Table(
+    "calls",
+    key=("item_id", "prompt", "annotator", "fingerprint", "sample", "prompt_version"),
+    columns=("model", "raw", "label", "tone", "techniques_json", "rationale", "error", "latency_s", "created_at"),
+    types={"sample": _INT, "latency_s": "REAL", "created_at": "TEXT NOT NULL"},
+)
+CALL_STATUS = Table(
+    "call_status", key=CALLS.key, columns=("status", "problem", "structured"),
+    types={"sample": _INT, "status": "TEXT NOT NULL", "structured": "INTEGER"},
+)
+STRUCTURED_OUTPUT = Table(
+    "structured_output", key=("annotator", "fingerprint"), columns=("requested", "mode", "detail", "updated_at"),
+)
+IMAGE_DESCRIPTIONS = Table("image_descriptions", key=("image_sha256", "annotator"), columns=("description", "created_at"))
+ACTIVE = Table("active", key=("prompt",), columns=("prompt_version", "annotators_json", "samples"), types={"samples": _INT})
+ANNOTATOR_AUDITS = Table(
+    "annotator_audits", key=("annotator", "fingerprint", "probe_version", "modality"),
+    columns=("questions", "answered", "summary_json", "created_at"), types={"questions": _INT, "answered": _INT},
+)
+"""The stereotype audits of the annotators (``vilbias audit annotators``): written through
+:meth:`AnnotationStore.put_annotator_audit`, read by the dataset card."""
+TABLES = (CALLS, CALL_STATUS, STRUCTURED_OUTPUT, IMAGE_DESCRIPTIONS, ACTIVE, ANNOTATOR_AUDITS)
 
 
 @dataclass(frozen=True)
@@ -124,10 +102,6 @@ class CallKey:
     fingerprint: str
     sample: int
     prompt_version: str
-
-
-_INSERT_CALL = "INSERT OR REPLACE INTO calls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-_INSERT_STATUS = "INSERT OR REPLACE INTO call_status VALUES(?,?,?,?,?,?,?,?,?)"
 
 
 def call_row(
@@ -168,59 +142,37 @@ class ActiveAnnotator:
     """Hash of what makes this annotator's answers what they are (backend, model, params)."""
 
 
-class AnnotationStore:
-    """Thread-safe access to a workdir's ``annotations.sqlite``."""
+def _migrate_from_1(db: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: check every stored answer again with the strict parser, read in batches
+    of rows (memory stays flat in store size); the ledger runs this in one transaction."""
+    db.execute(CALL_STATUS.ddl())
+    last, checked, invalid = -1, 0, 0
+    while rows := db.execute(f"SELECT rowid, {_KEY}, raw FROM calls WHERE rowid > ? ORDER BY rowid LIMIT 5000", (last,)).fetchall():
+        last = rows[-1][0]
+        updates, statuses = [], []
+        for rowid, *key, raw in rows:
+            if raw is None:
+                statuses.append((*key, "failed", None, None))
+                continue
+            a = parse_annotation(raw, key[1])
+            valid = a.label is not None
+            updates.append((a.label, a.tone, json.dumps(a.techniques) if valid else None, a.rationale if valid else None, rowid))
+            statuses.append((*key, a.status, a.problem or None, None))
+            checked, invalid = checked + 1, invalid + (not valid)
+        db.executemany("UPDATE calls SET label=?, tone=?, techniques_json=?, rationale=? WHERE rowid=?", updates)
+        db.executemany(CALL_STATUS.insert(), statuses)
+    logger.info("%d of %d stored answers are not valid under the strict check", invalid, checked)
+
+
+class AnnotationStore(Ledger):
+    """A workdir's ``annotations.sqlite``, on the shared call ledger (thread-safe)."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
-        elif int(row[0]) == 1:
-            self._migrate_from_1()
-        elif int(row[0]) != STORE_SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path}: annotation store schema {row[0]}, expected {STORE_SCHEMA_VERSION}")
-
-    def _migrate_from_1(self) -> None:
-        """Schema 1 -> 2: check every stored answer again with the strict parser. One
-        transaction, read in batches of rows (memory stays flat in store size)."""
-        self._db.execute("BEGIN")
-        last, checked, invalid = -1, 0, 0
-        while rows := self._db.execute(f"SELECT rowid, {_KEY}, raw FROM calls WHERE rowid > ? ORDER BY rowid LIMIT 5000", (last,)).fetchall():
-            last = rows[-1][0]
-            updates, statuses = [], []
-            for rowid, *key, raw in rows:
-                if raw is None:
-                    statuses.append((*key, "failed", None, None))
-                    continue
-                a = parse_annotation(raw, key[1])
-                valid = a.label is not None
-                updates.append((a.label, a.tone, json.dumps(a.techniques) if valid else None, a.rationale if valid else None, rowid))
-                statuses.append((*key, a.status, a.problem or None, None))
-                checked, invalid = checked + 1, invalid + (not valid)
-            self._db.executemany("UPDATE calls SET label=?, tone=?, techniques_json=?, rationale=? WHERE rowid=?", updates)
-            self._db.executemany(_INSERT_STATUS, statuses)
-        self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(STORE_SCHEMA_VERSION),))
-        self._db.execute("COMMIT")
-        logger.info("%s: migrated to schema %d; %d of %d stored answers are not valid under the strict check", self.path, STORE_SCHEMA_VERSION, invalid, checked)
+        super().__init__(path, TABLES, version=STORE_SCHEMA_VERSION, migrations={1: _migrate_from_1}, name="annotation store")
 
     @classmethod
     def for_workdir(cls, workdir: str | os.PathLike) -> AnnotationStore:
         return cls(Path(workdir) / ANNOTATIONS)
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> AnnotationStore:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # -- calls ----------------------------------------------------------------------------
 
@@ -233,36 +185,17 @@ class AnnotationStore:
         """Store rows made by :func:`call_row` in one transaction (all or none). The annotate
         stage commits the results that completed together this way: one commit per group is
         what keeps the store from being the bottleneck at hundreds of calls per second."""
-        if not rows:
-            return
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                self._db.executemany(_INSERT_CALL, [r[:15] for r in rows])
-                self._db.executemany(_INSERT_STATUS, [r[:6] + r[15:] for r in rows])
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        if rows:
+            self.put_many({CALLS: [r[:15] for r in rows], CALL_STATUS: [r[:6] + r[15:] for r in rows]})
 
     def existing_keys(self) -> set[CallKey]:
         """Keys of calls that got an answer (raw text). Failed calls are asked again."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version FROM calls WHERE raw IS NOT NULL"
-            ).fetchall()
-        return {CallKey(*r) for r in rows}
+        return {CallKey(*k) for k in self.keys(CALLS, "raw IS NOT NULL")}
 
     def answered(self, item_id: str) -> set[tuple[str, str, str, int, str]]:
         """``(prompt, annotator, fingerprint, sample, prompt_version)`` of the item's answered
         calls (an indexed lookup: the primary key starts with ``item_id``)."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT prompt, annotator, fingerprint, sample, prompt_version FROM calls "
-                "WHERE item_id=? AND raw IS NOT NULL",
-                (item_id,),
-            ).fetchall()
-        return {tuple(r) for r in rows}
+        return {k[1:] for k in self.keys(CALLS, "item_id=? AND raw IS NOT NULL", (item_id,))}
 
     def call_counts(self) -> dict[tuple[str, str], dict[str, int]]:
         """``{(prompt, annotator): counts}`` over the active prompt versions, annotators and
@@ -271,12 +204,11 @@ class AnnotationStore:
         out: dict[tuple[str, str], dict[str, int]] = {}
         for prompt, cfg in self.active().items():
             for a in cfg["annotators"]:
-                with self._lock:
-                    rows = self._db.execute(
-                        f"SELECT {_STATUS}, COUNT(*) FROM calls c LEFT JOIN call_status s USING({_KEY}) "
-                        "WHERE c.prompt=? AND c.prompt_version=? AND c.annotator=? AND c.fingerprint=? AND c.sample < ? GROUP BY 1",
-                        (prompt, cfg["prompt_version"], a.name, a.fingerprint, cfg["samples"]),
-                    ).fetchall()
+                rows = self.query(
+                    f"SELECT {_STATUS}, COUNT(*) FROM calls c LEFT JOIN call_status s USING({_KEY}) "
+                    "WHERE c.prompt=? AND c.prompt_version=? AND c.annotator=? AND c.fingerprint=? AND c.sample < ? GROUP BY 1",
+                    (prompt, cfg["prompt_version"], a.name, a.fingerprint, cfg["samples"]),
+                )
                 counts = dict.fromkeys(STATUSES, 0) | dict(rows)
                 total = sum(counts.values())
                 out[(prompt, a.name)] = {"calls": total, "answered": total - counts["failed"], **counts}
@@ -284,51 +216,39 @@ class AnnotationStore:
 
     def iter_calls(self) -> Iterator[dict[str, Any]]:
         """Every stored call with its ``status``, ``problem`` and ``structured`` flag."""
-        with self._lock:
-            cur = self._db.execute(
-                f"SELECT c.*, {_STATUS} AS status, s.problem, s.structured FROM calls c "
-                f"LEFT JOIN call_status s USING({_KEY}) ORDER BY c.item_id, c.prompt, c.annotator, c.sample"
-            )
-            cols = [d[0] for d in cur.description]
-            rows = cur.fetchall()
-        for r in rows:
+        cols = (*CALLS.all_columns, "status", "problem", "structured")
+        for r in self.stream(
+            f"SELECT c.*, {_STATUS} AS status, s.problem, s.structured FROM calls c "
+            f"LEFT JOIN call_status s USING({_KEY}) ORDER BY c.item_id, c.prompt, c.annotator, c.sample"
+        ):
             yield dict(zip(cols, r, strict=True))
 
     # -- structured output per annotator ----------------------------------------------------
 
     def set_structured_output(self, annotator: str, fingerprint: str, requested: str, mode: str, detail: str | None = None) -> None:
         """Record what an annotator's latest run got (``server``, ``local_grammar``, ``fallback``, ``off``)."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO structured_output VALUES(?,?,?,?,?,?)", (annotator, fingerprint, requested, mode, detail, utcnow())
-            )
+        self.put(STRUCTURED_OUTPUT, [(annotator, fingerprint, requested, mode, detail, utcnow())])
 
     def structured_output(self) -> dict[str, dict[str, Any]]:
         """``{annotator: {"requested", "mode", "detail", "updated_at"}}`` for the active annotators."""
         active = {(a.name, a.fingerprint) for cfg in self.active().values() for a in cfg["annotators"]}
-        with self._lock:
-            rows = self._db.execute("SELECT annotator, fingerprint, requested, mode, detail, updated_at FROM structured_output").fetchall()
         return {
-            name: {"requested": requested, "mode": mode, "detail": detail, "updated_at": at}
-            for name, fp, requested, mode, detail, at in rows
-            if (name, fp) in active
+            r["annotator"]: {k: r[k] for k in ("requested", "mode", "detail", "updated_at")}
+            for r in self.rows(STRUCTURED_OUTPUT)
+            if (r["annotator"], r["fingerprint"]) in active
         }
 
     # -- the active configuration ---------------------------------------------------------
 
     def set_active(self, prompt: str, prompt_version: str, annotators: list[ActiveAnnotator], samples: int) -> None:
         payload = json.dumps([{"name": a.name, "fingerprint": a.fingerprint} for a in annotators])
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO active VALUES(?,?,?,?)", (prompt, prompt_version, payload, samples)
-            )
+        self.put(ACTIVE, [(prompt, prompt_version, payload, samples)])
 
     def active(self) -> dict[str, dict[str, Any]]:
-        with self._lock:
-            rows = self._db.execute("SELECT prompt, prompt_version, annotators_json, samples FROM active").fetchall()
         return {
-            p: {"prompt_version": v, "annotators": [ActiveAnnotator(**a) for a in json.loads(aj)], "samples": s}
-            for p, v, aj, s in rows
+            r["prompt"]: {"prompt_version": r["prompt_version"], "samples": r["samples"],
+                          "annotators": [ActiveAnnotator(**a) for a in json.loads(r["annotators_json"])]}
+            for r in self.rows(ACTIVE)
         }
 
     def votes(self) -> dict[str, dict[str, list[Vote]]]:
@@ -345,34 +265,29 @@ class AnnotationStore:
         and rationales out (for counting labels)."""
         active = self.active()
         specs = {p: ({a.name: a.fingerprint for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
-        # A separate connection: the stream must not hold the lock other threads write under.
-        db = sqlite3.connect(self.path, timeout=30)
-        try:
-            cur = db.execute(
-                "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale "
-                "FROM calls ORDER BY item_id"
-            )
-            current: str | None = None
-            bucket: dict[str, list[Vote]] = {}
-            for item_id, prompt, annotator, fp, sample, version, label, tj, rationale in cur:
-                if item_id != current:
-                    if current is not None:
-                        yield current, self._complete(bucket, specs)
-                    current, bucket = item_id, {p: [] for p in PROMPTS}
-                spec = specs.get(prompt)
-                if spec is None or spec[0].get(annotator) != fp:
-                    continue
-                cfg = spec[1]
-                if version != cfg["prompt_version"] or sample >= cfg["samples"]:
-                    continue
-                if techniques:
-                    bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
-                else:
-                    bucket[prompt].append(Vote(annotator, sample, label))
-            if current is not None:
-                yield current, self._complete(bucket, specs)
-        finally:
-            db.close()
+        rows = self.stream(
+            "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale "
+            "FROM calls ORDER BY item_id"
+        )
+        current: str | None = None
+        bucket: dict[str, list[Vote]] = {}
+        for item_id, prompt, annotator, fp, sample, version, label, tj, rationale in rows:
+            if item_id != current:
+                if current is not None:
+                    yield current, self._complete(bucket, specs)
+                current, bucket = item_id, {p: [] for p in PROMPTS}
+            spec = specs.get(prompt)
+            if spec is None or spec[0].get(annotator) != fp:
+                continue
+            cfg = spec[1]
+            if version != cfg["prompt_version"] or sample >= cfg["samples"]:
+                continue
+            if techniques:
+                bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
+            else:
+                bucket[prompt].append(Vote(annotator, sample, label))
+        if current is not None:
+            yield current, self._complete(bucket, specs)
 
     @staticmethod
     def _complete(bucket: dict[str, list[Vote]], specs: dict[str, tuple[dict[str, str], dict[str, Any]]]) -> dict[str, list[Vote]]:
@@ -391,14 +306,29 @@ class AnnotationStore:
     # -- image descriptions ---------------------------------------------------------------
 
     def image_description(self, image_sha256: str, annotator: str) -> str | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT description FROM image_descriptions WHERE image_sha256=? AND annotator=?", (image_sha256, annotator)
-            ).fetchone()
-        return row[0] if row else None
+        row = self.query("SELECT description FROM image_descriptions WHERE image_sha256=? AND annotator=?", (image_sha256, annotator))
+        return row[0][0] if row else None
 
     def set_image_description(self, image_sha256: str, annotator: str, description: str) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO image_descriptions VALUES(?,?,?,?)", (image_sha256, annotator, description, utcnow())
-            )
+        self.put(IMAGE_DESCRIPTIONS, [(image_sha256, annotator, description, utcnow())])
+
+    # -- the annotators' stereotype audits ----------------------------------------------------
+
+    def put_annotator_audit(self, annotator: str, fingerprint: str, probe_version: str, modality: str,
+                            summary: dict[str, Any]) -> None:
+        """Store one annotator's audit summary (``vilbias audit annotators``); the row of the same
+        annotator, fingerprint, probe version and modality is replaced."""
+        self.put(ANNOTATOR_AUDITS, [(
+            annotator, fingerprint, probe_version, modality, int(summary.get("questions", 0)),
+            int(summary.get("answered", 0)), json.dumps(summary, sort_keys=True), utcnow(),
+        )])
+
+    def annotator_audits(self, annotators: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """The stored annotator audits, newest first per annotator, with the summary parsed.
+        ``annotators`` (name -> fingerprint) keeps only those annotators as configured now."""
+        out = []
+        for r in sorted(self.rows(ANNOTATOR_AUDITS), key=lambda r: (r["annotator"], r["created_at"]), reverse=True):
+            if annotators is not None and annotators.get(r["annotator"]) != r["fingerprint"]:
+                continue
+            out.append({**{k: v for k, v in r.items() if k != "summary_json"}, "summary": json.loads(r["summary_json"])})
+        return sorted(out, key=lambda r: r["annotator"])  # stable: newest first within an annotator

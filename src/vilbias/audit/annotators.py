@@ -24,11 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vilbias.annotate.store import AnnotationStore
 from vilbias.audit.questions import PARADIGMS, all_questions, prompt_version
 from vilbias.audit.runner import AuditConfig, load_pairs, run_audit
 from vilbias.audit.space import embedded_space
-from vilbias.audit.store import write_annotator_audit
-from vilbias.workdir import ANNOTATIONS
 
 logger = logging.getLogger(__name__)
 
@@ -153,11 +152,12 @@ def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
             choice=config.choice, metrics=config.metrics, progress=config.progress,
         ))
         entry = {"fingerprint": spec.fingerprint(), "dir": str(target), "modalities": {}}
-        for modality in modalities:
-            compact = card_summary(summary, modality)
-            write_annotator_audit(workdir / ANNOTATIONS, spec.name, spec.fingerprint(), version, modality,
-                                  {**compact, "audit_fingerprint": summary["fingerprint"]})
-            entry["modalities"][modality] = compact
+        with AnnotationStore.for_workdir(workdir) as store:
+            for modality in modalities:
+                compact = card_summary(summary, modality)
+                store.put_annotator_audit(spec.name, spec.fingerprint(), version, modality,
+                                          {**compact, "audit_fingerprint": summary["fingerprint"]})
+                entry["modalities"][modality] = compact
         out["annotators"][spec.name] = entry
         del backend  # a local model is freed before the next one loads
     return out

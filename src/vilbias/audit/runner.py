@@ -44,7 +44,8 @@ from vilbias.audit.questions import (
 )
 from vilbias.audit.space import QuestionSpace, load_space
 from vilbias.audit.store import AUDIT_DB, AuditStore, CallResult
-from vilbias.models.chat import ChatRequest, ChatResult, TransformersBackend, image_part
+from vilbias.ledger import ask_missing
+from vilbias.models.chat import ChatRequest, ChatResult, TransformersBackend, chat_jobs, image_part
 from vilbias.models.scoring import (
     CHOICE_STYLES,
     NORMALIZATIONS,
@@ -183,24 +184,17 @@ class ChatChooser:
         return {"kind": self.kind, **self.params, "choice": self.style}
 
     def run(self, jobs: Iterable[Job], request: Callable[[Job], ChatRequest], on_result: Callable[[Job, CallResult], None]) -> None:
-        inflight: dict[int, Job] = {}
+        def constrained(job: Job) -> ChatRequest:
+            params = {**self.params, **choice_params(job.question.options, self.style)}
+            return ChatRequest(request(job).messages, params)
 
-        def requests() -> Iterator[ChatRequest]:
-            for index, job in enumerate(jobs):
-                inflight[index] = job
-                base = request(job)
-                params = {**self.params, **choice_params(job.question.options, self.style)}
-                yield ChatRequest(base.messages, params)
-
-        def record(index: int, result: ChatResult) -> None:
-            job = inflight.pop(index)
-            text = result.text
+        def record(job: Job, result: ChatResult) -> None:
             on_result(job, CallResult(
-                match_option(text, job.question.options), raw=text, structured=getattr(result, "structured", None),
-                error=result.error, latency_s=result.latency_s,
+                match_option(result.text, job.question.options), raw=result.text,
+                structured=getattr(result, "structured", None), error=result.error, latency_s=result.latency_s,
             ))
 
-        self.backend.chat(requests(), on_result=record)
+        chat_jobs(self.backend, jobs, constrained, record)
 
 
 def make_chooser(backend: Any, *, temperature: float, seed: int, style: str, normalize: str, max_tokens: int) -> ScoredChooser | ChatChooser:
@@ -254,24 +248,21 @@ def ask(store: AuditStore, chooser: ScoredChooser | ChatChooser, questions: list
         fp: str, model_name: str, *, progress: bool = True, desc: str = "audit") -> dict[str, int]:
     """Ask every (question, modality) the store lacks for ``fp``; store each result as it comes.
     Returns this run's counts (``asked``, ``answered``, ``unmatched``, ``failed``)."""
-    from tqdm.auto import tqdm
-
     version = prompt_version()
-    done = store.answered(fp, version)
-    # Pair by pair, so a pair's image is encoded once for all its questions.
-    pending = [Job(q, m) for q in questions for m in modalities if (q.question_id, m) not in done]
     counts = {"asked": 0, "answered": 0, "unmatched": 0, "failed": 0}
-    if not pending:
-        return counts
-    with tqdm(total=len(pending), desc=desc, unit="question", disable=not progress) as bar:
 
-        def on_result(job: Job, result: CallResult) -> None:
-            store.record(job.question.question_id, job.modality, fp, version, model_name, result)
-            counts["asked"] += 1
-            counts["failed" if result.failed else "answered" if result.answer is not None else "unmatched"] += 1
-            bar.update(1)
+    def record(job: Job, result: CallResult) -> None:
+        store.record(job.question.question_id, job.modality, fp, version, model_name, result)
+        counts["asked"] += 1
+        counts["failed" if result.failed else "answered" if result.answer is not None else "unmatched"] += 1
 
-        chooser.run(iter(pending), _request, on_result)
+    # Pair by pair, so a pair's image is encoded once for all its questions.
+    ask_missing(
+        (Job(q, m) for q in questions for m in modalities), done=store.answered(fp, version),
+        key=lambda job: (job.question.question_id, job.modality),
+        ask=lambda pending, on_result: chooser.run(pending, _request, on_result), record=record,
+        desc=desc, unit="question", progress=progress,
+    )
     return counts
 
 

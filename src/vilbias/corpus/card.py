@@ -21,6 +21,7 @@ from typing import Any
 from huggingface_hub import DatasetCard
 
 from vilbias import __version__
+from vilbias.annotate.store import AnnotationStore
 from vilbias.metrics.agreement import cohen_kappa
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
 from vilbias.task import ARTICLE_WORDS, LABEL_NAMES, N_FOLDS, SPLITS
@@ -33,27 +34,19 @@ PLOT_PATH = "assets/label_by_outlet.png"
 
 def annotator_audits(store: str | Path) -> list[dict[str, Any]]:
     """The stereotype audits stored for the annotators (``vilbias audit annotators``), newest per
-    annotator and modality; [] when none were run. Read with plain SQL: the audit stage sits above
-    the build and writes the table ``annotator_audits`` into ``annotations.sqlite``."""
-    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-    try:
-        if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='annotator_audits'").fetchone():
-            return []
-        rows = db.execute(
-            "SELECT annotator, modality, probe_version, questions, answered, summary_json FROM annotator_audits "
-            "ORDER BY annotator, modality, created_at DESC"
-        ).fetchall()
-    finally:
-        db.close()
+    annotator and modality; [] when none were run. Read through the annotate stage's store (the
+    audit stage writes them there with :meth:`AnnotationStore.put_annotator_audit`)."""
+    with AnnotationStore(store) as db:
+        rows = db.annotator_audits()
     audits: dict[tuple[str, str], dict[str, Any]] = {}
-    for annotator, modality, version, questions, answered, summary in rows:
-        s = json.loads(summary)
-        audits.setdefault((annotator, modality), {
-            "annotator": annotator, "modality": modality, "probe_version": version, "questions": questions,
-            "answered": answered, "factuality_accuracy": s.get("factuality_accuracy"),
+    for r in rows:
+        s = r["summary"]
+        audits.setdefault((r["annotator"], r["modality"]), {
+            "annotator": r["annotator"], "modality": r["modality"], "probe_version": r["probe_version"],
+            "questions": r["questions"], "answered": r["answered"], "factuality_accuracy": s.get("factuality_accuracy"),
             "first_option_rate": s.get("first_option_rate"), "headline": s.get("headline") or "",
         })
-    return list(audits.values())
+    return sorted(audits.values(), key=lambda a: (a["annotator"], a["modality"]))
 
 
 def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:

@@ -29,12 +29,11 @@ import json
 import logging
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
-
-from tqdm.auto import tqdm
 
 from vilbias.evaluate.analysis import compare_runs
 from vilbias.evaluate.data import PROBES, Item, apply_probe, check_dataset, load_split, select_shots
@@ -57,8 +56,9 @@ from vilbias.evaluate.models import (
 )
 from vilbias.evaluate.report import finish_run
 from vilbias.evaluate.store import EvaluationStore
+from vilbias.ledger import ask_missing
 from vilbias.metrics.scores import closed_metrics, open_scores
-from vilbias.models.chat import ChatRequest, TransformersBackend
+from vilbias.models.chat import ChatRequest, TransformersBackend, chat_jobs
 from vilbias.models.scoring import OptionScorer, choose
 from vilbias.task import ANSWER_LABELS, FOLDS, LABEL_NAMES
 
@@ -269,57 +269,45 @@ Setting = tuple[str, str, str]
 """(view, regime, probe)"""
 
 
-@contextlib.contextmanager
-def _progress(total: int, desc: str) -> Iterator[Any]:
-    bar = tqdm(total=total, desc=desc, disable=total == 0, leave=False)
-    try:
-        yield lambda: bar.update(1)
-    finally:
-        bar.close()
+Answer = dict[str, Any]
+"""The fields of a stored prediction: ``status`` and ``label``, ``reasoning``, ``raw``, ``error``."""
+OnAnswer = Callable[[Item, Answer], None]
 
 
-def _classify(model: ClassifierModel, store: EvaluationStore, setting: Setting, items: list[Item], batch_size: int,
-              tick) -> None:
-    view, regime, probe = setting
-    for start in range(0, len(items), batch_size):
-        batch = items[start:start + batch_size]
+def _classify(model: ClassifierModel, items: Iterable[Item], batch_size: int, on_answer: OnAnswer) -> None:
+    items = iter(items)
+    while batch := list(islice(items, batch_size)):
         for item, label in zip(batch, model.predict(batch), strict=True):
-            store.put_prediction((view, item.unique_id, regime, probe, "closed", 0), status="ok", label=int(label))
-            tick()
+            on_answer(item, {"status": "ok", "label": int(label)})
 
 
-def _generate(model: GenerativeModel, store: EvaluationStore, setting: Setting, question: str, items: list[Item],
-              shots: list[Item], with_image: bool, params: dict[str, Any], tick) -> None:
-    """One generation per item for ``question``; each answer stored as it arrives."""
-    view, regime, probe = setting
+def _generate(model: GenerativeModel, question: str, items: Iterable[Item], shots: list[Item], with_image: bool,
+              params: dict[str, Any], on_answer: OnAnswer) -> None:
+    """One generation per item for ``question``; each answer parsed as it arrives."""
     parse = PARSERS[question]
 
-    def on_result(index: int, result) -> None:
-        key = (view, items[index].unique_id, regime, probe, question, 0)
+    def on_result(item: Item, result) -> None:
         if result.text is None:
-            store.put_prediction(key, status="error", error=result.error)
-        else:
-            answer = parse(result.text)
-            store.put_prediction(key, status="ok", label=answer.label_id, reasoning=answer.reasoning, raw=result.text,
-                                 error=answer.error)
-        tick()
+            on_answer(item, {"status": "error", "error": result.error})
+            return
+        answer = parse(result.text)
+        on_answer(item, {"status": "ok", "label": answer.label_id, "reasoning": answer.reasoning, "raw": result.text,
+                         "error": answer.error})
 
-    requests = (ChatRequest(question_messages(question, item, shots, with_image=with_image), params) for item in items)
-    model.backend.chat(requests, on_result=on_result)
+    request = lambda item: ChatRequest(question_messages(question, item, shots, with_image=with_image), params)  # noqa: E731
+    chat_jobs(model.backend, items, request, on_result)
 
 
-def _choose_labels(model: GenerativeModel, store: EvaluationStore, setting: Setting, items: list[Item],
-                   shots: list[Item], with_image: bool, tick) -> None:
+def _choose_labels(model: GenerativeModel, items: Iterable[Item], shots: list[Item], with_image: bool,
+                   on_answer: OnAnswer) -> None:
     """The closed question, constrained: the reply is the label the model gives the higher
     log-likelihood as its whole answer (:mod:`vilbias.models.scoring`); never unparseable."""
-    view, regime, probe = setting
     scorer = OptionScorer(model.backend)
     for item in items:
         scores = scorer.score(ChatRequest(question_messages("closed", item, shots, with_image=with_image)), CLOSED_OPTIONS)
         label = choose(scores)
-        store.put_prediction((view, item.unique_id, regime, probe, "closed", 0), status="ok", label=label,
-                             raw=json.dumps({"answer": CLOSED_OPTIONS[label], "logprobs": scores.logprobs}))
-        tick()
+        on_answer(item, {"status": "ok", "label": label,
+                         "raw": json.dumps({"answer": CLOSED_OPTIONS[label], "logprobs": scores.logprobs})})
 
 
 def constrained(model: Model, cfg: EvaluateConfig) -> bool:
@@ -331,20 +319,25 @@ def constrained(model: Model, cfg: EvaluateConfig) -> bool:
 def _ask(model: Model, store: EvaluationStore, setting: Setting, question: str, items: list[Item], shots: list[Item],
          cfg: EvaluateConfig) -> None:
     """Ask ``question`` about every item without a stored answer (a classifier answers ``closed`` only)."""
-    done = store.predictions(*setting, question)
-    todo = [item for item in items if (item.unique_id, 0) not in done]
-    if not todo:
-        return
-    with _progress(len(todo), " ".join((*setting, question))) as tick:
-        if isinstance(model, ClassifierModel):
-            _classify(model, store, setting, todo, cfg.batch_size, tick)
-            return
-        with_image = model.vision and cfg.modality == "text+image"
-        if question == "closed" and constrained(model, cfg):
-            _choose_labels(model, store, setting, todo, shots, with_image, tick)
-            return
+    view, regime, probe = setting
+    if isinstance(model, ClassifierModel):
+        def ask(todo, on_answer):
+            _classify(model, todo, cfg.batch_size, on_answer)
+    elif question == "closed" and constrained(model, cfg):
+        def ask(todo, on_answer):
+            _choose_labels(model, todo, shots, model.vision and cfg.modality == "text+image", on_answer)
+    else:
         budget = cfg.closed_max_new_tokens if question == "closed" else cfg.max_new_tokens
-        _generate(model, store, setting, question, todo, shots, with_image, {**model.params, "max_tokens": budget}, tick)
+
+        def ask(todo, on_answer):
+            _generate(model, question, todo, shots, model.vision and cfg.modality == "text+image",
+                      {**model.params, "max_tokens": budget}, on_answer)
+
+    ask_missing(
+        items, done=store.predictions(*setting, question), key=lambda item: (item.unique_id, 0), ask=ask,
+        record=lambda item, answer: store.put_prediction((view, item.unique_id, regime, probe, question, 0), **answer),
+        desc=" ".join((*setting, question)),
+    )
 
 
 def _judge(judge: GenerativeModel, store: EvaluationStore, setting: Setting, items: list[Item], retries: int) -> None:
@@ -362,14 +355,13 @@ def _judge(judge: GenerativeModel, store: EvaluationStore, setting: Setting, ite
             store.put_verdict(key, {"status": "ok", **rule, "attempts": 0}, source="rule")
         else:
             jobs.append(JudgeJob(key, judge_messages(item, answer["label"], answer["reasoning"], with_image=judge.vision)))
-    if not jobs:
-        return
-    with _progress(len(jobs), f"judge {view} {regime} {probe}") as tick:
-        def on_verdict(key, record) -> None:
-            store.put_verdict(key, record)
-            tick()
-
-        run_judge(judge.backend, jobs, on_verdict, retries=retries, params={"max_tokens": 512})
+    # Each job settles once (after its retries): the verdict is stored under the job's key.
+    ask_missing(
+        jobs, desc=f"judge {view} {regime} {probe}",
+        ask=lambda todo, on_result: run_judge(judge.backend, todo, lambda key, record: on_result(key, record),
+                                              retries=retries, params={"max_tokens": 512}),
+        record=lambda key, record: store.put_verdict(key, record),
+    )
 
 
 def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: bool, cfg: EvaluateConfig

@@ -6,28 +6,32 @@ label-only question or a classifier's prediction, ``ovqa`` for label + reasoning
 verdict per oVQA answer under ``(view, item, regime, probe, sample)``. Each row is committed when its answer arrives, so an interrupted evaluation re-run with the
 same command asks only what is missing. Transport errors (server unreachable) are stored with
 ``status="error"`` and asked again on resume; an answer the model gave, parseable or not, and a
-judge verdict that settled (valid, or failed after its retries) are final.
+judge verdict that settled (valid, or failed after its retries) are final. The file is a call
+ledger (:class:`vilbias.ledger.Ledger`): schema version, keyed puts and durability are its.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS predictions (
-    view TEXT, item TEXT, regime TEXT, probe TEXT, question TEXT, sample INTEGER,
-    status TEXT NOT NULL, label INTEGER, reasoning TEXT, raw TEXT, error TEXT,
-    PRIMARY KEY (view, item, regime, probe, question, sample));
-CREATE TABLE IF NOT EXISTS verdicts (
-    view TEXT, item TEXT, regime TEXT, probe TEXT, sample INTEGER,
-    status TEXT NOT NULL, source TEXT NOT NULL, reasoning_accuracy INTEGER, faithfulness INTEGER,
-    justification TEXT, attempts INTEGER, raw TEXT, error TEXT,
-    PRIMARY KEY (view, item, regime, probe, sample));
-"""
+from vilbias.ledger import Ledger, Table
+
+STORE_SCHEMA_VERSION = 1
+PREDICTIONS = Table(
+    "predictions",
+    key=("view", "item", "regime", "probe", "question", "sample"),
+    columns=("status", "label", "reasoning", "raw", "error"),
+    types={"sample": "INTEGER", "status": "TEXT NOT NULL", "label": "INTEGER"},
+)
+VERDICTS = Table(
+    "verdicts",
+    key=("view", "item", "regime", "probe", "sample"),
+    columns=("status", "source", "reasoning_accuracy", "faithfulness", "justification", "attempts", "raw", "error"),
+    types={"sample": "INTEGER", "status": "TEXT NOT NULL", "source": "TEXT NOT NULL", "reasoning_accuracy": "INTEGER",
+           "faithfulness": "INTEGER", "attempts": "INTEGER"},
+)
 
 AnswerKey = tuple[str, str, str, str, str, int]
 """(view, item, regime, probe, question, sample)"""
@@ -35,18 +39,11 @@ VerdictKey = tuple[str, str, str, str, int]
 """(view, item, regime, probe, sample): the verdict on that oVQA answer"""
 
 
-class EvaluationStore:
-    """SQLite store of one evaluation run (see the module docstring)."""
+class EvaluationStore(Ledger):
+    """One evaluation run's ``evaluation.sqlite`` on the shared call ledger (see the module docstring)."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        self.db.close()
+        super().__init__(path, [PREDICTIONS, VERDICTS], version=STORE_SCHEMA_VERSION, name="evaluation store")
 
     def check_identity(self, identity: dict[str, Any]) -> None:
         """Record what this run evaluates, or refuse to mix answers of another model, dataset or judge.
@@ -54,13 +51,11 @@ class EvaluationStore:
         Raises:
             ValueError: when the folder already holds a run with a different identity.
         """
-        stored = self.db.execute("SELECT value FROM meta WHERE key='identity'").fetchone()
-        text = json.dumps(identity, sort_keys=True)
+        stored = self.get_meta("identity")
         if stored is None:
-            with self.db:
-                self.db.execute("INSERT INTO meta VALUES ('identity', ?)", (text,))
+            self.set_meta("identity", json.dumps(identity, sort_keys=True))
             return
-        old = json.loads(stored[0])
+        old = json.loads(stored)
         diff = {k: (old.get(k), identity.get(k)) for k in set(old) | set(identity) if old.get(k) != identity.get(k)}
         if diff:
             raise ValueError(
@@ -72,34 +67,27 @@ class EvaluationStore:
 
     def predictions(self, view: str, regime: str, probe: str, question: str) -> dict[tuple[str, int], dict]:
         """Final answers to ``question`` in one (view, regime, probe), keyed by (item, sample)."""
-        rows = self.db.execute(
-            "SELECT item, sample, label, reasoning, raw, error FROM predictions "
-            "WHERE view=? AND regime=? AND probe=? AND question=? AND status='ok'", (view, regime, probe, question))
-        return {(r[0], r[1]): {"label": r[2], "reasoning": r[3], "raw": r[4], "error": r[5]} for r in rows}
+        rows = self.rows(PREDICTIONS, "view=? AND regime=? AND probe=? AND question=? AND status='ok'", (view, regime, probe, question))
+        return {(r["item"], r["sample"]): {k: r[k] for k in ("label", "reasoning", "raw", "error")} for r in rows}
 
     def put_prediction(self, key: AnswerKey, *, status: str, label: int | None = None, reasoning: str | None = None,
                        raw: str | None = None, error: str | None = None) -> None:
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO predictions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                            (*key, status, label, reasoning, raw, error))
+        self.put(PREDICTIONS, [(*key, status, label, reasoning, raw, error)])
 
     def count_rows(self) -> int:
         """Answers and verdicts stored, of any status (0: nothing was asked yet)."""
-        return sum(self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in ("predictions", "verdicts"))
+        return self.count(PREDICTIONS) + self.count(VERDICTS)
 
     # -- verdicts ---------------------------------------------------------------------------
 
     def verdicts(self, view: str, regime: str, probe: str) -> dict[tuple[str, int], dict]:
         """Settled verdicts (``ok`` or ``failed``) of one (view, regime, probe)."""
-        rows = self.db.execute(
-            "SELECT item, sample, status, source, reasoning_accuracy, faithfulness, justification, attempts, error "
-            "FROM verdicts WHERE view=? AND regime=? AND probe=? AND status IN ('ok', 'failed')", (view, regime, probe))
+        rows = self.rows(VERDICTS, "view=? AND regime=? AND probe=? AND status IN ('ok', 'failed')", (view, regime, probe))
         keys = ("status", "source", "reasoning_accuracy", "faithfulness", "justification", "attempts", "error")
-        return {(r[0], r[1]): dict(zip(keys, r[2:], strict=True)) for r in rows}
+        return {(r["item"], r["sample"]): {k: r[k] for k in keys} for r in rows}
 
     def put_verdict(self, key: VerdictKey, record: dict[str, Any], *, source: str = "judge") -> None:
-        with self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (*key, record["status"], source, record.get("reasoning_accuracy"), record.get("faithfulness"),
-                 record.get("justification"), record.get("attempts"), record.get("raw"), record.get("error")))
+        self.put(VERDICTS, [(
+            *key, record["status"], source, record.get("reasoning_accuracy"), record.get("faithfulness"),
+            record.get("justification"), record.get("attempts"), record.get("raw"), record.get("error"),
+        )])

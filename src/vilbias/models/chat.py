@@ -45,7 +45,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -127,6 +127,22 @@ def image_mime(data: bytes) -> str:
 def image_part(data: bytes, mime: str = "image/jpeg") -> dict[str, Any]:
     """An OpenAI ``image_url`` content part carrying ``data`` as a base64 data URL."""
     return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"}}
+
+
+def chat_jobs(backend: ChatBackend, jobs: Iterable[Any], request: Callable[[Any], ChatRequest],
+              on_result: Callable[[Any, ChatResult], Awaitable[None] | None]) -> None:
+    """Ask ``backend`` one request per job and hand each ``(job, result)`` to ``on_result`` as it
+    arrives: the job-level form of :meth:`ChatBackend.chat` that the ask-loop
+    (:func:`vilbias.ledger.ask_missing`) drives. ``jobs`` is consumed lazily; what ``on_result``
+    returns goes back to the backend (an awaitable holds the worker, see :data:`OnResult`)."""
+    inflight: dict[int, Any] = {}
+
+    def requests() -> Iterator[ChatRequest]:
+        for index, job in enumerate(jobs):
+            inflight[index] = job
+            yield request(job)
+
+    backend.chat(requests(), on_result=lambda index, result: on_result(inflight.pop(index), result))
 
 
 def _collect(requests: Iterable[ChatRequest], run: Callable[[Iterable[ChatRequest], OnResult], None], on_result: OnResult | None) -> list[ChatResult]:
