@@ -263,6 +263,26 @@ def test_pooled_polarity_is_a_named_extra(tables):
     assert all("scope" not in x for x in tables["polarity"])
 
 
+def test_trait_pairs_of_one_scm_dimension_need_the_trait_pair_column(caplog):
+    def sociable(answer, term, valence, pair):
+        row = trait(answer, term, valence, "Sociability")
+        row["trait_pair"] = pair
+        return row
+
+    rows = [sociable("X", "friendly", "high", "s1"), sociable("Y", "unfriendly", "low", "s1"),
+            sociable("X", "likable", "high", "s2"), sociable("X", "unlikable", "low", "s2")]
+    pol = {(x["trait_pair"], x["identity"]): x["polarity"] for x in compute_metrics(rows)["polarity"]}
+    assert pol[("friendly/unfriendly", "X")] == 100 - 0 and pol[("likable/unlikable", "X")] == 100 - 100
+    for row in rows:
+        del row["trait_pair"]
+    with caplog.at_level("WARNING", logger="vilbias.audit.metrics"):
+        tables = compute_metrics(rows)
+    assert tables["polarity"] == [] and "trait_pair" in caplog.text
+    # the pooled extra still has them: X high 1/1 and 1/1, low 0/1 and 1/1
+    assert pick(tables["polarity_by_scope"], scope="Sociability", identity="X")["polarity"] == pytest.approx(
+        100 - (0 + 100) / 2)
+
+
 # -- the summary and a tie -----------------------------------------------------------------------
 
 

@@ -450,28 +450,32 @@ def _warn_unpaired(unpaired: set[tuple[str, str]]) -> None:
 
 def _contrast_pairs(rows: list[dict[str, Any]]) -> dict[int, str]:
     """The contrastive pair of each valenced identity row (by ``id``): perception's
-    better/difficulty and enjoy/hate; stereotyping's ``trait_pair`` column, else the SCM
-    dimension's one high and one low trait (``friendly/unfriendly``)."""
+    better/difficulty and enjoy/hate; stereotyping's pair named ``high/low`` (friendly/unfriendly)
+    from the terms that share a ``trait_pair`` label, else the SCM dimension's one high and one
+    low trait."""
+    def group(row: dict[str, Any]) -> tuple[str, str, str]:
+        if row.get("trait_pair"):
+            return (row["paradigm"], "pair", str(row["trait_pair"]))
+        return (row["paradigm"], "dimension", row.get("trait_dimension") or "")
+
+    valenced = [row for row, _ in _identity_rows(rows) if row.get("valence") in ("high", "low")]
     terms: dict[tuple, dict[str, set[str]]] = defaultdict(lambda: {"high": set(), "low": set()})
-    for row, _ in _identity_rows(rows):
-        if row["paradigm"] == "stereotyping" and row.get("valence") in ("high", "low") and not row.get("trait_pair"):
-            terms[(row["model"], row["paradigm"], row.get("trait_dimension") or "")][row["valence"]].add(
-                row.get("trait") or row.get("context") or "")
+    for row in valenced:
+        if row["paradigm"] == "stereotyping":
+            terms[group(row)][row["valence"]].add(row.get("trait") or row.get("context") or "")
     out: dict[int, str] = {}
     unpaired: set[tuple[str, str]] = set()
-    for row, _ in _identity_rows(rows):
-        if row.get("valence") not in ("high", "low"):
-            continue
+    for row in valenced:
         if row["paradigm"] == "perception":
             pair = PERCEPTION_PAIRS.get(row["question_type"])
-        elif row.get("trait_pair"):
-            pair = str(row["trait_pair"])
         else:
-            found = terms[(row["model"], row["paradigm"], row.get("trait_dimension") or "")]
-            pair = None
+            found = terms[group(row)]
             if len(found["high"]) == 1 and len(found["low"]) == 1:
                 pair = f"{next(iter(found['high']))}/{next(iter(found['low']))}"
+            elif row.get("trait_pair"):
+                pair = str(row["trait_pair"])  # a pair seen from one side only keeps its label
             else:
+                pair = None
                 unpaired.add((row["paradigm"], row.get("trait_dimension") or ""))
         if pair:
             out[id(row)] = pair
