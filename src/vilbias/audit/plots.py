@@ -33,6 +33,7 @@ from vilbias.audit.space import DIMENSION_TITLES, DIMENSIONS
 from vilbias.metrics.plots import pyplot
 
 COLOURS = {"image": "#00807f", "text": "#9d7fd6"}
+UNITS = {"activity": ("an activity", "activities"), "role_question": ("a role question", "role questions")}
 PAIR_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#718096"]
 
 
@@ -185,9 +186,9 @@ def plot_log_odds(log_odds: list[dict[str, Any]], out: Path, alpha: float = 0.05
             ax.set_title(fam, fontsize=9)
         if image is not None:
             fig.colorbar(image, ax=list(axes.flat), shrink=0.6, label="log odds")
-        what = unit.replace("_", " ")
-        fig.suptitle(f"{paradigm} ({modality}): log odds of selection in a {what} vs the identity's other "
-                     f"{what}s, [{1 - alpha:.0%} interval] (bold: p < {alpha:g})", fontsize=10)
+        one, others = UNITS[unit]
+        fig.suptitle(f"{paradigm} ({modality}): log odds of selection in {one} vs the identity's other {others} "
+                     f"[{1 - alpha:.0%} interval] (bold: p < {alpha:g})", fontsize=10)
         path = out / _name(f"{stem}_{paradigm}_{modality}", model, models)
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
