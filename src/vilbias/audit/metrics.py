@@ -34,8 +34,8 @@ per activity are equal); for PairComp, polarity and text vs image, Newcombe's hy
 interval of the two S; for log odds, Woolf's logit interval of the smoothed table (all from
 statsmodels) — and named extras: the pooled rate, log odds by role question (decision making),
 polarity pooled per SCM dimension and over all pairs. A bootstrap over questions was measured and
-rejected: with a few questions per activity cell, most cells are all-or-none and 78 % of its
-intervals on a 640-question run had zero width.
+rejected: with a few questions per activity cell most cells are all-or-none, and 80 % of its
+intervals on a 640-question SmolLM2 run had zero width.
 
 Question families (what is compared within a group): factuality and perception by question type
 (``who_doing``; ``difficulty``, ``better``, ``enjoy``, ``hate``), stereotyping by valence
