@@ -114,7 +114,7 @@ class SpaceConfig:
     concurrency: int = field(default=2, metadata={"help": "Predictions running at once; more requests wait in the queue."})
     queue_size: int = field(default=32, metadata={"help": "Requests that may wait in the queue before new ones are refused."})
     limits: Limits = field(default_factory=Limits)
-    rationale_backend: dict | None = field(default=None, metadata={"help": "load_backend spec of the rationale writer (default: embedded SmolLM2)."})
+    rationale_backend: dict | None = field(default=None, metadata={"help": "Model spec (vilbias.models.catalogue, YAML form) of the rationale writer (default: embedded SmolLM2)."})
     n_examples: int = field(default=4, metadata={"help": "Examples taken from the embedded sample."})
     rationale_delay_s: float = field(default=20.0, metadata={"help": "Start loading the rationale writer this long after start (or at the first label)."})
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency, so concurrent predictions do not fight over cores)."})

@@ -46,7 +46,7 @@ from vilbias.spaces.explain import (
 from vilbias.images import InvalidImage, validate_image
 from vilbias.ingest import FetchSettings, ItemFetchError, fetch_item
 from vilbias.ingest.extract import split_sentences
-from vilbias.task import ALL_NAMES, LABEL_NAMES
+from vilbias.task import ALL_NAMES, LABEL_NAMES, classifier_text
 
 logger = logging.getLogger(__name__)
 
@@ -185,9 +185,8 @@ class Item:
 
     @property
     def display_text(self) -> str:
-        from vilbias.models.fusion import compose_text
 
-        return compose_text(self.headline, self.article_text)
+        return classifier_text(self.headline, self.article_text)
 
 
 _IMAGE_REASONS = {
@@ -281,7 +280,6 @@ def item_from_url(url: str, limits: Limits, *, image_path: str | Path | None = N
     refusal or a page that is not an article; a page without a usable image is an error only
     when ``need_image`` (a text-only model labels it without one).
     """
-    from vilbias.models.fusion import compose_text
 
     try:
         fetched = _fetch(url, limits, image=not image_path)
@@ -294,7 +292,7 @@ def item_from_url(url: str, limits: Limits, *, image_path: str | Path | None = N
     extracted = fetched.article
     # A long article is cut, not refused: the models read only its start anyway.
     headline, article_text = extracted.headline[: limits.max_headline_chars], extracted.text[: limits.max_article_chars]
-    if not compose_text(headline, article_text):
+    if not classifier_text(headline, article_text):
         raise InputError("No article text was found on that page. Paste the text instead.")
     if image_path:
         image = item_from_upload(image_path, headline, article_text, limits).image
@@ -401,10 +399,9 @@ class FusionPredictor:
         self.model = FusionForClassification.from_pretrained(spec.source, revision=spec.revision)
 
     def predict(self, item: Item) -> Prediction:
-        from vilbias.models.fusion import compose_text
         from vilbias.models.sentence_bias import scale_probabilities
 
-        raw = self.model.predict(item.image, compose_text(item.headline, item.article_text))
+        raw = self.model.predict(item.image, classifier_text(item.headline, item.article_text))
         names = list(raw["probabilities"])
         scaled = scale_probabilities([raw["probabilities"][n] for n in names], self.spec.temperature)
         probabilities = dict(zip(names, scaled, strict=True))
@@ -577,7 +574,7 @@ class RationaleWriter:
     agrees with the label, quotes only the article and names only techniques the evidence shows.
 
     Args:
-        backend_spec: A ``vilbias.models.chat.load_backend`` spec (default: the embedded
+        backend_spec: A model spec of :mod:`vilbias.models.catalogue` (default: the embedded
             SmolLM2), or None when ``backend`` is given.
         backend: An already built backend (tests pass a stub or a tiny model).
         name: The model's name, shown in the UI as the wording's author.
@@ -600,11 +597,11 @@ class RationaleWriter:
             return
 
         def load() -> None:
-            from vilbias.models.chat import load_backend
+            from vilbias.models.catalogue import load_chat_backend
 
             start = time.perf_counter()
             try:
-                self._backend = load_backend(self._spec)
+                self._backend = load_chat_backend(self._spec)
                 logger.info("rationale model %s loaded in %.1fs", self.name, time.perf_counter() - start)
             except Exception as e:  # reported to users as "wording unavailable", never a crash
                 logger.warning("rationale model %s failed to load", self.name, exc_info=True)

@@ -27,6 +27,7 @@ from PIL import Image as PILImage
 from vilbias.training.feature_cache import compute_image_features
 
 from vilbias.corpus.splits import story_keys
+from vilbias.task import classifier_text
 
 VALIDATION_SHARE = 0.1
 """Share of a fold's train split held out (stratified, group-aware) for early stopping: folds
@@ -98,10 +99,9 @@ def label_column(ds, wanted: str | None) -> str:
 
 
 def texts(ds) -> list[str]:
-    from vilbias.models.fusion import compose_text
 
     if "headline" in ds.column_names:
-        return [compose_text(h, a) for h, a in zip(ds["headline"], ds["article_text"], strict=True)]
+        return [classifier_text(h, a) for h, a in zip(ds["headline"], ds["article_text"], strict=True)]
     if "text" in ds.column_names:
         return list(ds["text"])
     raise ValueError(f"no text columns (headline/article_text or text) in {ds.column_names}")

@@ -46,14 +46,13 @@ from vilbias.training.classifier_data import group_ids, stratified_group_prefix,
 
 from vilbias.corpus.sentences import read_records
 from vilbias.provenance import ids_digest
-from vilbias.task import LABEL_NAMES
+from vilbias.task import LABEL_NAMES, read_label
 
 logger = logging.getLogger(__name__)
 
 TEXT_COLUMNS = ("headline", "title", "text", "sentence")
 OUTLET_COLUMNS = ("outlet", "media_name", "source")
 LINK_COLUMNS = ("news_link", "url", "link")
-LABELS = {"biased": 1, "1": 1, "not_biased": 0, "not biased": 0, "non-biased": 0, "neutral": 0, "0": 0}
 DISTANT_VALIDATION_SHARE = 0.1
 
 
@@ -67,12 +66,10 @@ def _pick(record: dict, names: tuple[str, ...]) -> str | None:
 
 
 def _label(value, line: int, what: str) -> int:
-    key = _norm(value)
-    if key.endswith(".0"):
-        key = key[:-2]
-    if key not in LABELS:
+    label = read_label(value)
+    if label is None:
         raise ValueError(f"line {line}: {what} {value!r} is not biased/not_biased (or 1/0)")
-    return LABELS[key]
+    return label
 
 
 def read_outlet_labels(path: str | Path) -> dict[str, int]:

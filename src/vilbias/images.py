@@ -137,3 +137,17 @@ def _phash(im: Image.Image) -> int:
 
 def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
+
+
+_GREY_PNG: bytes | None = None
+
+
+def grey_image() -> bytes:
+    """A uniform grey 224×224 PNG: what a classifier that needs an image gets when the image is
+    removed (the ``no_image`` probe)."""
+    global _GREY_PNG
+    if _GREY_PNG is None:
+        buffer = io.BytesIO()
+        Image.new("RGB", (224, 224), (128, 128, 128)).save(buffer, format="PNG")
+        _GREY_PNG = buffer.getvalue()
+    return _GREY_PNG

@@ -44,6 +44,67 @@ REVIEW_VERDICTS: list[str] = ["acceptable", "needs_improvement", "incorrect", "u
 QUESTION = "Does this content exhibit bias? Please explain your reasoning."
 """The question asked in the ``sft`` config, at evaluation and by the Space."""
 
+
+def read_label(value: Any) -> int | None:
+    """The class id a label from outside data spells (BABE files, review sheets, distant labels,
+    imported releases), or None when ``value`` is not a label. One behaviour everywhere:
+    ``biased`` and ``1`` are biased; ``not biased`` / ``not_biased`` / ``non-biased`` /
+    ``unbiased`` and ``0`` are not (any case, spaces, underscores or hyphens). Anything else —
+    ``neutral`` included, which names a tone, not this task's label — is not a label."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    key = re.sub(r"[\s_\-]+", " ", str(value or "").strip().lower())
+    if key in ("1", "1.0"):
+        return BIASED
+    if key in ("0", "0.0"):
+        return LABEL_NAMES.index("not_biased")
+    return _OUTSIDE_LABELS.get(key)
+
+
+_OUTSIDE_LABELS = {"biased": BIASED, **dict.fromkeys(("not biased", "non biased", "unbiased"), 1 - BIASED)}
+
+
+def label_name(label_id: int) -> str:
+    """``0 -> "not_biased"``, ``1 -> "biased"`` (the ClassLabel name)."""
+    return LABEL_NAMES[label_id]
+
+
+def biased_probability(logits: Any, temperature: float = 1.0) -> Any:
+    """P(biased) from class logits in :data:`LABEL_NAMES` order (a torch tensor ``[..., 2]``) at a
+    softmax ``temperature`` (1.0: uncalibrated). The one place that knows which column is biased."""
+    return (logits / temperature).softmax(-1)[..., BIASED]
+
+
+# -- the item ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One news item as the task sees it: what a model reads, and the gold label."""
+
+    unique_id: str
+    headline: str
+    article_text: str
+    label: int
+    """Gold class id (1 = biased)."""
+    image: bytes | None = None
+    """The image's original encoded bytes, or None when removed."""
+    image_caption: str = ""
+    reasoning: str = ""
+    """The dataset's rationale (used for k-shot examples)."""
+
+
+def classifier_text(headline: str | None, article_text: str | None) -> str:
+    """A classifier's input text: the headline, a blank line, the article text. Training, evaluation,
+    the Space and the model card's usage snippet all feed this.
+
+    The headline comes first so that truncation to the model's length (which cuts from the end)
+    drops the tail of the article, never the headline.
+    """
+    return "\n\n".join(part.strip() for part in (headline, article_text) if part and part.strip())
+
 # -- the criteria the annotation prompts ask about ----------------------------------------------
 # The text-only prompt asks about the 13 rhetorical techniques. The text+image prompt asks about
 # 14 criteria: the 12 techniques other than tone, plus visual cues and use of symbolism. Both also

@@ -4,7 +4,8 @@ import time
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from vilbias.models.chat import ChatRequest, OpenAIBackend, image_part, load_backend
+from vilbias.models.catalogue import load_chat_backend as load_backend
+from vilbias.models.chat import ChatRequest, OpenAIBackend, image_part
 
 
 @pytest.fixture
@@ -109,7 +110,7 @@ def test_models_endpoint(server):
 def test_spec_errors():
     with pytest.raises(ValueError, match="base_url"):
         load_backend({"backend": "openai", "model": "m"})
-    with pytest.raises(ValueError, match="unknown backend"):
+    with pytest.raises(ValueError, match="unknown model kind"):
         load_backend({"backend": "llamafile", "model": "m"})
 
 

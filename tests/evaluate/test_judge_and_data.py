@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.evaluate.conftest import ScriptedBackend
-from vilbias.evaluate.data import Item, apply_probe, select_shots
+from vilbias.evaluate.data import apply_probe, select_shots
 from vilbias.evaluate.judge import (
     JudgeJob,
     judge_messages,
@@ -16,6 +16,7 @@ from vilbias.evaluate.judge import (
     rule_verdict,
     run_judge,
 )
+from vilbias.task import Item
 
 GOOD = '{"reasoning_accuracy": 1, "faithfulness": 0, "justification": "Supports the label; quote not in text."}'
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.evaluate.conftest import ScriptedBackend, write_provenance
 from vilbias.evaluate import EvaluateConfig, evaluate
-from vilbias.evaluate.models import GenerativeModel
+from vilbias.models.catalogue import GenerativeModel
 
 
 def _asked_nothing():
@@ -90,7 +90,7 @@ def test_cv_refuses_a_fold_model_that_saw_its_fold(sample_dataset_dir, tmp_path)
 
 @pytest.mark.parametrize("flag, message", [
     ("--dataset", "dataset ./nope does not exist: give the folder `vilbias build` wrote or a Hub repo id"),
-    ("--model", "model ./nope does not exist: give a checkpoint folder, a Hub id, openai:<model>@<base_url> or smollm2"),
+    ("--model", "model ./nope does not exist: give a checkpoint folder, a Hub id, openai:<model>@<base_url>, transformers:<model> or smollm2"),
     ("--judge", "judge ./nope does not exist"),
 ])
 def test_missing_paths_fail_in_one_sentence_and_leave_nothing(flag, message, sample_dataset_dir, tmp_path, capsys,

@@ -15,7 +15,7 @@ from tests.evaluate.conftest import (
     two_questions,
 )
 from vilbias.evaluate import EvaluateConfig, evaluate
-from vilbias.evaluate.models import GenerativeModel
+from vilbias.models.catalogue import GenerativeModel
 from vilbias.task import CLOSED_QUESTION, QUESTION, parse_closed_answer
 
 

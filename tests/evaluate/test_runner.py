@@ -17,8 +17,8 @@ from tests.evaluate.conftest import (
 )
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.evaluate import EvaluateConfig, evaluate
-from vilbias.evaluate.models import GenerativeModel, parse_spec
 from vilbias.evaluate.runner import CompareConfig
+from vilbias.models.catalogue import GenerativeModel
 
 GOOD = '{"reasoning_accuracy": 1, "faithfulness": 1, "justification": "Cites the headline."}'
 
@@ -154,12 +154,7 @@ def test_cv_scores_each_fold_model_on_its_own_fold(sample_dataset_dir, tmp_path,
     assert results["warnings"] == [] and "± " in (tmp_path / "cv" / "report.md").read_text()
 
 
-def test_spec_parsing():
-    assert parse_spec("openai:Qwen/Qwen2.5-VL-7B@http://h:8000/v1") == {
-        "backend": "openai", "model": "Qwen/Qwen2.5-VL-7B", "base_url": "http://h:8000/v1"}
-    assert parse_spec("ORG/model")["backend"] == "checkpoint"
-    with pytest.raises(ValueError, match="openai:<model>@<base_url>"):
-        parse_spec("openai:gpt-4o")
+def test_config_checks():
     with pytest.raises(ValueError, match="--dataset and --model are required"):
         EvaluateConfig()
     with pytest.raises(ValueError, match="unknown probe"):

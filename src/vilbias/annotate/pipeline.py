@@ -44,7 +44,7 @@ import logging
 import mimetypes
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -53,13 +53,13 @@ from vilbias.annotate import prompts as prompting
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.voting import hierarchical_vote
 from vilbias.ledger import ask_missing
+from vilbias.models.catalogue import ModelSpec, load_chat_backend
 from vilbias.models.chat import (
     ChatBackend,
     ChatRequest,
     ChatResult,
     chat_jobs,
     image_part,
-    load_backend,
 )
 from vilbias.workdir import ARTICLES, Article, read_articles
 
@@ -93,6 +93,14 @@ class AnnotatorSpec:
     serve: str | None = None
     """How to start the server (e.g. the ``vllm serve`` command); documentation only."""
 
+    def model_spec(self) -> ModelSpec:
+        """The model in the catalogue's terms (:class:`vilbias.models.catalogue.ModelSpec`)."""
+        return ModelSpec(
+            kind=self.backend, model=self.model, base_url=self.base_url, vision=self.vision, params=dict(self.params),
+            api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
+            max_retries=self.max_retries, batch_size=self.batch_size, gguf_file=self.gguf_file,
+        )
+
     def fingerprint(self) -> str:
         """What makes this annotator's answers what they are. Where it is served (URL, key,
         concurrency, the serve command) is left out, so moving a model to another server re-asks
@@ -109,14 +117,10 @@ class AnnotatorSpec:
             raise ValueError("every annotator needs a name")
         if self.backend not in BACKENDS:
             raise ValueError(f"{where}: backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
-        if self.backend in ("openai", "transformers") and not self.model:
-            raise ValueError(f"{where}: the {self.backend} backend needs a model")
-        if self.backend == "openai" and not self.base_url:
-            raise ValueError(f"{where}: the openai backend needs base_url (e.g. http://localhost:8000/v1)")
-        if self.backend == "smollm2" and self.vision:
-            raise ValueError(f"{where}: SmolLM2 is text-only; set vision: false")
-        if not isinstance(self.params, dict):
-            raise ValueError(f"{where}: params must be a mapping")
+        try:
+            self.model_spec().validate()
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
         if self.structured_output not in STRUCTURED_OUTPUT:
             raise ValueError(f"{where}: structured_output {self.structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
         if "response_format" in self.params:
@@ -372,7 +376,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
                 continue
             if spec.name not in backends:
                 logger.info("%s: loading %s backend for %s", spec.name, spec.backend, spec.model)
-                backends[spec.name] = load_backend(asdict(spec))
+                backends[spec.name] = load_chat_backend(spec.model_spec())
             backend = backends[spec.name]
             recorder = _Recorder(store, spec.model)
             try:
@@ -496,7 +500,7 @@ def _describe_images(
     if not pending:
         return
     if describer.name not in backends:
-        backends[describer.name] = load_backend(asdict(describer))
+        backends[describer.name] = load_chat_backend(describer.model_spec())
     params = {**describer.params, "temperature": 0.0}
 
     def request(job: tuple[str, Article]) -> ChatRequest:

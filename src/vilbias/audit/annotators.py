@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,7 @@ def audit_annotators(annotators_spec: Any, workdir: str | Path, **options: Any) 
 
 
 def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
-    from vilbias.models.chat import load_backend
+    from vilbias.models.catalogue import load_chat_backend
 
     specs = _specs(config.annotator_specs if config.annotator_specs is not None else config.annotators)
     workdir = Path(config.workdir)
@@ -142,7 +142,7 @@ def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
             logger.warning("%s: nothing to ask (image only, and it is text-only)", spec.name)
             continue
         injected = (config.backends or {}).get(spec.name)
-        backend = injected if injected is not None else load_backend(asdict(spec))
+        backend = injected if injected is not None else load_chat_backend(spec.model_spec())
         target = workdir / AUDIT_DIR / _slug(spec.name)
         summary = run_audit(AuditConfig(
             out=target, backend=backend, model_name=spec.name, vision=spec.vision,

@@ -318,7 +318,7 @@ def load_audit_model(config: AuditConfig) -> tuple[Any, str, bool, dict[str, Any
         name = config.model_name or config.model or type(config.backend).__name__
         vision = config.vision if config.vision is not None else bool(getattr(config.backend, "vision", True))
         return config.backend, name, vision, config.model_identity or {"model": name}
-    from vilbias.evaluate.models import GenerativeModel, load_model
+    from vilbias.models.catalogue import GenerativeModel, load_model
 
     model = load_model(config.model, revision=config.revision, load_in_4bit=config.load_in_4bit,
                        concurrency=config.concurrency, generative_only=True)

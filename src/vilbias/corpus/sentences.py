@@ -63,7 +63,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from vilbias.corpus.splits import SplitItem, assign_splits
 from vilbias.corpus.tables import csv_records, parquet_records, table_records, xlsx_records
 from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
-from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS
+from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS, read_label
 
 logger = logging.getLogger(__name__)
 
@@ -73,11 +73,6 @@ OPTIONAL_COLUMNS = ("news_link", "outlet", "topic", "type", "label_opinion")
 ALIASES = {"text": ("text", "sentence"), "label": ("label_bias", "label")}
 """Where each field may be found, in order of preference (names compared lower-cased)."""
 NO_AGREEMENT = "No agreement"
-LABEL_VALUES = {
-    "biased": 1, "1": 1,
-    "non-biased": 0, "non biased": 0, "not_biased": 0, "not biased": 0, "0": 0,
-}
-"""Accepted label spellings (lower-cased) -> class id."""
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 TABLE_SUFFIXES = {".parquet", ".json", ".jsonl"}
 
@@ -173,9 +168,10 @@ def _parse_label(raw, line: int) -> int | str | None:
         return None
     if value.lower() == NO_AGREEMENT.lower():
         return NO_AGREEMENT
-    if value.lower() not in LABEL_VALUES:
+    label = read_label(value)
+    if label is None:
         raise ValueError(f"line {line}: label {value!r} is not one of Biased, Non-biased, {NO_AGREEMENT}, 1, 0")
-    return LABEL_VALUES[value.lower()]
+    return label
 
 
 def _parse_words(raw, line: int) -> list[str]:

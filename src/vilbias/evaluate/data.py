@@ -16,37 +16,16 @@ unimodal-shortcut check.
 from __future__ import annotations
 
 import dataclasses
-import io
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import PIL.Image
 from datasets import Image, load_dataset
 
+from vilbias.models.catalogue import looks_local
+from vilbias.task import Item
+
 PROBES = ("none", "no_image", "swap_image", "headline_only")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One evaluated news item."""
-
-    unique_id: str
-    headline: str
-    article_text: str
-    label: int
-    """Gold class id (1 = biased)."""
-    image: bytes | None = None
-    """The image's original encoded bytes, or None when removed."""
-    image_caption: str = ""
-    reasoning: str = ""
-    """The dataset's rationale (used for k-shot examples)."""
-
-
-def looks_local(name: str) -> bool:
-    """Whether ``name`` is meant as a local path rather than a Hub id (``ORG/NAME`` or ``NAME``)."""
-    return Path(name).exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def check_dataset(dataset: str) -> None:
@@ -128,19 +107,6 @@ def select_shots(pool: Sequence[Item], k: int, *, exclude: set[str], seed: int =
             if i < len(picked[label]):
                 shots.append(picked[label][i])
     return shots
-
-
-_GREY_PNG: bytes | None = None
-
-
-def grey_image() -> bytes:
-    """A uniform grey 224×224 PNG: what a classifier that needs an image gets under ``no_image``."""
-    global _GREY_PNG
-    if _GREY_PNG is None:
-        buffer = io.BytesIO()
-        PIL.Image.new("RGB", (224, 224), (128, 128, 128)).save(buffer, format="PNG")
-        _GREY_PNG = buffer.getvalue()
-    return _GREY_PNG
 
 
 def apply_probe(items: Sequence[Item], probe: str, *, seed: int = 0) -> list[Item]:

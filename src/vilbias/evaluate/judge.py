@@ -28,9 +28,8 @@ from importlib import resources
 from typing import Any
 
 from vilbias.annotate.prompts import defuse
-from vilbias.evaluate.data import Item
 from vilbias.models.chat import ChatRequest, image_mime, image_part
-from vilbias.task import ANSWER_LABELS, text_version, truncate_words
+from vilbias.task import ANSWER_LABELS, Item, text_version, truncate_words
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from huggingface_hub import constants
 
-from vilbias.evaluate.data import Item
-from vilbias.evaluate.models import parse_spec
+from vilbias.models.catalogue import ModelSpec
 from vilbias.provenance import TrainingData, read_training_data
+from vilbias.task import Item
 
 
 @dataclass
@@ -65,7 +65,7 @@ def model_training_data(spec: str, revision: str | None = None) -> tuple[Trainin
     Raises:
         ValueError: the record exists but is corrupted (its ids do not match its digest).
     """
-    if parse_spec(spec)["backend"] != "checkpoint":
+    if ModelSpec.parse(spec).kind != "checkpoint":
         return None, f"{spec} is not a vilbias checkpoint, so it has no training-data record"
     local = Path(spec).is_dir()
     if not local and constants.HF_HUB_OFFLINE:

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vilbias.evaluate.data import Item
 from vilbias.models.chat import image_mime, image_part
 from vilbias.task import (
     Answer,
+    Item,
     closed_prompt,
     closed_prompt_version,
     format_answer,

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.evaluate.analysis import compare_runs
-from vilbias.evaluate.data import PROBES, Item, apply_probe, check_dataset, load_split, select_shots
+from vilbias.evaluate.data import PROBES, apply_probe, check_dataset, load_split, select_shots
 from vilbias.evaluate.judge import (
     JudgeJob,
     judge_messages,
@@ -46,21 +46,21 @@ from vilbias.evaluate.judge import (
 )
 from vilbias.evaluate.leakage import SeenCheck, refuse_seen, seen_check
 from vilbias.evaluate.messages import PARSERS, prompt_versions, question_messages
-from vilbias.evaluate.models import (
-    ClassifierModel,
-    GenerativeModel,
-    Model,
-    check_spec,
-    load_model,
-    parse_spec,
-)
 from vilbias.evaluate.report import finish_run
 from vilbias.evaluate.store import EvaluationStore
 from vilbias.ledger import ask_missing
 from vilbias.metrics.scores import closed_metrics, open_scores
+from vilbias.models.catalogue import (
+    ClassifierModel,
+    GenerativeModel,
+    Model,
+    ModelSpec,
+    check_spec,
+    load_model,
+)
 from vilbias.models.chat import ChatRequest, TransformersBackend, chat_jobs
 from vilbias.models.scoring import OptionScorer, choose
-from vilbias.task import ANSWER_LABELS, FOLDS, LABEL_NAMES
+from vilbias.task import ANSWER_LABELS, FOLDS, LABEL_NAMES, Item
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class EvaluateConfig:
             raise ValueError("--judge-retries must be >= 0, --bootstrap and --limit >= 1")
         if self.max_new_tokens < 1 or self.closed_max_new_tokens < 1:
             raise ValueError("--max-new-tokens and --closed-max-new-tokens must be >= 1")
-        if self.closed_answers == "constrained" and parse_spec(self.model)["backend"] == "openai":
+        if self.closed_answers == "constrained" and ModelSpec.parse(self.model).kind == "openai":
             raise ValueError("--closed-answers constrained scores the labels with a local model; a server's closed "
                              "answers are generated and strictly parsed (--closed-answers generated or auto)")
 
@@ -201,7 +201,7 @@ def _fold_models(cfg: EvaluateConfig) -> list[tuple[str, str, str]]:
     """``(config, split, model folder)`` per fold for --cv; refuses anything but a folder of fold models."""
     folder = Path(cfg.model)
     missing = [f for f in FOLDS if not (folder / f).is_dir()]
-    if parse_spec(cfg.model)["backend"] == "checkpoint" and folder.is_dir() and not missing:
+    if ModelSpec.parse(cfg.model).kind == "checkpoint" and folder.is_dir() and not missing:
         return [(fold, "test", str(folder / fold)) for fold in FOLDS]
     found = f"lacks {', '.join(missing)}" if folder.is_dir() else "is not a local folder of per-fold models"
     raise ValueError(

@@ -1,10 +1,12 @@
 """The model layer: every model the project talks to, in one place.
 
+- :mod:`vilbias.models.catalogue`: the one way to name a model (``openai:MODEL@URL``,
+  ``smollm2``, ``transformers:MODEL``, a checkpoint path or Hub id, or the YAML form of any of
+  them) and the one loader for every kind (``load_model``, ``load_chat_backend``). Annotation,
+  the LLM judge, evaluation and the stereotype audit load their models there.
 - :mod:`vilbias.models.chat`: chat backends behind one ``ChatBackend`` protocol — an
   OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, OpenAI), a local transformers model,
-  and the embedded SmolLM2 GGUF — plus :func:`~vilbias.models.chat.load_backend` for a spec dict
-  and :func:`~vilbias.models.chat.parse_spec` for a ``kind:model@url`` string. Annotation, the
-  LLM judge, generative evaluation and the Space use them.
+  and the embedded SmolLM2 GGUF.
 - :mod:`vilbias.models.vlm`: load a (fine-tuned, adapter, 4-bit) VLM and generate task answers.
 - :mod:`vilbias.models.fusion`, :mod:`vilbias.models.image_encoders`: the text+image fusion
   classifier and its image encoders (EfficientNet-Lite0 built in code, CLIP by Hub id).

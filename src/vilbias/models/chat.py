@@ -3,10 +3,11 @@
 Annotation, the LLM judge and the Space all talk to models the same way: a batch of chat
 requests in, one text (or an error) per request out::
 
-    from vilbias.models.chat import ChatRequest, load_backend
+    from vilbias.models.catalogue import load_chat_backend
+    from vilbias.models.chat import ChatRequest
 
-    backend = load_backend({"backend": "openai", "model": "Qwen/Qwen2.5-VL-7B-Instruct",
-                            "base_url": "http://localhost:8000/v1", "params": {"temperature": 0.7}})
+    backend = load_chat_backend({"kind": "openai", "model": "Qwen/Qwen2.5-VL-7B-Instruct",
+                                 "base_url": "http://localhost:8000/v1", "params": {"temperature": 0.7}})
     [result] = backend.chat([ChatRequest([{"role": "user", "content": "Hello"}])])
     result.text, result.error
 
@@ -594,38 +595,3 @@ def smollm2_dir() -> Path:
 def smollm2_backend(params: dict[str, Any] | None = None, batch_size: int = 4) -> TransformersBackend:
     """SmolLM2-135M-Instruct from the embedded GGUF (dequantised to fp32 on load, ~25 s on 2 cores)."""
     return TransformersBackend.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF, params=params, batch_size=batch_size, dtype="float32")
-
-
-def load_backend(spec: dict[str, Any]) -> ChatBackend:
-    """Build a backend from an annotator-style spec::
-
-        {"backend": "openai"|"transformers"|"smollm2", "model": ..., "base_url": ...,
-         "api_key_env": "OPENAI_API_KEY", "vision": false, "params": {...},
-         "concurrency": 16, "timeout_s": 120, "max_retries": 5, "batch_size": 4, "gguf_file": null}
-    """
-    kind = spec.get("backend", "openai")
-    params = dict(spec.get("params") or {})
-    if kind == "openai":
-        if not spec.get("base_url"):
-            raise ValueError(f"annotator {spec.get('name', spec.get('model'))!r}: the openai backend needs base_url")
-        key_env = spec.get("api_key_env") or "OPENAI_API_KEY"
-        return OpenAIBackend(
-            spec["model"],
-            spec["base_url"],
-            api_key=os.environ.get(key_env) or None,
-            params=params,
-            concurrency=int(spec.get("concurrency", 16)),
-            timeout_s=float(spec.get("timeout_s", 120.0)),
-            max_retries=int(spec.get("max_retries", 5)),
-        )
-    if kind == "transformers":
-        return TransformersBackend.from_pretrained(
-            spec["model"],
-            vision=bool(spec.get("vision", False)),
-            gguf_file=spec.get("gguf_file"),
-            params=params,
-            batch_size=int(spec.get("batch_size", 4)),
-        )
-    if kind == "smollm2":
-        return smollm2_backend(params, batch_size=int(spec.get("batch_size", 4)))
-    raise ValueError(f"unknown backend {kind!r}: use openai, transformers or smollm2")

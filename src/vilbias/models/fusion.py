@@ -53,15 +53,6 @@ def resolve_model_path(name_or_path: str) -> str:
         ) from e
 
 
-def compose_text(headline: str | None, article_text: str | None) -> str:
-    """Model input text: the headline, a blank line, the article text.
-
-    The headline comes first so that truncation to the model's length (which cuts from the
-    end) drops the tail of the article, never the headline.
-    """
-    return "\n\n".join(part.strip() for part in (headline, article_text) if part and part.strip())
-
-
 def mean_pool(hidden, attention_mask):
     """Mean of token states over the attention mask (sentence-transformers' pooling)."""
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
@@ -244,7 +235,7 @@ class FusionForClassification(PreTrainedModel):
 
         Args:
             image: a PIL image (needed unless ``modality="text"``).
-            text: headline and article text, e.g. from :func:`compose_text` (needed unless
+            text: headline and article text, e.g. from :func:`vilbias.task.classifier_text` (needed unless
                 ``modality="image"``).
 
         Returns:

@@ -28,6 +28,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
 from vilbias.provenance import TrainingData
 from vilbias.publish.hub import check_token, resolve_token
+from vilbias.task import BIASED, LABEL_NAMES, classifier_text, user_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,10 @@ def _dataset_link(dataset: str, revision: str | None) -> str | None:
 
 
 def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
+    """Python that loads the checkpoint and predicts once, feeding exactly what training fed (the
+    task's user prompt for a VLM, its classifier input text for a classifier)."""
     if info.task == "image-text-to-text":
+        prompt = json.dumps(user_prompt("...", "..."))
         return (
             "from PIL import Image\n"
             "from transformers import AutoModelForImageTextToText, AutoProcessor\n\n"
@@ -151,8 +155,7 @@ def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
             f'model = AutoModelForImageTextToText.from_pretrained("{repo_id}")\n'
             "messages = [{\"role\": \"user\", \"content\": [\n"
             "    {\"type\": \"image\"},\n"
-            "    {\"type\": \"text\", \"text\": \"Headline: ...\\n\\nArticle: ...\\n\\n"
-            "Does this content exhibit bias? Please explain your reasoning.\"},\n"
+            f"    {{\"type\": \"text\", \"text\": {prompt}}},\n"
             "]}]\n"
             "prompt = processor.apply_chat_template(messages, add_generation_prompt=True)\n"
             'inputs = processor(text=prompt, images=[Image.open("news.jpg")], return_tensors="pt")\n'
@@ -162,7 +165,8 @@ def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
     return (
         "from transformers import pipeline\n\n"
         f'classifier = pipeline("text-classification", model="{repo_id}")\n'
-        'print(classifier("Headline: ...\\n\\nArticle text ..."))  # [{\'label\': \'biased\', \'score\': ...}]'
+        f"print(classifier({json.dumps(classifier_text('Headline ...', 'Article text ...'))}))"
+        f"  # [{{'label': '{LABEL_NAMES[BIASED]}', 'score': ...}}]"
     )
 
 

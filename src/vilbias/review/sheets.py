@@ -39,6 +39,7 @@ from typing import Any
 from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.voting import Vote, VoteResult, hierarchical_vote
 from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, load_verdicts
+from vilbias.task import LABEL_NAMES, label_name, read_label
 from vilbias.workdir import (
     ANNOTATIONS,
     REVIEWS,
@@ -55,7 +56,8 @@ SHEET_COLUMNS = [
     "unique_id", "reviewer", "outlet", "headline", "url", "text_label", "multimodal_label", "flagged",
     "agreement", "techniques", "rationale", "votes", "verdict", "corrected_label", "corrected_rationale", "comment",
 ]
-LABEL_SPELLINGS = {"biased": "biased", "notbiased": "not_biased"}
+_BALLOT_MARK = {name: name[0].upper() for name in LABEL_NAMES}
+"""A ballot in the sheet: B(iased), N(ot biased); an abstention is ``-``."""
 
 
 @dataclass
@@ -120,7 +122,7 @@ def _label_text(label: str | None) -> str:
 def _votes_text(votes: list[Vote]) -> str:
     by: dict[str, list[str]] = {}
     for v in sorted(votes, key=lambda v: (v.annotator, v.sample)):
-        by.setdefault(v.annotator, []).append({"biased": "B", "not_biased": "N"}.get(v.label or "", "-"))
+        by.setdefault(v.annotator, []).append(_BALLOT_MARK.get(v.label or "", "-"))
     return " | ".join(f"{a}: {''.join(s)}" for a, s in by.items())
 
 
@@ -257,10 +259,6 @@ def _norm_verdict(value: str) -> str | None:
     return v if v in VERDICTS else None
 
 
-def _norm_label(value: str) -> str | None:
-    return LABEL_SPELLINGS.get(re.sub(r"[^a-z]", "", value.lower()))
-
-
 def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     """Validate every row of ``config.files``; import all of them or none.
 
@@ -332,7 +330,8 @@ def _check_row(row: dict[str, str], known: set[str], automated: dict[str, str | 
     verdict = _norm_verdict(verdict_raw)
     if verdict is None:
         problems.append(f"bad verdict {verdict_raw!r} (use Acceptable, Needs Improvement or Incorrect)")
-    corrected = _norm_label(corrected_raw) if corrected_raw else None
+    corrected_id = read_label(corrected_raw) if corrected_raw else None
+    corrected = None if corrected_id is None else label_name(corrected_id)
     if corrected_raw and corrected is None:
         problems.append(f"bad corrected_label {corrected_raw!r} (use biased or not biased)")
     auto = automated.get(item)

@@ -1,0 +1,376 @@
+"""The model catalogue: one way to name a model, one loader for every kind.
+
+Annotation, evaluation, the judge and the stereotype audit all name models the same way, as a
+string or its YAML form, and load them here (``load_model`` for a stage that asks the task's
+question or classifies; ``load_chat_backend`` for a stage that only needs the chat protocol):
+
+=========================  ==========================================================  =====================
+string                     YAML (``kind:`` or its older name ``backend:``)              what it is
+=========================  ==========================================================  =====================
+``openai:MODEL@URL``       ``{kind: openai, model: MODEL, base_url: URL}``             an OpenAI-compatible
+                                                                                       chat server (vLLM,
+                                                                                       TGI, Ollama, OpenAI)
+``smollm2``                ``{kind: smollm2}``                                         the embedded
+                                                                                       SmolLM2-135M (text)
+``transformers:MODEL``     ``{kind: transformers, model: MODEL, gguf_file: F}``        a local chat LM/VLM
+``PATH`` or ``ORG/NAME``   ``{kind: checkpoint, model: PATH, revision: R}``            a checkpoint, kind
+                                                                                       read from its files
+=========================  ==========================================================  =====================
+
+The YAML form carries the options a string cannot: ``params`` (sampling parameters sent with
+every request), ``vision``, ``api_key_env`` (default ``OPENAI_API_KEY``; the key is read from the
+environment, never stored), ``concurrency``, ``timeout_s``, ``max_retries``, ``batch_size``,
+``gguf_file``, ``revision``.
+
+A checkpoint is recognised from its files: ``adapter_config.json`` → a PEFT adapter on a VLM
+(its base found from the adapter); ``config.json`` with ``model_type: vilbias-fusion`` → the
+fusion classifier; ``architectures`` ``*ForSequenceClassification`` → a text classifier;
+``*ForCausalLM`` → a text LM; anything else → a VLM (``AutoModelForImageTextToText``).
+
+Adding a kind is one loader function and one line in :data:`LOADERS`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from vilbias.models.chat import ChatBackend, OpenAIBackend, TransformersBackend, smollm2_backend
+from vilbias.task import LABEL_NAMES, Item, classifier_text
+
+# torch and transformers (with vilbias.models.fusion and vlm, built on them) are imported inside
+# the loaders that need them: naming an OpenAI-compatible server must not cost a torch import.
+
+logger = logging.getLogger(__name__)
+
+SMOLLM2 = "smollm2"
+
+
+def looks_local(name: str) -> bool:
+    """Whether ``name`` is meant as a local path rather than a Hub id (``ORG/NAME`` or ``NAME``)."""
+    return Path(name).exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
+
+
+@dataclass
+class ModelSpec:
+    """A model, as the catalogue names it (see the module docstring for the string form)."""
+
+    kind: str = "checkpoint"
+    """``openai``, ``smollm2``, ``transformers`` or ``checkpoint`` (a key of :data:`LOADERS`)."""
+    model: str = ""
+    """Model id at the server, Hub id or local path (empty for ``smollm2``)."""
+    base_url: str | None = None
+    """The server's OpenAI-compatible endpoint (``openai``), e.g. ``http://localhost:8000/v1``."""
+    revision: str | None = None
+    """Hub revision of a checkpoint."""
+    vision: bool = False
+    """Whether a ``transformers`` chat model takes images (checkpoints and servers know it themselves)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Sampling parameters sent with every request (temperature, max_tokens, seed, ...)."""
+    api_key_env: str | None = None
+    """Environment variable holding a server's key (default ``OPENAI_API_KEY``)."""
+    concurrency: int = 16
+    """Requests in flight to a server."""
+    timeout_s: float = 120.0
+    """Seconds before a server request is abandoned (and retried)."""
+    max_retries: int = 5
+    """Retries of a failed server request (429/5xx/timeouts), with backoff."""
+    batch_size: int = 4
+    """Generation batch size of a local model."""
+    gguf_file: str | None = None
+    """A GGUF file inside ``model`` to load with transformers' ``gguf_file=``."""
+
+    @classmethod
+    def parse(cls, spec: str | Mapping[str, Any] | ModelSpec) -> ModelSpec:
+        """The spec a string or its YAML form names.
+
+        Raises:
+            ValueError: a malformed string or an unknown kind or field, in one sentence.
+        """
+        if isinstance(spec, ModelSpec):
+            return spec
+        if isinstance(spec, Mapping):
+            data = dict(spec)
+            if "backend" in data:  # the annotators file's older name for the kind
+                data.setdefault("kind", data.pop("backend"))
+            unknown = set(data) - {f.name for f in fields(cls)}
+            if unknown:
+                raise ValueError(f"model spec {spec!r}: unknown field(s) {', '.join(sorted(unknown))}")
+            parsed = cls(**data)
+        elif spec.startswith("openai:"):
+            model, sep, base_url = spec[len("openai:"):].rpartition("@")
+            parsed = cls("openai", model, base_url if sep else None)
+            if not sep or not model or not base_url.startswith(("http://", "https://")):
+                raise ValueError(f"{spec!r}: write an OpenAI-compatible endpoint as openai:<model>@<base_url>, "
+                                 "e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
+        elif spec == SMOLLM2:
+            parsed = cls(SMOLLM2)
+        elif spec.startswith("transformers:"):
+            parsed = cls("transformers", spec[len("transformers:"):])
+        else:
+            parsed = cls("checkpoint", spec)
+        parsed.validate()
+        return parsed
+
+    def validate(self) -> None:
+        if self.kind not in LOADERS:
+            raise ValueError(f"unknown model kind {self.kind!r}: use {', '.join(LOADERS)}")
+        if self.kind == "openai" and not self.base_url:
+            raise ValueError(f"model {self.model!r}: the openai kind needs base_url (e.g. http://localhost:8000/v1)")
+        if self.kind in ("transformers", "checkpoint", "openai") and not self.model:
+            raise ValueError(f"the {self.kind} kind needs a model")
+        if self.kind == SMOLLM2 and self.vision:
+            raise ValueError("SmolLM2 is text-only; set vision: false")
+        if not isinstance(self.params, dict):
+            raise ValueError(f"model {self.model or self.kind!r}: params must be a mapping")
+
+    def __str__(self) -> str:
+        """The string form (options the string cannot carry are left out)."""
+        if self.kind == "openai":
+            return f"openai:{self.model}@{self.base_url}"
+        if self.kind == SMOLLM2:
+            return SMOLLM2
+        return f"transformers:{self.model}" if self.kind == "transformers" else self.model
+
+    @property
+    def display_name(self) -> str:
+        return self.model or self.kind
+
+
+# -- what a loaded model is ---------------------------------------------------------------------
+
+
+@dataclass
+class GenerativeModel:
+    """A model that answers in text (``Label: … / Reasoning: …``) through a chat backend."""
+
+    backend: Any
+    """Anything with ``chat(requests, on_result=None)`` (:class:`vilbias.models.chat.ChatBackend`)."""
+    name: str
+    vision: bool = True
+    """Whether image parts reach the model (text-only backends drop them)."""
+    kind: str = "generative"
+    params: dict[str, Any] = field(default_factory=dict)
+    """Sampling parameters sent with every request."""
+
+
+@dataclass
+class ClassifierModel:
+    """A classifier: ``predict(items) -> class ids``, no rationale."""
+
+    predict: Any
+    """Callable ``list[Item] -> list[int]``."""
+    name: str
+    uses_text: bool = True
+    uses_image: bool = False
+    kind: str = "classifier"
+
+
+Model = GenerativeModel | ClassifierModel
+
+
+@dataclass
+class LoadOptions:
+    """How a stage wants a model loaded (what the spec itself does not say)."""
+
+    batch_size: int = 8
+    max_new_tokens: int = 256
+    load_in_4bit: bool = False
+    """Load a VLM base as 4-bit NF4 (as QLoRA trained it)."""
+    merge: bool = False
+    """Merge a LoRA adapter into its base before generating."""
+    concurrency: int | None = None
+    """Requests in flight to a server (default: the spec's)."""
+    generative_only: bool = False
+    """Refuse classifiers (a judge must write text)."""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"temperature": 0.0, "max_tokens": self.max_new_tokens}
+
+
+# -- the loaders, one per kind ------------------------------------------------------------------
+
+
+def load_chat_backend(spec: str | Mapping[str, Any] | ModelSpec) -> ChatBackend:
+    """The chat backend a chat-kind spec names (``openai``, ``smollm2`` or ``transformers``)."""
+    spec = ModelSpec.parse(spec)
+    if spec.kind == "openai":
+        return OpenAIBackend(
+            spec.model, spec.base_url, api_key=os.environ.get(spec.api_key_env or "OPENAI_API_KEY") or None,
+            params=dict(spec.params), concurrency=spec.concurrency, timeout_s=spec.timeout_s, max_retries=spec.max_retries,
+        )
+    if spec.kind == "transformers":
+        return TransformersBackend.from_pretrained(spec.model, vision=spec.vision, gguf_file=spec.gguf_file,
+                                                   params=dict(spec.params), batch_size=spec.batch_size)
+    if spec.kind == SMOLLM2:
+        return smollm2_backend(dict(spec.params), batch_size=spec.batch_size)
+    raise ValueError(f"{spec}: a {spec.kind} model is not a chat backend")
+
+
+def _openai(spec: ModelSpec, options: LoadOptions) -> Model:
+    if options.concurrency is not None:
+        spec = ModelSpec(**{**asdict(spec), "concurrency": options.concurrency})
+    return GenerativeModel(load_chat_backend(spec), name=spec.model, vision=True, kind="openai", params=options.params)
+
+
+def _smollm2(spec: ModelSpec, options: LoadOptions) -> Model:
+    spec = ModelSpec(**{**asdict(spec), "batch_size": options.batch_size})
+    return GenerativeModel(load_chat_backend(spec), name=SMOLLM2, vision=False, kind="transformers-text", params=options.params)
+
+
+def _transformers(spec: ModelSpec, options: LoadOptions) -> Model:
+    backend = load_chat_backend(spec)
+    return GenerativeModel(backend, name=spec.model, vision=spec.vision,
+                           kind="transformers-vlm" if spec.vision else "transformers-text", params=options.params)
+
+
+def _config_file(name_or_path: str, filename: str, revision: str | None) -> dict | None:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    path = Path(name_or_path)
+    if path.is_dir():
+        f = path / filename
+        return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    if looks_local(name_or_path):
+        raise FileNotFoundError(f"{name_or_path} is neither a checkpoint folder nor a Hub model id")
+    try:
+        local = hf_hub_download(name_or_path, filename, revision=revision)
+    except EntryNotFoundError:
+        return None
+    return json.loads(Path(local).read_text(encoding="utf-8"))
+
+
+def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
+    name, revision = spec.model, spec.revision
+    if _config_file(name, "adapter_config.json", revision) is not None:
+        return _vlm(spec, options)
+    config = _config_file(name, "config.json", revision)
+    if config is None:
+        raise FileNotFoundError(f"{name} has no config.json or adapter_config.json: not a model checkpoint")
+    architectures = config.get("architectures") or []
+    fusion = config.get("model_type") == "vilbias-fusion"
+    if fusion or any(a.endswith("ForSequenceClassification") for a in architectures):
+        if options.generative_only:
+            raise ValueError(f"{name} is a classifier; the judge must be a generative model")
+        return _fusion_classifier(spec) if fusion else _text_classifier(spec, options.batch_size)
+    if any(a.endswith("ForCausalLM") for a in architectures):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
+        model = AutoModelForCausalLM.from_pretrained(name, revision=revision, dtype="auto").eval()
+        backend = TransformersBackend(model, tokenizer, vision=False, params=options.params, batch_size=options.batch_size)
+        return GenerativeModel(backend, name=name, vision=False, kind="transformers-text", params=options.params)
+    return _vlm(spec, options)
+
+
+def _vlm(spec: ModelSpec, options: LoadOptions) -> GenerativeModel:
+    from vilbias.models.vlm import load_vlm
+
+    model, processor = load_vlm(spec.model, revision=spec.revision, load_in_4bit=options.load_in_4bit, merge=options.merge)
+    backend = TransformersBackend(model, processor, vision=True, params=options.params, batch_size=options.batch_size)
+    return GenerativeModel(backend, name=spec.model, vision=True, kind="transformers-vlm", params=options.params)
+
+
+def _label_order(id2label: dict) -> list[int]:
+    """Map a classifier's output index to our class id, by label name when it uses ours."""
+    names = {int(k): str(v).lower().replace(" ", "_") for k, v in (id2label or {}).items()}
+    if set(names.values()) == set(LABEL_NAMES):
+        return [LABEL_NAMES.index(names[i]) for i in range(len(names))]
+    return list(range(len(LABEL_NAMES)))
+
+
+def _fusion_classifier(spec: ModelSpec) -> ClassifierModel:
+    from PIL import Image
+
+    from vilbias.images import grey_image
+    from vilbias.models.fusion import FusionForClassification
+
+    model = FusionForClassification.from_pretrained(spec.model, revision=spec.revision)
+
+    def predict(items: list[Item]) -> list[int]:
+        out = []
+        for item in items:
+            image = None
+            if model.config.uses_image:
+                # The fusion head cannot run without an image: a removed image becomes uniform grey.
+                image = Image.open(io.BytesIO(item.image if item.image is not None else grey_image())).convert("RGB")
+            text = classifier_text(item.headline, item.article_text) if model.config.uses_text else None
+            out.append(LABEL_NAMES.index(model.predict(image=image, text=text)["label"]))
+        return out
+
+    return ClassifierModel(predict, name=spec.model, uses_text=model.config.uses_text, uses_image=model.config.uses_image)
+
+
+def _text_classifier(spec: ModelSpec, batch_size: int) -> ClassifierModel:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(spec.model, revision=spec.revision)
+    model = AutoModelForSequenceClassification.from_pretrained(spec.model, revision=spec.revision).eval()
+    order = _label_order(model.config.id2label)
+    max_length = min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+
+    def predict(items: list[Item]) -> list[int]:
+        out = []
+        for start in range(0, len(items), batch_size):
+            batch = items[start:start + batch_size]
+            inputs = tokenizer([classifier_text(i.headline, i.article_text) for i in batch], truncation=True,
+                               max_length=max_length, padding=True, return_tensors="pt").to(model.device)
+            with torch.inference_mode():
+                logits = model(**inputs).logits
+            out.extend(order[int(j)] for j in logits.argmax(-1).tolist())
+        return out
+
+    return ClassifierModel(predict, name=spec.model, uses_text=True, uses_image=False)
+
+
+LOADERS: dict[str, Callable[[ModelSpec, LoadOptions], Model]] = {
+    "openai": _openai,
+    SMOLLM2: _smollm2,
+    "transformers": _transformers,
+    "checkpoint": _checkpoint,
+}
+"""kind -> loader. A new kind is a loader here and its line in this dict."""
+
+
+def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -> ModelSpec:
+    """Parse ``spec`` and fail in one sentence, before anything is loaded, when it names a local
+    checkpoint folder that does not exist.
+
+    Raises:
+        FileNotFoundError: the path is missing or not a folder.
+        ValueError: a malformed spec.
+    """
+    parsed = ModelSpec.parse(spec)
+    if parsed.kind == "checkpoint" and looks_local(parsed.model) and not Path(parsed.model).expanduser().is_dir():
+        raise FileNotFoundError(f"{what} {parsed.model} does not exist: give a checkpoint folder, a Hub id, "
+                                "openai:<model>@<base_url>, transformers:<model> or smollm2")
+    return parsed
+
+
+def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | None = None, **options: Any) -> Model:
+    """Load what ``spec`` names (see the module docstring).
+
+    Args:
+        spec: A spec string or its YAML form.
+        revision: Hub revision of a checkpoint (overrides the spec's).
+        **options: Fields of :class:`LoadOptions` (batch size, answer budget, 4-bit, merge, ...).
+    """
+    parsed = ModelSpec.parse(spec)
+    if revision is not None:
+        parsed = ModelSpec(**{**asdict(parsed), "revision": revision})
+    return LOADERS[parsed.kind](parsed, LoadOptions(**options))
+
+
+__all__ = [
+    "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "check_spec",
+    "load_chat_backend", "load_model", "looks_local",
+]

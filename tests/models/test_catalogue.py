@@ -1,0 +1,68 @@
+"""The model catalogue: one spec grammar (a string and its YAML form) and one loader per kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
+from vilbias.models.catalogue import (
+    LOADERS,
+    GenerativeModel,
+    ModelSpec,
+    check_spec,
+    load_chat_backend,
+    load_model,
+)
+from vilbias.models.chat import ChatRequest, OpenAIBackend
+
+
+@pytest.mark.parametrize("text, yaml_form", [
+    ("openai:Qwen/Qwen2.5-VL-7B@http://h:8000/v1", {"kind": "openai", "model": "Qwen/Qwen2.5-VL-7B", "base_url": "http://h:8000/v1"}),
+    ("smollm2", {"kind": "smollm2"}),
+    ("transformers:HuggingFaceTB/SmolLM2-135M-Instruct", {"backend": "transformers", "model": "HuggingFaceTB/SmolLM2-135M-Instruct"}),
+    ("ORG/model", {"kind": "checkpoint", "model": "ORG/model"}),
+    ("./outputs/fusion", {"model": "./outputs/fusion"}),
+])
+def test_a_string_and_its_yaml_form_name_the_same_model(text, yaml_form):
+    assert ModelSpec.parse(text) == ModelSpec.parse(yaml_form)
+    assert str(ModelSpec.parse(yaml_form)) == text  # the string form round-trips
+    assert ModelSpec.parse(text).kind in LOADERS
+
+
+def test_malformed_specs_fail_in_one_sentence(tmp_path):
+    with pytest.raises(ValueError, match="openai:<model>@<base_url>"):
+        ModelSpec.parse("openai:gpt-4o")
+    with pytest.raises(ValueError, match="openai kind needs base_url"):
+        ModelSpec.parse({"kind": "openai", "model": "m"})
+    with pytest.raises(ValueError, match="unknown model kind 'llamafile'"):
+        ModelSpec.parse({"backend": "llamafile", "model": "m"})
+    with pytest.raises(ValueError, match="unknown field.*temprature"):
+        ModelSpec.parse({"kind": "smollm2", "temprature": 0.1})
+    with pytest.raises(ValueError, match="SmolLM2 is text-only"):
+        ModelSpec.parse({"kind": "smollm2", "vision": True})
+    with pytest.raises(FileNotFoundError, match=r"model .*nope does not exist"):
+        check_spec(str(tmp_path / "nope"))
+    assert check_spec(str(tmp_path)).kind == "checkpoint"  # an existing folder passes the early check
+
+
+def test_a_chat_server_loads_through_the_catalogue_with_its_yaml_options(monkeypatch):
+    monkeypatch.setenv("MY_KEY", "secret-value")
+    with FakeOpenAIServer(lambda body: "Label: biased\nReasoning: loaded words.") as server:
+        backend = load_chat_backend({"kind": "openai", "model": "m", "base_url": server.base_url, "api_key_env": "MY_KEY",
+                                     "params": {"temperature": 0.3}, "concurrency": 2})
+        assert isinstance(backend, OpenAIBackend) and backend.concurrency == 2
+        [result] = backend.chat([ChatRequest([{"role": "user", "content": "hi"}])])
+        model = load_model(f"openai:m@{server.base_url}", max_new_tokens=7, concurrency=3)
+        [answer] = model.backend.chat([ChatRequest([{"role": "user", "content": "hi"}], model.params)])
+    assert result.text.startswith("Label: biased") and answer.text.startswith("Label: biased")
+    assert server.requests[0]["temperature"] == 0.3
+    assert server.auth_headers[0] == "Bearer secret-value"
+    assert isinstance(model, GenerativeModel) and model.kind == "openai" and model.name == "m"
+    assert model.backend.concurrency == 3 and server.requests[1]["max_tokens"] == 7
+
+
+def test_a_checkpoint_kind_is_read_from_its_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a model checkpoint"):
+        load_model(str(tmp_path))
+    with pytest.raises(ValueError, match="a chat backend"):
+        load_chat_backend(str(tmp_path))
