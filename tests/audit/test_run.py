@@ -151,8 +151,9 @@ def test_chat_server_answers_are_constrained_and_failures_asked_again(tmp_path):
         total = 2 * 2 * (6 + 4)  # 2 identity pairs x (6 role + 4 perception questions) x 2 modalities
         assert (first["run"]["asked"], first["run"]["failed"], first["run"]["answered"]) == (total, 3, total - 3)
         bodies = list(server.requests)
-        second = run_audit(AuditConfig(**config))
+        second = run_audit(AuditConfig(**config, alpha=0.01))
         assert second["run"]["asked"] == 3 and second["run"]["failed"] == 0
+    assert second["alpha"] == 0.01  # the run's metrics take the threshold it was given
     body = next(b for b in bodies if any(isinstance(m["content"], list) for m in b["messages"]))
     user = body["messages"][-1]["content"]
     assert user[0]["type"] == "image_url" and user[0]["image_url"]["url"].startswith("data:image/png;base64,")
@@ -160,6 +161,7 @@ def test_chat_server_answers_are_constrained_and_failures_asked_again(tmp_path):
     responses = read_jsonl(tmp_path / "srv" / "responses.jsonl")
     assert len(responses) == total
     assert all(r["answer"] == r["options"][-1] and r["raw"] == json.dumps({"answer": r["answer"]}) for r in responses)
+    assert all("trait_pair" in r for r in responses)  # polarity pairs traits by it
     # the options sent are the question's options, in the order shown
     sent = {b["messages"][-1]["content"] if isinstance(b["messages"][-1]["content"], str)
             else b["messages"][-1]["content"][1]["text"]: b["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"]

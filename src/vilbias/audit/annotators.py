@@ -51,7 +51,7 @@ def headline(summary: dict[str, Any], modality: str = "text") -> str:
     parts = []
     for paradigm, slot in summary.get("paradigms", {}).get(modality, {}).items():
         worst = slot["max_disparity"]
-        parts.append(f"{paradigm}: {worst['dimension']} {worst['disparity']:.2f} "
+        parts.append(f"{paradigm}: {worst['dimension']} {worst['disparity']:.1f} points "
                      f"({worst['most_favoured']} over {worst['least_favoured']})")
     return "; ".join(parts)
 

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.audit.manifest import Pair, embedded_pairs, materialize_probeset, read_manifest
+from vilbias.audit.metrics import MetricOptions, compute_metrics, read_responses, summarize
+from vilbias.audit.metrics import write_metrics as write_all_metrics
 from vilbias.audit.questions import (
     MODALITIES,
     PARADIGMS,
@@ -97,6 +99,8 @@ class AuditConfig:
     revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --model."})
     load_in_4bit: bool = field(default=False, metadata={"help": "Load a local VLM in 4-bit NF4 (bitsandbytes, GPU)."})
     metrics: bool = field(default=True, metadata={"help": "Write the metrics and plots to <out>/metrics at the end."})
+    alpha: float = field(default=0.05, metadata={
+        "help": "Significance threshold of the metrics: p < alpha is significant, intervals are (1 - alpha)."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
     backend: Any = field(default=None, metadata={"cli": False, "help": "A ready chat backend (Python callers, tests)."})
     model_name: str | None = field(default=None, metadata={"cli": False, "help": "Name stored with the calls (default: --model)."})
@@ -295,7 +299,7 @@ def response_rows(store: AuditStore, questions: list[Question], modalities: list
                 "identity_1": q.pair.left.identity, "identity_2": q.pair.right.identity,
                 "activity_1": q.pair.left.activity, "activity_2": q.pair.right.activity,
                 "context": q.context, "valence": q.valence, "trait": q.trait, "trait_dimension": q.trait_dimension,
-                "role": q.role, "correct": q.correct, "subject": q.subject,
+                "role": q.role, "correct": q.correct, "subject": q.subject, "trait_pair": q.trait_pair,
                 "raw": r["raw"], "probabilities": probabilities, "structured": r["structured"], "image": image,
                 "latency_s": r["latency_s"],
             }
@@ -352,18 +356,16 @@ def run_audit(config: AuditConfig) -> dict[str, Any]:
         counts = ask(store, chooser, questions, modalities, fp, name, progress=config.progress, desc=f"audit {name}")
         write_responses(response_rows(store, questions, modalities, fp, name, out), out / RESPONSES)
     wall = time.perf_counter() - start
-    summary = finish(out, name, fp, space, questions, modalities, counts, wall, write_metrics=config.metrics)
+    summary = finish(out, name, fp, space, questions, modalities, counts, wall, write_metrics=config.metrics,
+                     alpha=config.alpha)
     return summary
 
 
 def finish(out: Path, name: str, fp: str, space: QuestionSpace, questions: list[Question], modalities: list[str],
-           counts: dict[str, int], wall_s: float, *, write_metrics: bool = True) -> dict[str, Any]:
+           counts: dict[str, int], wall_s: float, *, write_metrics: bool = True, alpha: float = 0.05) -> dict[str, Any]:
     """Summarise a finished run from its responses file (and write the metrics when asked)."""
-    from vilbias.audit.metrics import compute_metrics, read_responses, summarize
-    from vilbias.audit.metrics import write_metrics as write_all
-
     rows = read_responses(out / RESPONSES)
-    tables = compute_metrics(rows)
+    tables = compute_metrics(rows, MetricOptions(alpha=alpha))
     latencies = [r["latency_s"] for r in rows if isinstance(r.get("latency_s"), (int, float))]
     summary = {
         "model": name, "fingerprint": fp, "prompt_version": prompt_version(),
@@ -376,7 +378,7 @@ def finish(out: Path, name: str, fp: str, space: QuestionSpace, questions: list[
         "space": {"identities": len(space.identities), "activities": len(space.activities), "traits": len(space.traits)},
     }
     if write_metrics:
-        write_all(tables, out / "metrics", plots=True)
+        write_all_metrics(tables, out / "metrics", plots=True)
         summary["metrics_dir"] = str(out / "metrics")
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
