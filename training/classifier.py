@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from datasets import load_dataset
 from vilbias.training import distant
+from vilbias.training import recipe as recipes
 from vilbias.training.classifier_data import (
     VALIDATION_SHARE,
     Collator,
@@ -76,8 +76,6 @@ __all__ = ["ClassifierConfig", "VALIDATION_SHARE", "Collator", "build_model", "f
 
 logger = logging.getLogger(__name__)
 
-RECIPES_DIR = Path(__file__).parent / "recipes" / "classifier"
-"""Shipped classifier recipes: ``--recipe babe`` is ``RECIPES_DIR / "babe.yaml"``."""
 
 
 @dataclass
@@ -201,26 +199,9 @@ class ClassifierConfig:
         return cls(**{**values, **overrides, "recipe": str(recipe) if recipe else None})
 
 
-def resolve_recipe(recipe: str | Path) -> Path:
-    """A recipe file as given, or a shipped one by name (``babe`` -> ``recipes/classifier/babe.yaml``)."""
-    path = Path(recipe)
-    if path.is_file():
-        return path
-    shipped = RECIPES_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
-    if shipped.is_file():
-        return shipped
-    names = ", ".join(sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")))
-    raise FileNotFoundError(f"recipe {recipe} not found: neither a file nor a shipped recipe ({names})")
-
-
 def read_recipe(recipe: str | Path) -> dict[str, Any]:
-    path = resolve_recipe(recipe)
-    values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    known = {f.name for f in dataclasses.fields(ClassifierConfig)} - {"recipe", "dataset"}
-    unknown = sorted(set(values) - known)
-    if not isinstance(values, dict) or unknown:
-        raise ValueError(f"recipe {path}: unknown field(s) {unknown}; a recipe sets fields of ClassifierConfig (not dataset)")
-    return values
+    """A classifier recipe's values (fields of :class:`ClassifierConfig` other than ``dataset``)."""
+    return recipes.read_recipe(recipe, {f.name for f in dataclasses.fields(ClassifierConfig)} - {"recipe", "dataset"})[1]
 
 
 # ---------------------------------------------------------------- model

@@ -12,15 +12,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-
-import yaml
 
 # Importing this module imports trl (and torch under it), because sft's flags are the fields of TRL's
 # dataclasses; `vilbias` imports a stage's module only once that stage is chosen, so only `train` pays.
 from trl import TrlParser
 from vilbias.training import classifier, sft
+from vilbias.training.recipe import read_recipe
 
 
 class RecipeParser(TrlParser):
@@ -55,14 +53,9 @@ class RecipeParser(TrlParser):
 
     def _read_recipe(self, recipe: str) -> None:
         try:
-            path = sft.resolve_recipe(recipe)
-        except FileNotFoundError as e:
+            path, fields = read_recipe(recipe)
+        except (FileNotFoundError, ValueError) as e:
             self.error(str(e))
-        fields = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if not isinstance(fields, dict):
-            self.error(f"recipe {path} is not a YAML mapping of field: value")
-        for key, value in fields.pop("env", {}).items():
-            os.environ[key] = str(value)
         unknown = self.set_defaults_with_config(**fields)[::2]  # it returns ["--name", "value", ...]
         if unknown:
             self.error(f"recipe {path} sets unknown field(s): {', '.join(name[2:] for name in unknown)}")

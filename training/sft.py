@@ -36,6 +36,7 @@ from typing import Any
 
 import psutil
 from datasets import load_dataset
+from vilbias.training.recipe import read_recipe, resolve_recipe
 
 from vilbias.models.vlm import save_merged
 from vilbias.provenance import TrainingData, read_training_data
@@ -47,7 +48,6 @@ logger = logging.getLogger(__name__)
 
 METHODS = ("lora", "qlora", "full", "prompt_tuning", "ia3")
 RUN_RECORD = "run_record.json"
-RECIPES_DIR = Path(__file__).parent / "recipes"
 
 # Hyperparameters copied into the run record and the model card (the paper's Table 5 settings).
 _RECORDED_HYPERPARAMETERS = (
@@ -116,26 +116,19 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_recipe(recipe: str | Path) -> Path:
-    """A recipe path as given, or relative to the installed ``training/recipes`` (``SmolVLM-Instruct/lora.yaml``)."""
-    path = Path(recipe)
-    if path.is_file():
-        return path
-    for candidate in (RECIPES_DIR / path, RECIPES_DIR / Path(*path.parts[2:]) if path.parts[:2] == (
-            "training", "recipes") else None):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"recipe {recipe} not found (looked in . and {RECIPES_DIR})")
-
-
 def parse_recipe(recipe: str | Path, overrides: list[str] | None = None):
-    """Parse a recipe plus ``--field value`` overrides with TRL's parser.
+    """Parse a recipe (:func:`vilbias.training.recipe.read_recipe`) plus ``--field value``
+    overrides with TRL's parser: the recipe's values become the parser's defaults.
 
     Returns:
         `(ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments)`
     """
-    path = resolve_recipe(recipe)
-    return _complete(path, make_parser().parse_args_and_config(["--config", str(path), *(overrides or [])]))
+    path, values = read_recipe(recipe)
+    parser = make_parser()
+    unknown = parser.set_defaults_with_config(**values)[::2]  # it returns ["--name", "value", ...]
+    if unknown:
+        raise ValueError(f"recipe {path} sets unknown field(s): {', '.join(name[2:] for name in unknown)}")
+    return _complete(path, parser.parse_args_into_dataclasses(args=list(overrides or [])))
 
 
 def _complete(path: Path, parsed: tuple) -> tuple:
