@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakes.workdirs import make_workdir  # noqa: E402
 from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, annotate  # noqa: E402
-from vilbias.models.chat import ChatRequest, OpenAIBackend  # noqa: E402
+from vilbias.models.chat import ChatRequest  # noqa: E402
+from vilbias.models.chat_openai import OpenAIBackend  # noqa: E402
 
 TARGET = 0.9
 # The server process: a FakeOpenAIServer whose answer fills the schema a request asks for.

@@ -5,7 +5,8 @@ import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.models.catalogue import load_chat_backend as load_backend
-from vilbias.models.chat import ChatRequest, OpenAIBackend, image_part
+from vilbias.models.chat import ChatRequest, image_part
+from vilbias.models.chat_openai import OpenAIBackend
 
 
 @pytest.fixture

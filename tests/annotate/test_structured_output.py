@@ -15,7 +15,9 @@ from tests.fakes.workdirs import make_workdir
 from vilbias.annotate import prompts as P
 from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, annotate
 from vilbias.annotate.store import STORE_SCHEMA_VERSION, AnnotationStore
-from vilbias.models.chat import ChatRequest, OpenAIBackend, TransformersBackend
+from vilbias.models.chat import ChatRequest
+from vilbias.models.chat_local import TransformersBackend
+from vilbias.models.chat_openai import OpenAIBackend
 
 
 class SchemaRejectingServer(FakeOpenAIServer):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from vilbias.models.chat import ChatRequest, TransformersBackend
+from vilbias.models.chat import ChatRequest
+from vilbias.models.chat_local import TransformersBackend
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} <|end|> {% endfor %}"

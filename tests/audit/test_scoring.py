@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from vilbias.models.chat import ChatRequest, TransformersBackend, image_part
+from vilbias.models.chat import ChatRequest, image_part
+from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.scoring import (
     OptionScorer,
     OptionScores,

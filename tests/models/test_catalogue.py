@@ -13,7 +13,8 @@ from vilbias.models.catalogue import (
     load_chat_backend,
     load_model,
 )
-from vilbias.models.chat import ChatRequest, OpenAIBackend
+from vilbias.models.chat import ChatRequest
+from vilbias.models.chat_openai import OpenAIBackend
 
 
 @pytest.mark.parametrize("text, yaml_form", [

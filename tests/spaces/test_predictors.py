@@ -109,7 +109,7 @@ def test_wording_writer_with_a_tiny_real_chat_model():
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     from tests.annotate.test_transformers_backend import CHAT_TEMPLATE
-    from vilbias.models.chat import TransformersBackend
+    from vilbias.models.chat_local import TransformersBackend
 
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()

@@ -47,7 +47,8 @@ from vilbias.audit.questions import (
 from vilbias.audit.space import QuestionSpace, load_space
 from vilbias.audit.store import AUDIT_DB, AuditStore, CallResult
 from vilbias.ledger import ask_missing
-from vilbias.models.chat import ChatRequest, ChatResult, TransformersBackend, chat_jobs, image_part
+from vilbias.models.chat import ChatRequest, ChatResult, chat_jobs, image_part
+from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.scoring import (
     CHOICE_STYLES,
     NORMALIZATIONS,

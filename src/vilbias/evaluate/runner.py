@@ -58,7 +58,8 @@ from vilbias.models.catalogue import (
     check_spec,
     load_model,
 )
-from vilbias.models.chat import ChatRequest, TransformersBackend, chat_jobs
+from vilbias.models.chat import ChatRequest, chat_jobs
+from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.scoring import OptionScorer, choose
 from vilbias.task import ANSWER_LABELS, FOLDS, LABEL_NAMES, Item
 

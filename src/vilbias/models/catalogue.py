@@ -41,7 +41,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from vilbias.models.chat import ChatBackend, OpenAIBackend, TransformersBackend, smollm2_backend
+from vilbias.models.chat import ChatBackend
+from vilbias.models.chat_local import TransformersBackend, smollm2_backend
+from vilbias.models.chat_openai import OpenAIBackend
 from vilbias.task import LABEL_NAMES, Item, classifier_text
 
 # torch and transformers (with vilbias.models.fusion and vlm, built on them) are imported inside

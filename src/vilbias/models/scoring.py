@@ -5,7 +5,8 @@ of the options. A local ``transformers`` model can do better than that: score ev
 the assistant's reply and read off the whole distribution over the options, in one forward pass
 per question (the options are the rows of one batch)::
 
-    from vilbias.models.chat import ChatRequest, smollm2_backend
+    from vilbias.models.chat import ChatRequest
+    from vilbias.models.chat_local import smollm2_backend
     from vilbias.models.scoring import score_options, choose
 
     backend = smollm2_backend()
@@ -39,7 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vilbias.models.chat import ChatRequest, TransformersBackend
+from vilbias.models.chat import ChatRequest
+from vilbias.models.chat_local import TransformersBackend
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ def score_options(backend: TransformersBackend, request: ChatRequest, options: S
     """Score each of ``options`` as the assistant's reply to ``request`` (see the module docstring).
 
     Args:
-        backend: A loaded :class:`~vilbias.models.chat.TransformersBackend` (text LM or VLM); its
+        backend: A loaded :class:`~vilbias.models.chat_local.TransformersBackend` (text LM or VLM); its
             model, tokenizer/processor and chat template are used as they are for generation.
         request: OpenAI-format messages (image parts reach a vision backend, text LMs get the
             text only, exactly as in generation).

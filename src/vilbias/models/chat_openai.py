@@ -1,0 +1,217 @@
+"""The ``openai`` chat backend: any chat-completions server (vLLM, SGLang, llama.cpp, Ollama, TGI,
+OpenAI), async with bounded concurrency, per-call timeouts, retries with backoff and jitter, and
+the structured-output fallback described in :mod:`vilbias.models.chat`."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from vilbias.models.chat import STRUCTURED_FIELDS, ChatRequest, ChatResult, OnResult, collect
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+REJECTED_STATUS = {400, 422}
+"""How a server says it does not take a request field: the request is retried once without
+its structured-output fields."""
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class OpenAIBackend:
+    """A chat-completions server at ``base_url`` (e.g. ``http://localhost:8000/v1``).
+
+    Args:
+        model: The ``model`` field sent with each request.
+        base_url: The API root, up to and including ``/v1``.
+        api_key: Bearer token; None sends no ``Authorization`` header (local servers).
+        params: Default sampling parameters, overridden per request.
+        concurrency: Requests in flight at once.
+        timeout_s: Per-attempt timeout (connect, read, write).
+        max_retries: Retries after the first attempt on 429, 5xx, timeouts and connection errors.
+        backoff_s: First backoff delay; doubles each retry, with jitter, up to ``max_backoff_s``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        params: dict[str, Any] | None = None,
+        concurrency: int = 16,
+        timeout_s: float = 120.0,
+        max_retries: int = 5,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key
+        self.params = dict(params or {})
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.structured_rejected: str | None = None
+        """The server's rejection of a structured-output request, once it has rejected one:
+        later requests are sent without those fields."""
+        self._model_json = json.dumps(model).encode()
+        self._encoded: dict[tuple[int, bool], tuple[Any, bytes]] = {}
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIBackend(model={self.model!r}, url={self.url!r}, concurrency={self.concurrency})"
+
+    def chat(self, requests: Iterable[ChatRequest], on_result: OnResult | None = None) -> list[ChatResult]:
+        return collect(requests, lambda reqs, cb: asyncio.run(self.achat(reqs, cb)), on_result)
+
+    async def achat(self, requests: Iterable[ChatRequest], on_result: OnResult) -> None:
+        """Async form of :meth:`chat` for callers already inside an event loop."""
+        import aiohttp
+
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        connector = aiohttp.TCPConnector(limit=self.concurrency)
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+        source = enumerate(requests)
+        async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as session:
+
+            async def worker() -> None:
+                # Workers pull from one shared iterator: at most `concurrency` requests are
+                # materialised and in flight, whatever the iterable's length.
+                for index, request in source:
+                    stored = on_result(index, await self._call(session, request))
+                    if stored is not None:
+                        # The caller stores results in groups: this worker takes no new request
+                        # until its result is stored, so an unstored result counts as in flight.
+                        await stored
+
+            await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+
+    def _body(self, request: ChatRequest, *, plain: bool = False) -> bytes:
+        """The JSON body ``{"model", "messages", **params}``; ``plain`` leaves out the
+        structured-output fields. Message lists and parameter dicts are encoded once per object:
+        the K samples of an item share both, and the answer schema in the parameters is the
+        largest part of a body, so a run encodes it once per prompt and sample, not per call."""
+        messages = self._encode(request.messages, False, json.dumps)
+        params = self._encode(request.params, plain, lambda p: self._params_json(p, plain))
+        return b'{"model": ' + self._model_json + b', "messages": ' + messages + params + b"}"
+
+    def _params_json(self, params: dict[str, Any], plain: bool) -> str:
+        merged = {k: v for k, v in {**self.params, **params}.items() if not (plain and k in STRUCTURED_FIELDS)}
+        return (", " + json.dumps(merged)[1:-1]) if merged else ""
+
+    def _encode(self, obj: Any, flag: bool, encode: Callable[[Any], str]) -> bytes:
+        # Keyed by identity, holding the object so its id cannot be reused while cached.
+        hit = self._encoded.get((id(obj), flag))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        if len(self._encoded) >= 2 * self.concurrency + 16:
+            # Bounded (message lists may carry images): the requests in flight and the next
+            # few share their objects; an older one is encoded again if it comes back.
+            self._encoded.clear()
+        data = encode(obj).encode()
+        self._encoded[(id(obj), flag)] = (obj, data)
+        return data
+
+    async def _call(self, session: Any, request: ChatRequest) -> ChatResult:
+        if not any(k in request.params or k in self.params for k in STRUCTURED_FIELDS):
+            return (await self._post(session, self._body(request)))[0]
+        if self.structured_rejected is not None:
+            result, _ = await self._post(session, self._body(request, plain=True))
+            return replace(result, structured=False, fallback=self.structured_rejected)
+        result, status = await self._post(session, self._body(request))
+        if status not in REJECTED_STATUS:
+            return replace(result, structured=True) if result.text is not None or result.refusal else result
+        # The server refused the request: if it answers without the structured-output fields,
+        # they were what it refused. Then the answer is parsed strictly, and the backend stops
+        # sending them.
+        retry, _ = await self._post(session, self._body(request, plain=True))
+        if retry.text is None and retry.refusal is None:
+            return result
+        if self.structured_rejected is None:
+            logger.warning("%s rejected structured output (%s); asking without it and parsing strictly", self.url, result.error)
+            self.structured_rejected = result.error
+        return replace(
+            retry, structured=False, fallback=result.error,
+            attempts=result.attempts + retry.attempts, latency_s=result.latency_s + retry.latency_s,
+        )
+
+    async def _post(self, session: Any, data: bytes) -> tuple[ChatResult, int | None]:
+        """One request with retries; returns the result and the last HTTP status (None when no
+        response came)."""
+        import aiohttp
+
+        start = time.perf_counter()
+        error = "not attempted"
+        attempt = 0
+        status: int | None = None
+        for attempt in range(self.max_retries + 1):
+            wait: float | None = None
+            status = None
+            try:
+                async with session.post(self.url, data=data) as response:
+                    body = await response.read()
+                    status, retry_after = response.status, response.headers.get("Retry-After")
+            except asyncio.TimeoutError:
+                error = f"timeout after {self.timeout_s}s"
+            except aiohttp.ClientError as e:  # refused, reset, dropped mid-response
+                error = f"connection error: {type(e).__name__}: {e}"
+            else:
+                if status == 200:
+                    return self._parse(body, start, attempt + 1), status
+                error = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
+                if status not in RETRY_STATUS and status < 500:
+                    break  # a bad request stays bad
+                wait = _retry_after(retry_after)
+            if attempt == self.max_retries:
+                break
+            if wait is None:
+                cap = min(self.max_backoff_s, self.backoff_s * 2**attempt)
+                wait = random.uniform(cap / 2, cap)  # "equal jitter": spread retries, keep a floor
+            wait = min(wait, self.max_backoff_s)
+            logger.debug("retrying in %.2fs after %s", wait, error)
+            await asyncio.sleep(wait)
+        return ChatResult(None, error, time.perf_counter() - start, attempt + 1), status
+
+    @staticmethod
+    def _parse(body: bytes, start: float, attempts: int) -> ChatResult:
+        latency = time.perf_counter() - start
+        try:
+            choice = json.loads(body)["choices"][0]
+            message = choice["message"]
+            content, refusal = message.get("content"), message.get("refusal")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            snippet = body[:200].decode("utf-8", "replace")
+            return ChatResult(None, f"malformed response: {type(e).__name__}: {snippet}", latency, attempts)
+        finish = choice.get("finish_reason")
+        if isinstance(refusal, str) and refusal and not content:
+            return ChatResult(None, f"refusal: {refusal}", latency, attempts, refusal=refusal, finish_reason=finish)
+        if not isinstance(content, str):
+            return ChatResult(None, f"malformed response: content is {type(content).__name__}", latency, attempts)
+        return ChatResult(content, None, latency, attempts, finish_reason=finish)
