@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.workdirs import make_workdir  # noqa: E402
-from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, annotate  # noqa: E402
+from vilbias.annotate.pipeline import AnnotateConfig, annotate  # noqa: E402
+from vilbias.annotate.specs import AnnotatorSpec  # noqa: E402
 from vilbias.models.chat import ChatRequest  # noqa: E402
 from vilbias.models.chat_openai import OpenAIBackend  # noqa: E402
 

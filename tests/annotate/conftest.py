@@ -75,6 +75,6 @@ def workdir(tmp_path):
 
 
 def stub_spec(name: str, **kw: Any):
-    from vilbias.annotate.pipeline import AnnotatorSpec
+    from vilbias.annotate.specs import AnnotatorSpec
 
     return AnnotatorSpec(name=name, backend="openai", model=f"stub/{name}", base_url="http://unused", params={"seed": 0}, **kw)

@@ -10,7 +10,8 @@ import pytest
 from tests.annotate.conftest import answer
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.workdirs import make_workdir
-from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, _Recorder, annotate
+from vilbias.annotate.pipeline import AnnotateConfig, _Recorder, annotate
+from vilbias.annotate.specs import AnnotatorSpec
 from vilbias.annotate.store import AnnotationStore, CallKey, call_row
 from vilbias.models.chat import ChatResult
 

@@ -5,13 +5,8 @@ import pytest
 from tests.annotate.conftest import StubBackend, answer, answers, stub_spec
 from tests.fakes.workdirs import make_workdir
 from vilbias.annotate import prompts as P
-from vilbias.annotate.pipeline import (
-    DEFAULT_ANNOTATORS,
-    AnnotateConfig,
-    annotate,
-    load_annotators,
-    shipped_annotators,
-)
+from vilbias.annotate.pipeline import AnnotateConfig, annotate
+from vilbias.annotate.specs import DEFAULT_ANNOTATORS, load_annotators, shipped_annotators
 from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.voting import hierarchical_vote
 from vilbias.models.chat import ChatResult

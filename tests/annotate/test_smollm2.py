@@ -6,7 +6,8 @@ import pytest
 
 from tests.fakes.workdirs import make_workdir
 from vilbias.annotate import prompts as P
-from vilbias.annotate.pipeline import DEFAULT_ANNOTATORS, AnnotateConfig, AnnotatorSpec, annotate
+from vilbias.annotate.pipeline import AnnotateConfig, annotate
+from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec
 from vilbias.annotate.store import AnnotationStore
 
 

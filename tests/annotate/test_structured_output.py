@@ -13,7 +13,8 @@ from tests.annotate.conftest import answer
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.workdirs import make_workdir
 from vilbias.annotate import prompts as P
-from vilbias.annotate.pipeline import AnnotateConfig, AnnotatorSpec, annotate
+from vilbias.annotate.pipeline import AnnotateConfig, annotate
+from vilbias.annotate.specs import AnnotatorSpec
 from vilbias.annotate.store import STORE_SCHEMA_VERSION, AnnotationStore
 from vilbias.models.chat import ChatRequest
 from vilbias.models.chat_local import TransformersBackend

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from vilbias.annotate.pipeline import DEFAULT_ANNOTATORS, AnnotatorSpec
+from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec
 from vilbias.annotate.store import AnnotationStore
 from vilbias.audit.annotators import audit_annotators, probe_version
 

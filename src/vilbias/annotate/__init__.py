@@ -6,12 +6,7 @@
 From Python: ``annotate(AnnotateConfig(workdir="work"))``. See ``docs/annotate.md``.
 """
 
-from vilbias.annotate.pipeline import (
-    DEFAULT_ANNOTATORS,
-    AnnotateConfig,
-    AnnotatorSpec,
-    annotate,
-    load_annotators,
-)
+from vilbias.annotate.pipeline import AnnotateConfig, annotate
+from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
 
 __all__ = ["DEFAULT_ANNOTATORS", "AnnotateConfig", "AnnotatorSpec", "annotate", "load_annotators"]

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from vilbias.annotate.pipeline import AnnotateConfig, annotate, format_summary
+    from vilbias.annotate.pipeline import AnnotateConfig, annotate
+    from vilbias.annotate.summary import format_summary
 
     summary = annotate(dataclass_from_args(AnnotateConfig, args))
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))

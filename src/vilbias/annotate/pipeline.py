@@ -6,28 +6,7 @@
 current prompt versions and annotators (a changed prompt or annotator re-asks only what it
 changes); a killed run loses at most the calls that were in flight.
 
-The annotators file (YAML)::
-
-    annotators:
-      - name: qwen2.5-vl-7b
-        backend: openai            # openai | transformers | smollm2
-        model: Qwen/Qwen2.5-VL-7B-Instruct
-        base_url: http://localhost:8000/v1
-        api_key_env: OPENAI_API_KEY  # optional; the default variable
-        vision: true               # sees the image (needed for the multimodal prompt)
-        structured_output: json_schema   # or none: the server cannot decode under a schema
-        params: {temperature: 0.7, max_tokens: 512}
-        concurrency: 32            # openai: requests in flight
-      - name: llama3.1-8b
-        backend: transformers
-        model: meta-llama/Llama-3.1-8B-Instruct
-        params: {temperature: 0.7, max_tokens: 512}
-        batch_size: 8
-
-Shipped files are named by their stem: ``--annotators paper`` is the paper's three open VLMs
-served by vLLM (``vilbias/annotate/annotators/paper.yaml``). Without a file, the embedded
-SmolLM2-135M-Instruct is the one annotator (:data:`DEFAULT_ANNOTATORS`); it is text-only, so only
-the text prompt is asked.
+The annotators are configured in a YAML file (:mod:`vilbias.annotate.specs`).
 
 Every answer is asked for as the JSON Schema of :func:`vilbias.annotate.prompts.response_format`
 (servers: ``response_format``; local models: llguidance-constrained decoding) and checked with
@@ -37,23 +16,25 @@ Every answer is asked for as the JSON Schema of :func:`vilbias.annotate.prompts.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import importlib.util
-import json
 import logging
 import mimetypes
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from vilbias.annotate import prompts as prompting
+from vilbias.annotate.specs import (
+    DEFAULT_ANNOTATORS,
+    LOCAL_BACKENDS,
+    AnnotatorSpec,
+    load_annotators,
+)
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
-from vilbias.annotate.voting import hierarchical_vote
+from vilbias.annotate.summary import format_summary, summarize
 from vilbias.ledger import ask_missing
-from vilbias.models.catalogue import ModelSpec, load_chat_backend
+from vilbias.models.catalogue import load_chat_backend
 from vilbias.models.chat import (
     ChatBackend,
     ChatRequest,
@@ -65,119 +46,8 @@ from vilbias.workdir import ARTICLES, Article, read_articles
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("openai", "transformers", "smollm2")
-LOCAL_BACKENDS = ("transformers", "smollm2")
-STRUCTURED_OUTPUT = ("json_schema", "none")
 DESCRIBE = "describe_image"
-
-
-@dataclass
-class AnnotatorSpec:
-    """One annotator: a model behind a backend, with its sampling parameters."""
-
-    name: str
-    backend: str = "openai"
-    model: str = ""
-    base_url: str | None = None
-    vision: bool = False
-    params: dict[str, Any] = field(default_factory=dict)
-    api_key_env: str | None = None
-    concurrency: int = 16
-    timeout_s: float = 120.0
-    max_retries: int = 5
-    batch_size: int = 4
-    gguf_file: str | None = None
-    structured_output: str = "json_schema"
-    """``json_schema``: ask for the answer's JSON Schema (a server that rejects it is asked
-    again without, and marked); ``none``: never ask (servers without structured output)."""
-    serve: str | None = None
-    """How to start the server (e.g. the ``vllm serve`` command); documentation only."""
-
-    def model_spec(self) -> ModelSpec:
-        """The model in the catalogue's terms (:class:`vilbias.models.catalogue.ModelSpec`)."""
-        return ModelSpec(
-            kind=self.backend, model=self.model, base_url=self.base_url, vision=self.vision, params=dict(self.params),
-            api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
-            max_retries=self.max_retries, batch_size=self.batch_size, gguf_file=self.gguf_file,
-        )
-
-    def fingerprint(self) -> str:
-        """What makes this annotator's answers what they are. Where it is served (URL, key,
-        concurrency, the serve command) is left out, so moving a model to another server re-asks
-        nothing. ``structured_output`` counts only when switched off (stores written before it
-        existed keep their fingerprints)."""
-        payload = {"backend": self.backend, "model": self.model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
-        if self.structured_output != "json_schema":
-            payload["structured_output"] = self.structured_output
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
-
-    def validate(self) -> None:
-        where = f"annotator {self.name!r}"
-        if not self.name or not isinstance(self.name, str):
-            raise ValueError("every annotator needs a name")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"{where}: backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
-        try:
-            self.model_spec().validate()
-        except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
-        if self.structured_output not in STRUCTURED_OUTPUT:
-            raise ValueError(f"{where}: structured_output {self.structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
-        if "response_format" in self.params:
-            raise ValueError(f"{where}: leave response_format out of params; structured_output sets it")
-        if self.backend in LOCAL_BACKENDS and self.structured_output == "json_schema" and importlib.util.find_spec("llguidance") is None:
-            raise ValueError(f"{where}: constrained decoding needs llguidance: pip install llguidance (or set structured_output: none)")
-
-
-DEFAULT_ANNOTATORS = [
-    AnnotatorSpec(
-        name="smollm2-135m-instruct",
-        backend="smollm2",
-        model="HuggingFaceTB/SmolLM2-135M-Instruct",
-        # 512 tokens: a complete answer (about 150 tokens of JSON around a rationale of at most
-        # LOCAL_RATIONALE_CHARS characters) always fits, so decoding never cuts one short.
-        params={"temperature": 0.7, "top_p": 0.9, "max_tokens": 512},
-    )
-]
-"""Used when no annotators file is given: one text-only model, asked the text prompt only."""
-
-
-def shipped_annotators() -> dict[str, Path]:
-    """The annotator files shipped with vilbias, by name (``paper`` -> ``annotators/paper.yaml``)."""
-    folder = resources.files("vilbias.annotate") / "annotators"
-    return {Path(f.name).stem: Path(str(f)) for f in folder.iterdir() if f.name.endswith(".yaml")}
-
-
-def load_annotators(path: str | Path) -> list[AnnotatorSpec]:
-    """Read and validate an annotators YAML file (see the module docstring), or a shipped one
-    by name (:func:`shipped_annotators`)."""
-    import yaml
-
-    path = Path(path)
-    if not path.is_file() and str(path) in (shipped := shipped_annotators()):
-        path = shipped[str(path)]
-    if not path.is_file():
-        raise FileNotFoundError(f"annotators file {path} does not exist (shipped: {', '.join(sorted(shipped))})")
-    data = yaml.safe_load(path.read_text()) or {}
-    entries = data.get("annotators") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{path}: expected a non-empty list under 'annotators:'")
-    known = set(AnnotatorSpec.__dataclass_fields__)
-    specs = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise ValueError(f"{path}: annotator #{i + 1} is not a mapping")
-        unknown = sorted(set(entry) - known)
-        if unknown:
-            raise ValueError(f"{path}: annotator #{i + 1} has unknown fields {unknown}; known: {sorted(known)}")
-        spec = AnnotatorSpec(**entry)
-        spec.validate()
-        specs.append(spec)
-    names = Counter(s.name for s in specs)
-    if dupes := [n for n, c in names.items() if c > 1]:
-        raise ValueError(f"{path}: annotator names must be unique, repeated: {dupes}")
-    return specs
-
+"""The prompt that asks the first vision annotator for an image description."""
 
 @dataclass
 class AnnotateConfig:
@@ -520,107 +390,3 @@ def _describe_images(
         todo(), total=pending, desc=f"describe images ({describer.name})", unit="image", progress=config.progress,
         ask=lambda jobs, on_result: chat_jobs(backends[describer.name], jobs, request, on_result), record=record,
     )
-
-
-def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[str, Any]:
-    """Figures for the active configuration. Per prompt: items, decided items, the flag rate
-    split into ``tie_rate`` (as many annotators for each label) and ``no_majority_rate``, label
-    shares, and the abstaining calls by kind. Per annotator and prompt: the calls by status and
-    the ``format_abstention_rate`` (answers without a JSON object). ``item_ids`` restricts the
-    item figures to those items."""
-    active = store.active()
-    per_prompt: dict[str, dict[str, Any]] = {}
-    for prompt, cfg in active.items():
-        per_prompt[prompt] = {"items": 0, "decided": 0, "flagged": Counter(), "labels": Counter(), "annotators": [a.name for a in cfg["annotators"]]}
-    for item_id, by_prompt in store.iter_votes(techniques=False):
-        if item_ids is not None and item_id not in item_ids:
-            continue
-        for prompt, votes in by_prompt.items():
-            if prompt not in per_prompt or not votes:
-                continue
-            s = per_prompt[prompt]
-            result = hierarchical_vote(votes, s["annotators"], details=False)
-            s["items"] += 1
-            if result.flagged:
-                s["flagged"][result.reason] += 1
-            else:
-                s["decided"] += 1
-                s["labels"][result.label] += 1
-    counts = store.call_counts()
-    annotators: dict[str, dict[str, Any]] = {}
-    for (prompt, name), c in counts.items():
-        annotators.setdefault(name, {})[prompt] = {**c, **call_rates(c)}
-    for name, mode in store.structured_output().items():
-        annotators.setdefault(name, {})["structured_output"] = mode
-    prompts_out = {}
-    for prompt, s in per_prompt.items():
-        calls = Counter()
-        for (p, _), c in counts.items():
-            if p == prompt:
-                calls.update(c)
-        prompts_out[prompt] = {
-            **item_rates(s["items"], s["decided"], s["flagged"]),
-            "label_shares": {lab: c / s["decided"] for lab, c in sorted(s["labels"].items())} if s["decided"] else {},
-            "calls": dict(calls),
-            **call_rates(calls),
-        }
-    return {
-        "items": len(item_ids) if item_ids is not None else max((s["items"] for s in prompts_out.values()), default=0),
-        "prompts": prompts_out,
-        "annotators": annotators,
-        "active": {p: {"prompt_version": cfg["prompt_version"], "samples": cfg["samples"]} for p, cfg in active.items()},
-    }
-
-
-def item_rates(items: int, decided: int, flagged: Counter[str] | dict[str, int]) -> dict[str, Any]:
-    """Items, decided items and the flag rate with its parts: ``tie_rate`` (an annotator tie)
-    and ``no_majority_rate`` (too many annotators without a majority of their own)."""
-    flagged = dict(flagged)
-    return {
-        "items": items,
-        "decided": decided,
-        "flagged": flagged,
-        "flag_rate": sum(flagged.values()) / items if items else 0.0,
-        "tie_rate": flagged.get("tie", 0) / items if items else 0.0,
-        "no_majority_rate": sum(v for k, v in flagged.items() if k != "tie") / items if items else 0.0,
-    }
-
-
-def call_rates(c: dict[str, int]) -> dict[str, float]:
-    """Shares of the calls that abstain: all abstentions (every call that is not a valid vote),
-    format abstentions (no JSON object), invalid answers, refusals and failures."""
-    n = c.get("calls", 0)
-    answered = c.get("answered", 0)
-    return {
-        "abstention_rate": (n - c.get("valid", 0)) / n if n else 0.0,
-        "format_abstention_rate": c.get("unparseable", 0) / n if n else 0.0,
-        "invalid_rate": c.get("invalid", 0) / answered if answered else 0.0,
-        "refusal_rate": c.get("refused", 0) / n if n else 0.0,
-        "failure_rate": c.get("failed", 0) / n if n else 0.0,
-    }
-
-
-def format_summary(summary: dict[str, Any]) -> str:
-    """The summary as a few readable lines (the CLI prints this)."""
-    lines = [f"items: {summary['items']}"]
-    if "run" in summary:
-        run = summary["run"]
-        lines.append("this run: " + ", ".join(f"{k} {v}" for k, v in sorted(run.items())) if run else "this run: nothing to ask")
-    for prompt, s in summary["prompts"].items():
-        shares = ", ".join(f"{k} {v:.1%}" for k, v in s["label_shares"].items()) or "-"
-        lines.append(
-            f"{prompt}: {s['decided']}/{s['items']} decided; flagged {s['flag_rate']:.1%} (ties {s['tie_rate']:.1%}, "
-            f"no majority {s['no_majority_rate']:.1%}); calls abstaining {s['abstention_rate']:.1%} "
-            f"(format {s['format_abstention_rate']:.1%}); labels: {shares}"
-        )
-    for name, by_prompt in summary["annotators"].items():
-        parts = [
-            f"{p} {c['valid']}/{c['calls']} valid, {c['unparseable']} format abstentions, {c['invalid']} invalid, "
-            f"{c['refused']} refused, {c['failed']} failed"
-            for p, c in by_prompt.items() if p != "structured_output"
-        ]
-        mode = by_prompt.get("structured_output")
-        if mode:
-            parts.append(f"structured output: {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
-        lines.append(f"annotator {name}: " + "; ".join(parts))
-    return "\n".join(lines)

@@ -94,7 +94,7 @@ class AnnotatorAuditConfig:
 
 
 def _specs(annotators_spec: Any) -> list[Any]:
-    from vilbias.annotate.pipeline import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
+    from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
 
     if annotators_spec is None:
         return list(DEFAULT_ANNOTATORS)

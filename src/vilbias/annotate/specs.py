@@ -1,0 +1,153 @@
+"""The annotators (``specs``): who is asked, as model specs of the catalogue plus the annotate stage's own fields.
+
+The annotators file (YAML)::
+
+    annotators:
+      - name: qwen2.5-vl-7b
+        backend: openai            # openai | transformers | smollm2
+        model: Qwen/Qwen2.5-VL-7B-Instruct
+        base_url: http://localhost:8000/v1
+        api_key_env: OPENAI_API_KEY  # optional; the default variable
+        vision: true               # sees the image (needed for the multimodal prompt)
+        structured_output: json_schema   # or none: the server cannot decode under a schema
+        params: {temperature: 0.7, max_tokens: 512}
+        concurrency: 32            # openai: requests in flight
+      - name: llama3.1-8b
+        backend: transformers
+        model: meta-llama/Llama-3.1-8B-Instruct
+        params: {temperature: 0.7, max_tokens: 512}
+        batch_size: 8
+
+Shipped files are named by their stem: ``--annotators paper`` is the paper's three open VLMs
+served by vLLM (``vilbias/annotate/annotators/paper.yaml``). Without a file, the embedded
+SmolLM2-135M-Instruct is the one annotator (:data:`DEFAULT_ANNOTATORS`); it is text-only, so only
+the text prompt is asked.
+
+An annotator's model fields are a model spec of :mod:`vilbias.models.catalogue` (``backend:`` is
+the spec's kind); ``name``, ``structured_output`` and ``serve`` are the annotate stage's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vilbias.models.catalogue import ModelSpec
+
+BACKENDS = ("openai", "transformers", "smollm2")
+LOCAL_BACKENDS = ("transformers", "smollm2")
+STRUCTURED_OUTPUT = ("json_schema", "none")
+
+
+@dataclass
+class AnnotatorSpec:
+    """One annotator: a model behind a backend, with its sampling parameters."""
+
+    name: str
+    backend: str = "openai"
+    model: str = ""
+    base_url: str | None = None
+    vision: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+    api_key_env: str | None = None
+    concurrency: int = 16
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    batch_size: int = 4
+    gguf_file: str | None = None
+    structured_output: str = "json_schema"
+    """``json_schema``: ask for the answer's JSON Schema (a server that rejects it is asked
+    again without, and marked); ``none``: never ask (servers without structured output)."""
+    serve: str | None = None
+    """How to start the server (e.g. the ``vllm serve`` command); documentation only."""
+
+    def model_spec(self) -> ModelSpec:
+        """The model in the catalogue's terms (:class:`vilbias.models.catalogue.ModelSpec`)."""
+        return ModelSpec(
+            kind=self.backend, model=self.model, base_url=self.base_url, vision=self.vision, params=dict(self.params),
+            api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
+            max_retries=self.max_retries, batch_size=self.batch_size, gguf_file=self.gguf_file,
+        )
+
+    def fingerprint(self) -> str:
+        """What makes this annotator's answers what they are. Where it is served (URL, key,
+        concurrency, the serve command) is left out, so moving a model to another server re-asks
+        nothing. ``structured_output`` counts only when switched off (stores written before it
+        existed keep their fingerprints)."""
+        payload = {"backend": self.backend, "model": self.model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
+        if self.structured_output != "json_schema":
+            payload["structured_output"] = self.structured_output
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+    def validate(self) -> None:
+        where = f"annotator {self.name!r}"
+        if not self.name or not isinstance(self.name, str):
+            raise ValueError("every annotator needs a name")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"{where}: backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
+        try:
+            self.model_spec().validate()
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        if self.structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"{where}: structured_output {self.structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
+        if "response_format" in self.params:
+            raise ValueError(f"{where}: leave response_format out of params; structured_output sets it")
+        if self.backend in LOCAL_BACKENDS and self.structured_output == "json_schema" and importlib.util.find_spec("llguidance") is None:
+            raise ValueError(f"{where}: constrained decoding needs llguidance: pip install llguidance (or set structured_output: none)")
+
+
+DEFAULT_ANNOTATORS = [
+    AnnotatorSpec(
+        name="smollm2-135m-instruct",
+        backend="smollm2",
+        model="HuggingFaceTB/SmolLM2-135M-Instruct",
+        # 512 tokens: a complete answer (about 150 tokens of JSON around a rationale of at most
+        # LOCAL_RATIONALE_CHARS characters) always fits, so decoding never cuts one short.
+        params={"temperature": 0.7, "top_p": 0.9, "max_tokens": 512},
+    )
+]
+"""Used when no annotators file is given: one text-only model, asked the text prompt only."""
+
+
+def shipped_annotators() -> dict[str, Path]:
+    """The annotator files shipped with vilbias, by name (``paper`` -> ``annotators/paper.yaml``)."""
+    folder = resources.files("vilbias.annotate") / "annotators"
+    return {Path(f.name).stem: Path(str(f)) for f in folder.iterdir() if f.name.endswith(".yaml")}
+
+
+def load_annotators(path: str | Path) -> list[AnnotatorSpec]:
+    """Read and validate an annotators YAML file (see the module docstring), or a shipped one
+    by name (:func:`shipped_annotators`)."""
+    path = Path(path)
+    if not path.is_file() and str(path) in (shipped := shipped_annotators()):
+        path = shipped[str(path)]
+    if not path.is_file():
+        raise FileNotFoundError(f"annotators file {path} does not exist (shipped: {', '.join(sorted(shipped))})")
+    data = yaml.safe_load(path.read_text()) or {}
+    entries = data.get("annotators") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{path}: expected a non-empty list under 'annotators:'")
+    known = set(AnnotatorSpec.__dataclass_fields__)
+    specs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: annotator #{i + 1} is not a mapping")
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ValueError(f"{path}: annotator #{i + 1} has unknown fields {unknown}; known: {sorted(known)}")
+        spec = AnnotatorSpec(**entry)
+        spec.validate()
+        specs.append(spec)
+    names = Counter(s.name for s in specs)
+    if dupes := [n for n, c in names.items() if c > 1]:
+        raise ValueError(f"{path}: annotator names must be unique, repeated: {dupes}")
+    return specs

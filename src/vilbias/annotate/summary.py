@@ -1,0 +1,113 @@
+"""What an annotation run says about itself: item and call rates per prompt and annotator."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from vilbias.annotate.store import AnnotationStore
+from vilbias.annotate.voting import hierarchical_vote
+
+
+def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[str, Any]:
+    """Figures for the active configuration. Per prompt: items, decided items, the flag rate
+    split into ``tie_rate`` (as many annotators for each label) and ``no_majority_rate``, label
+    shares, and the abstaining calls by kind. Per annotator and prompt: the calls by status and
+    the ``format_abstention_rate`` (answers without a JSON object). ``item_ids`` restricts the
+    item figures to those items."""
+    active = store.active()
+    per_prompt: dict[str, dict[str, Any]] = {}
+    for prompt, cfg in active.items():
+        per_prompt[prompt] = {"items": 0, "decided": 0, "flagged": Counter(), "labels": Counter(), "annotators": [a.name for a in cfg["annotators"]]}
+    for item_id, by_prompt in store.iter_votes(techniques=False):
+        if item_ids is not None and item_id not in item_ids:
+            continue
+        for prompt, votes in by_prompt.items():
+            if prompt not in per_prompt or not votes:
+                continue
+            s = per_prompt[prompt]
+            result = hierarchical_vote(votes, s["annotators"], details=False)
+            s["items"] += 1
+            if result.flagged:
+                s["flagged"][result.reason] += 1
+            else:
+                s["decided"] += 1
+                s["labels"][result.label] += 1
+    counts = store.call_counts()
+    annotators: dict[str, dict[str, Any]] = {}
+    for (prompt, name), c in counts.items():
+        annotators.setdefault(name, {})[prompt] = {**c, **call_rates(c)}
+    for name, mode in store.structured_output().items():
+        annotators.setdefault(name, {})["structured_output"] = mode
+    prompts_out = {}
+    for prompt, s in per_prompt.items():
+        calls = Counter()
+        for (p, _), c in counts.items():
+            if p == prompt:
+                calls.update(c)
+        prompts_out[prompt] = {
+            **item_rates(s["items"], s["decided"], s["flagged"]),
+            "label_shares": {lab: c / s["decided"] for lab, c in sorted(s["labels"].items())} if s["decided"] else {},
+            "calls": dict(calls),
+            **call_rates(calls),
+        }
+    return {
+        "items": len(item_ids) if item_ids is not None else max((s["items"] for s in prompts_out.values()), default=0),
+        "prompts": prompts_out,
+        "annotators": annotators,
+        "active": {p: {"prompt_version": cfg["prompt_version"], "samples": cfg["samples"]} for p, cfg in active.items()},
+    }
+
+
+def item_rates(items: int, decided: int, flagged: Counter[str] | dict[str, int]) -> dict[str, Any]:
+    """Items, decided items and the flag rate with its parts: ``tie_rate`` (an annotator tie)
+    and ``no_majority_rate`` (too many annotators without a majority of their own)."""
+    flagged = dict(flagged)
+    return {
+        "items": items,
+        "decided": decided,
+        "flagged": flagged,
+        "flag_rate": sum(flagged.values()) / items if items else 0.0,
+        "tie_rate": flagged.get("tie", 0) / items if items else 0.0,
+        "no_majority_rate": sum(v for k, v in flagged.items() if k != "tie") / items if items else 0.0,
+    }
+
+
+def call_rates(c: dict[str, int]) -> dict[str, float]:
+    """Shares of the calls that abstain: all abstentions (every call that is not a valid vote),
+    format abstentions (no JSON object), invalid answers, refusals and failures."""
+    n = c.get("calls", 0)
+    answered = c.get("answered", 0)
+    return {
+        "abstention_rate": (n - c.get("valid", 0)) / n if n else 0.0,
+        "format_abstention_rate": c.get("unparseable", 0) / n if n else 0.0,
+        "invalid_rate": c.get("invalid", 0) / answered if answered else 0.0,
+        "refusal_rate": c.get("refused", 0) / n if n else 0.0,
+        "failure_rate": c.get("failed", 0) / n if n else 0.0,
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The summary as a few readable lines (the CLI prints this)."""
+    lines = [f"items: {summary['items']}"]
+    if "run" in summary:
+        run = summary["run"]
+        lines.append("this run: " + ", ".join(f"{k} {v}" for k, v in sorted(run.items())) if run else "this run: nothing to ask")
+    for prompt, s in summary["prompts"].items():
+        shares = ", ".join(f"{k} {v:.1%}" for k, v in s["label_shares"].items()) or "-"
+        lines.append(
+            f"{prompt}: {s['decided']}/{s['items']} decided; flagged {s['flag_rate']:.1%} (ties {s['tie_rate']:.1%}, "
+            f"no majority {s['no_majority_rate']:.1%}); calls abstaining {s['abstention_rate']:.1%} "
+            f"(format {s['format_abstention_rate']:.1%}); labels: {shares}"
+        )
+    for name, by_prompt in summary["annotators"].items():
+        parts = [
+            f"{p} {c['valid']}/{c['calls']} valid, {c['unparseable']} format abstentions, {c['invalid']} invalid, "
+            f"{c['refused']} refused, {c['failed']} failed"
+            for p, c in by_prompt.items() if p != "structured_output"
+        ]
+        mode = by_prompt.get("structured_output")
+        if mode:
+            parts.append(f"structured output: {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
+        lines.append(f"annotator {name}: " + "; ".join(parts))
+    return "\n".join(lines)
