@@ -17,7 +17,7 @@ from tests.evaluate.conftest import (
 )
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.evaluate import EvaluateConfig, evaluate
-from vilbias.evaluate.runner import CompareConfig
+from vilbias.evaluate.config import CompareConfig
 from vilbias.models.catalogue import GenerativeModel
 
 GOOD = '{"reasoning_accuracy": 1, "faithfulness": 1, "justification": "Cites the headline."}'

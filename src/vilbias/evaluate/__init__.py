@@ -5,6 +5,7 @@ robustness probes and the paper's cross-run analyses.
     results = evaluate(EvaluateConfig(dataset="./BiasCorpus", model="training/default_model"))
 """
 
-from vilbias.evaluate.runner import EvaluateConfig, evaluate
+from vilbias.evaluate.config import EvaluateConfig
+from vilbias.evaluate.runner import evaluate
 
 __all__ = ["EvaluateConfig", "evaluate"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
-from vilbias.evaluate.runner import CompareConfig, EvaluateConfig, compare, evaluate
+from vilbias.evaluate.config import CompareConfig, EvaluateConfig, compare
+from vilbias.evaluate.runner import evaluate
 
 COMPARE_HELP = "Analyse finished runs: closed vs open-ended Pearson r, data-size scaling, modality gap."
 
