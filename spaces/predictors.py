@@ -45,7 +45,7 @@ from vilbias.spaces.explain import (
 
 from vilbias.images import InvalidImage, validate_image
 from vilbias.ingest import FetchSettings, ItemFetchError, fetch_item
-from vilbias.ingest.extract import split_sentences
+from vilbias.ingest.text import split_sentences
 from vilbias.task import ALL_NAMES, LABEL_NAMES, classifier_text
 
 logger = logging.getLogger(__name__)

@@ -5,13 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.ingest import site
-from vilbias.ingest.extract import (
-    content_hash,
-    count_sentences,
-    decode_html,
-    extract_article,
-    split_sentences,
-)
+from vilbias.ingest.extract import extract_article
 from vilbias.ingest.feeds import (
     FeedError,
     _parse_batchexecute,
@@ -19,6 +13,7 @@ from vilbias.ingest.feeds import (
     is_google_news_link,
     parse_feed,
 )
+from vilbias.ingest.text import content_hash, count_sentences, decode_html, split_sentences
 from vilbias.ingest.urls import canonicalize_url, strip_amp
 
 

@@ -7,7 +7,7 @@ it) and raises :class:`ItemFetchError` with a message for the user. :func:`extra
 the pure extractor both use. See ``docs/ingest.md``.
 """
 
-from vilbias.ingest.extract import Extracted, ImageCandidate, extract_article
+from vilbias.ingest.extract import Extracted, extract_article
 from vilbias.ingest.item import (
     FetchedItem,
     ItemFetchError,
@@ -17,6 +17,7 @@ from vilbias.ingest.item import (
     fetch_item_async,
 )
 from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
+from vilbias.ingest.page_images import ImageCandidate
 from vilbias.ingest.pipeline import IngestConfig, IngestSummary, ingest, ingest_async
 from vilbias.ingest.urls import canonicalize_url, is_http_url
 

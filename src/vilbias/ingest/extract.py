@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
-import functools
-import hashlib
 import html as html_entities
 import json
 import logging
@@ -42,6 +40,13 @@ from urllib.parse import urljoin, urlsplit
 import lxml.html
 from lxml import etree
 
+from vilbias.ingest.page_images import (
+    ImageCandidate,
+    in_article_images,
+    in_chrome,
+    is_usable_image_url,
+)
+from vilbias.ingest.text import content_hash, squash
 from vilbias.ingest.urls import canonicalize_url, is_http_url, strip_amp
 
 # trafilatura and pysbd are imported where they are used: together they take ~0.4 s to import,
@@ -76,21 +81,6 @@ SITE_PAGES = {
 }
 # `<meta name="generator">` of wiki engines: their pages are reference entries, not news stories.
 WIKI_GENERATORS = re.compile(r"mediawiki|dokuwiki|confluence|tiddlywiki|moinmoin|xwiki|wiki\.js", re.IGNORECASE)
-# Containers whose images are chrome, not the article's photo.
-_CHROME_TAGS = {"nav", "footer", "aside", "header", "form", "button"}
-_CHROME_WORDS = re.compile(
-    r"(^|[-_\s])(logo|icon|avatar|author|byline|social|share|sharing|sponsor|promo|advert|ad|ads|"
-    r"related|recommended|newsletter|masthead|navbar|nav|menu|footer|sidebar|teaser|outbrain|taboola)([-_\s]|$)",
-    re.IGNORECASE,
-)
-_BAD_IMAGE_URL = re.compile(
-    r"(\.svgz?($|\?)|^data:|/pixel|pixel\.(gif|png)|spacer|(blank|empty|leer|transparent)\.(gif|png|jpe?g)|"
-    r"1x1|tracking|/beacon|/banners?/|logo|favicon|sprite|/icons?/|icon[-_.]|avatar|placeholder|gravatar)",
-    re.IGNORECASE,
-)
-_LAZY_ATTRS = ("data-src", "data-lazy-src", "data-original", "data-lazy", "data-url", "data-hi-res-src")
-_OTHER_LAZY_ATTR = re.compile(r"^data-[\w-]*src$")
-_SRCSET_ATTRS = ("srcset", "data-srcset", "data-lazy-srcset")
 _DATE_METAS = ("article:published_time", "datePublished", "pubdate", "publishdate", "date", "dc.date", "DC.date.issued")
 # " | ", " - ", " » " ...: what joins a title to the site's name in <title> and og:title.
 _LINE_BREAK = "\u2028"
@@ -103,14 +93,6 @@ _END_MATTER = re.compile(
     r"crédit photo|crédits?|credits?)\b[^:]{0,12}:)",
     re.IGNORECASE,
 )
-
-
-@dataclass
-class ImageCandidate:
-    url: str
-    caption: str = ""
-    origin: str = "article"
-    """``article`` (in the article body), ``og:image`` or ``json-ld``."""
 
 
 @dataclass
@@ -142,81 +124,6 @@ class Extracted:
     @property
     def content_hash(self) -> str:
         return content_hash(self.text)
-
-
-def content_hash(text: str) -> str:
-    """Hash of an article's substance, equal for syndicated copies of the same text.
-
-    Copies differ in bylines, credits and "originally published by" lines, so only paragraphs
-    of at least eight words count, compared case- and punctuation-insensitively.
-    """
-    paragraphs = []
-    for para in text.splitlines():
-        words = re.findall(r"\w+", para.lower())
-        if len(words) >= 8:
-            paragraphs.append(" ".join(words))
-    if not paragraphs:  # only short lines: hash them all rather than collide on ""
-        paragraphs = [" ".join(re.findall(r"\w+", text.lower()))]
-    return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()
-
-
-def decode_html(data: bytes, charset: str | None = None) -> str:
-    """Decode a page: the HTTP charset, else a BOM or ``<meta charset>``, else UTF-8, else
-    Windows-1252 (what browsers assume for undeclared Western pages). Never raises."""
-    candidates = []
-    if data.startswith(b"\xef\xbb\xbf"):
-        candidates.append("utf-8-sig")
-    elif data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        candidates.append("utf-16")
-    if charset:
-        candidates.append(charset)
-    m = re.search(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", data[:4096], re.IGNORECASE)
-    if m:
-        candidates.append(m.group(1).decode("ascii"))
-    candidates.append("utf-8")
-    for enc in candidates:
-        try:
-            return data.decode(enc)
-        except (LookupError, UnicodeDecodeError):
-            continue
-    return data.decode("cp1252", errors="replace")
-
-
-@functools.cache
-def _segmenter(language: str):
-    import pysbd
-    from pysbd.languages import LANGUAGE_CODES
-
-    return pysbd.Segmenter(language=language if language in LANGUAGE_CODES else "en", clean=False)
-
-
-def split_sentences(text: str, language: str = "en") -> list[str]:
-    """Split ``text`` into sentences with pysbd's rules for ``language`` (ISO 639-1; English
-    when pysbd has no rules for it): "Dr.", "U.S.", "Jan. 5", decimal numbers and initials do
-    not end a sentence, nor German ordinals ("am 8. März"). Paragraph breaks always end one."""
-    seg = _segmenter(language)
-    out: list[str] = []
-    for para in text.splitlines():
-        if para.strip():
-            out.extend(s.strip() for s in seg.segment(para) if s.strip())
-    return out
-
-
-def count_sentences(text: str, stop_at: int | None = None, language: str = "en") -> int:
-    """Number of sentences in ``text`` (as :func:`split_sentences` splits them); stops counting
-    once ``stop_at`` is reached (the filter only needs to know whether there are enough)."""
-    seg = _segmenter(language)
-    n = 0
-    for para in text.splitlines():
-        if para.strip():
-            n += sum(1 for s in seg.segment(para) if s.strip())
-            if stop_at is not None and n >= stop_at:
-                return n
-    return n
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _key(text: str) -> str:
@@ -383,7 +290,7 @@ def _lines(tag: str, text: str) -> list[tuple[str, str]]:
     word that ends no sentence, before a lowercase word, is a soft wrap ("Ausschüttung<br>
     verändert.")."""
     lines: list[str] = []
-    for line in (_squash(part) for part in text.split(_LINE_BREAK)):
+    for line in (squash(part) for part in text.split(_LINE_BREAK)):
         if lines and line[:1].islower() and lines[-1] and not _SENTENCE_END.search(lines[-1]):
             lines[-1] += " " + line
         else:
@@ -396,7 +303,7 @@ def _blocks(element) -> list[tuple[str, str]]:
     whitespace squashed: a line break in the HTML source inside a paragraph is not a paragraph
     break. trafilatura's fallback extractors keep nested ``<div>``s; they are walked through."""
     if element.tag == "list":
-        return [("item", "- " + _squash("".join(item.itertext()))) for item in element.findall("item")]
+        return [("item", "- " + squash("".join(item.itertext()))) for item in element.findall("item")]
     if not any(child.tag in _BLOCK_TAGS for child in element):
         return _lines(element.tag, "".join(element.itertext()))
     out: list[tuple[str, str]] = []
@@ -446,7 +353,7 @@ def _title_variants(page: _Page) -> list[str]:
         doc.findtext(".//title") or "",
     ]
     # html.unescape: CMSs double-escape entities in metadata ("&#8216;" arriving as text).
-    raw = [_squash(html_entities.unescape(t)) for t in raw if t and t.strip()]
+    raw = [squash(html_entities.unescape(t)) for t in raw if t and t.strip()]
     names = _site_names(page)
     out: list[str] = []
     for title in raw:
@@ -466,8 +373,8 @@ def _headline(titles: list[str], headings: list, fallback: str) -> str:
         matching = [h for h in headings if _key(h.text_content()) == _key(title)]
         if matching:
             best = next((h for h in matching if h.tag == "h1"), matching[0])
-            return _squash(best.text_content())
-    return titles[0] if titles else _squash(fallback)
+            return squash(best.text_content())
+    return titles[0] if titles else squash(fallback)
 
 
 def _is_kicker(text: str) -> bool:
@@ -558,109 +465,15 @@ def _text_holders(doc, text: str) -> list:
 def _drop_chrome_lines(blocks: list[tuple[str, str]], doc, story: set) -> list[tuple[str, str]]:
     """Drop short blocks trafilatura took from page chrome: an author box's "Editor, Business
     desk", a share bar's label. A block is dropped when every place it occurs on the page is
-    inside chrome (see :func:`_in_chrome`)."""
+    inside chrome (see :func:`in_chrome`)."""
     out = []
     for tag, text in blocks:
         if len(text.split()) <= 12:
             holders = _text_holders(doc, text)
-            if holders and all(_in_chrome(h, None, story) for h in holders):
+            if holders and all(in_chrome(h, None, story) for h in holders):
                 continue
         out.append((tag, text))
     return out
-
-
-def _best_from_srcset(srcset: str) -> str:
-    """The widest candidate of a ``srcset`` (``a.jpg 320w, b.jpg 1024w`` or ``1x, 2x``)."""
-    best, best_w = "", -1.0
-    for part in srcset.split(","):
-        bits = part.strip().split()
-        if not bits:
-            continue
-        w = 1.0
-        if len(bits) > 1:
-            m = re.match(r"([\d.]+)([wx])", bits[1])
-            if m:
-                w = float(m.group(1)) * (1 if m.group(2) == "w" else 1000)
-        if w > best_w:
-            best, best_w = bits[0], w
-    return best
-
-
-def _lazy_src(img) -> str:
-    """The real source of a lazy-loaded image (``data-src``, ``data-retina-src``, ...)."""
-    for attr in _LAZY_ATTRS + tuple(a for a in img.attrib if _OTHER_LAZY_ATTR.match(a) and a not in _LAZY_ATTRS):
-        v = (img.get(attr) or "").strip()
-        if v and not v.startswith("data:"):
-            return v
-    return ""
-
-
-def _img_src(img) -> str:
-    lazy = _lazy_src(img)
-    src = (img.get("src") or "").strip()
-    if lazy:
-        # A data-src that src extends is a template a script completes ("bild/wide" ->
-        # "bild/wide__822x462"): src is then the finished URL.
-        return src if src.startswith(lazy) and len(src) > len(lazy) else lazy
-    for attr in _SRCSET_ATTRS:
-        v = (img.get(attr) or "").strip()
-        if v:
-            best = _best_from_srcset(v)
-            if best and not best.startswith("data:"):
-                return best
-    # <picture><source srcset=...><img src="small.jpg or data:..."></picture>: the widest source.
-    # lxml's HTML parser nests an unclosed <source> around what follows: search the <picture>.
-    picture = next(img.iterancestors("picture"), None)
-    if picture is not None:
-        srcsets = [(s.get(a) or "").strip() for s in picture.iter("source") for a in _SRCSET_ATTRS]
-        best = _best_from_srcset(", ".join(v for v in srcsets if v))
-        if best and not best.startswith("data:"):
-            return best
-    return src if not src.startswith("data:") else ""
-
-
-def _in_chrome(el, stop, story: set) -> bool:
-    """True when ``el`` is or sits inside navigation, ads, author boxes and other page chrome
-    (below ``stop``).
-
-    ``story`` holds the containers of the headline and of the text: a ``<header>`` that holds
-    the headline, or a wrapper whose class happens to say "menu" around the whole story, is the
-    article's own.
-    """
-    node = el
-    while node is not None and node is not stop:
-        if node not in story:
-            if node.tag in _CHROME_TAGS:
-                return True
-            marker = f"{node.get('class', '')} {node.get('id', '')} {node.get('role', '')}"
-            if _CHROME_WORDS.search(marker):
-                return True
-        node = node.getparent()
-    return False
-
-
-def _too_small_declared(img) -> bool:
-    for attr in ("width", "height"):
-        v = (img.get(attr) or "").strip().rstrip("px")
-        if v.isdigit() and int(v) < 48:
-            return True
-    return False
-
-
-def _caption(img) -> str:
-    node = img
-    for _ in range(4):  # <figure><div><picture><img>: the figure is a few levels up
-        node = node.getparent()
-        if node is None:
-            break
-        if node.tag == "figure":
-            cap = node.find(".//figcaption")
-            if cap is not None:
-                text = _squash(cap.text_content())
-                if text:
-                    return text
-            break
-    return _squash(img.get("alt") or img.get("title") or "")
 
 
 def _article_root(page: _Page, headings: list):
@@ -679,22 +492,6 @@ def _article_root(page: _Page, headings: list):
         if found:
             return found[0]
     return doc.find("body") if doc.find("body") is not None else doc
-
-
-def is_usable_image_url(url: str) -> bool:
-    """Cheap pre-download check: http(s), not SVG, not a pixel/logo/icon/banner by its name."""
-    return is_http_url(url) and not _BAD_IMAGE_URL.search(url)
-
-
-def _article_images(root, base: str, story: set) -> list[ImageCandidate]:
-    out = []
-    for img in root.iter("img", "amp-img"):
-        if _in_chrome(img, root, story) or _too_small_declared(img):
-            continue
-        src = _img_src(img)
-        if src:
-            out.append(ImageCandidate(urljoin(base, src), _caption(img), "article"))
-    return out
 
 
 def _image_candidates(page: _Page, article_images: list[ImageCandidate]) -> list[ImageCandidate]:
@@ -721,7 +518,7 @@ def _outlet(page: _Page, document) -> tuple[str, bool]:
     if not outlet and page.ld_article:
         outlet = _ld_text(page.ld_article.get("publisher"))
     guessed = not outlet
-    return _squash(html_entities.unescape(outlet or getattr(document, "sitename", None) or "")), guessed
+    return squash(html_entities.unescape(outlet or getattr(document, "sitename", None) or "")), guessed
 
 
 def _published(page: _Page, document) -> str | None:
@@ -752,7 +549,7 @@ def _multimedia_kind(url: str, og_type: str, types: set[str], headline: str, has
 def _is_index_page(doc) -> bool:
     """Several ``<article>`` teasers and none long enough to be the story: a section front."""
     articles = doc.xpath("//article")
-    return len(articles) >= 3 and all(len(_squash(a.text_content())) < 1000 for a in articles)
+    return len(articles) >= 3 and all(len(squash(a.text_content())) < 1000 for a in articles)
 
 
 def _prose_paragraphs(text: str) -> int:
@@ -808,11 +605,11 @@ def extract_article(html: str, url: str) -> Extracted:
     title_keys = {_key(t) for t in titles} | {_key(result.headline)}
 
     anchor = _text_anchor(page.doc, blocks)
-    shown = [h for h in headings if _squash(h.text_content()) == result.headline][:1]
+    shown = [h for h in headings if squash(h.text_content()) == result.headline][:1]
     # The containers of the headline and of the text's start are the article's own, whatever
     # their class names say.
     story = {el for h in shown + ([anchor] if anchor is not None else []) for el in (h, *h.iterancestors())}
-    article_images = _article_images(_article_root(page, headings), page.base, story)
+    article_images = in_article_images(_article_root(page, headings), page.base, story)
     captions = [_key(c.caption) for c in article_images if c.caption]
     blocks = _drop_chrome_lines(blocks, page.doc, story)
     result.text = _story_text(blocks, title_keys, captions, _site_names(page))

@@ -22,8 +22,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from vilbias.images import ImageInfo, InvalidImage, validate_image
-from vilbias.ingest.extract import Extracted, ImageCandidate, decode_html, extract_article
+from vilbias.ingest.extract import Extracted, extract_article
 from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
+from vilbias.ingest.page_images import ImageCandidate
+from vilbias.ingest.text import decode_html
 from vilbias.ingest.urls import host_of
 
 PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"

@@ -27,13 +27,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from vilbias.images import ImageInfo, validate_image
-from vilbias.ingest.extract import (
-    Extracted,
-    content_hash,
-    count_sentences,
-    decode_html,
-    extract_article,
-)
+from vilbias.ingest.extract import Extracted, extract_article
 from vilbias.ingest.feeds import (
     FeedError,
     FeedItem,
@@ -43,6 +37,7 @@ from vilbias.ingest.feeds import (
 )
 from vilbias.ingest.item import PAGE_ACCEPT, NoUsableImage, first_usable_image
 from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
+from vilbias.ingest.text import content_hash, count_sentences, decode_html
 from vilbias.ingest.urls import canonicalize_url, host_of, is_http_url
 from vilbias.workdir import (
     ARTICLES,
