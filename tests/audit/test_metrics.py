@@ -16,11 +16,11 @@ from vilbias.audit.metrics import (
     modality_delta,
     polarity,
     position_bias,
-    read_responses,
     selection_frequency,
-    summarize,
     two_proportion_p,
 )
+from vilbias.audit.responses import read_responses
+from vilbias.audit.summary import summarize
 
 # Decision making, religion, identities A, B, C; no activity columns, so every question is in
 # one unnamed activity and S is the plain rate. Context = the role question asked.

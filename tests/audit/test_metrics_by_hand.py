@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from scipy.stats import fisher_exact, norm
 
-from vilbias.audit.metrics import MetricOptions, compute_metrics, read_responses
+from vilbias.audit.metrics import MetricOptions, compute_metrics
+from vilbias.audit.responses import read_responses
 
 Z = norm.ppf(0.975)  # the 95 % intervals of the default alpha = 0.05
 

@@ -9,7 +9,8 @@ own LLM annotators (``docs/audit.md``).
 """
 
 from vilbias.audit.annotators import audit_annotators
-from vilbias.audit.metrics import MetricOptions, compute_metrics, read_responses
+from vilbias.audit.metrics import MetricOptions, compute_metrics
+from vilbias.audit.responses import read_responses
 from vilbias.audit.runner import AuditConfig, run_audit
 
 __all__ = ["AuditConfig", "MetricOptions", "audit_annotators", "compute_metrics", "read_responses", "run_audit"]

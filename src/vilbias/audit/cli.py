@@ -96,7 +96,9 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2) if args.json else _format_run(summary))
         return 0
     if command == "metrics":
-        from vilbias.audit.metrics import compute_metrics, read_responses, summarize, write_metrics
+        from vilbias.audit.metrics import compute_metrics, write_metrics
+        from vilbias.audit.responses import read_responses
+        from vilbias.audit.summary import summarize
 
         config = dataclass_from_args(MetricsConfig, args)
         config.statistics.validate()

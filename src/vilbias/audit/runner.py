@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.audit.manifest import Pair, embedded_pairs, materialize_probeset, read_manifest
-from vilbias.audit.metrics import MetricOptions, compute_metrics, read_responses, summarize
+from vilbias.audit.metrics import MetricOptions, compute_metrics
 from vilbias.audit.metrics import write_metrics as write_all_metrics
 from vilbias.audit.questions import (
     MODALITIES,
@@ -44,8 +44,10 @@ from vilbias.audit.questions import (
     messages,
     prompt_version,
 )
+from vilbias.audit.responses import read_responses
 from vilbias.audit.space import QuestionSpace, load_space
 from vilbias.audit.store import AUDIT_DB, AuditStore, CallResult
+from vilbias.audit.summary import summarize
 from vilbias.ledger import ask_missing
 from vilbias.models.chat import ChatRequest, ChatResult, chat_jobs, image_part
 from vilbias.models.chat_local import TransformersBackend
