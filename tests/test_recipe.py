@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from vilbias.training import classifier, sft
+from vilbias.training import classifier_config, sft
 from vilbias.training.recipe import RECIPES_DIR, read_recipe, resolve_recipe
 
 
@@ -35,11 +35,11 @@ def test_values_env_and_field_checks(tmp_path, monkeypatch):
 
 
 def test_classifier_and_sft_read_through_it(tmp_path):
-    assert classifier.read_recipe("babe") == read_recipe("babe")[1]
+    assert classifier_config.read_recipe("babe") == read_recipe("babe")[1]
     bad = tmp_path / "bad.yaml"
     bad.write_text("dataset: ./BiasCorpus\n")
     with pytest.raises(ValueError, match="unknown field\\(s\\): dataset"):
-        classifier.read_recipe(bad)
+        classifier_config.read_recipe(bad)
     script_args, training_args, *_ = sft.parse_recipe("SmolVLM-Instruct/lora.yaml", ["--max_steps", "3", "--use_cpu", "true", "--bf16", "false"])
     assert training_args.max_steps == 3 and script_args.dataset_config == "sft"
     bad.write_text("no_such_field: 1\n")

@@ -48,7 +48,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vilbias.training.classifier import read_recipe
+from vilbias.training.classifier_config import read_recipe
 from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
 
 from vilbias.config import add_dataclass_arguments, dataclass_from_args

@@ -91,14 +91,14 @@ def test_frozen_fusion_caches_image_features_and_saves_head_only(tmp_path, multi
     files = sorted(cache.dir.glob("*.npy"))
     assert len(files) == 40  # every row of the fixture has its own image
     # A second run reads every image feature from the cache.
-    from vilbias.training import classifier
+    from vilbias.training import engine
     from vilbias.training.classifier_data import load_splits
 
     cfg2 = _cfg(tmp_path, multimodal_repo, tiny_bert, architecture="fusion", image_encoder=tiny_clip, freeze_text_encoder=True, hidden_size=16)
-    model, tokenizer, max_length = classifier.build_model(cfg2)
+    model, tokenizer, max_length = engine.build_model(cfg2)
     splits, label = load_splits(cfg2.dataset, "default", revision=None, label=None, seed=0)
     cache2 = FeatureCache(encoder_identity(tiny_clip), tmp_path / "cache")
-    classifier.featurize(cfg2, splits["train"], label, model, tokenizer, max_length, cache2)
+    engine.featurize(cfg2, splits["train"], label, model, tokenizer, max_length, cache2)
     assert cache2.misses == 0 and cache2.hits >= 2
 
 

@@ -6,12 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from vilbias.training.classifier import (
-    ClassifierConfig,
-    config_from_args,
-    read_recipe,
-    train_classifier,
-)
+from vilbias.training.classifier import ClassifierConfig, config_from_args, train_classifier
+from vilbias.training.classifier_config import read_recipe
 from vilbias.training.classifier_data import group_ids, load_splits, stratified_group_prefix
 
 from vilbias.provenance import read_training_data
@@ -180,7 +176,7 @@ def test_distant_corpus_reading_and_the_leak_guard(tmp_path):
 def test_distant_pretraining_one_command_and_two(tmp_path, babe_csv, tiny_bert):
     import torch
     from transformers import AutoModel
-    from vilbias.training.classifier import build_model
+    from vilbias.training.engine import build_model
 
     from vilbias.corpus.sentences import build_sentences, read_sentences
 

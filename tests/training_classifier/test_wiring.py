@@ -8,13 +8,9 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from vilbias.training.classifier import (
-    ClassifierConfig,
-    build_model,
-    make_trainer,
-    train_classifier,
-)
+from vilbias.training.classifier import ClassifierConfig, train_classifier
 from vilbias.training.classifier_data import featurize, load_splits
+from vilbias.training.engine import build_model, make_trainer
 from vilbias.training.losses import balanced_class_weights, focal_loss
 
 

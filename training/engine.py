@@ -1,0 +1,187 @@
+"""The training engine: one Hugging Face ``Trainer`` set-up for every classifier the project trains
+(text, fusion), with the paper's settings, early stopping on the validation split, optional focal
+loss and class weights, and the metrics the evaluation reports. :func:`fit` trains one model on
+one split; :func:`probabilities` scores a split with it."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from vilbias.training import distant
+from vilbias.training.classifier_config import ClassifierConfig
+from vilbias.training.classifier_data import (
+    Collator,
+    featurize,
+)
+from vilbias.training.feature_cache import FeatureCache, encoder_identity
+from vilbias.training.losses import balanced_class_weights, make_compute_loss_func
+
+from vilbias.metrics.scores import (
+    closed_metrics,
+)
+from vilbias.task import LABEL_NAMES
+
+logger = logging.getLogger(__name__)
+
+
+def build_model(cfg: ClassifierConfig, init_encoder: Path | None = None):
+    """(model, tokenizer, max_length) for the configured architecture; ``init_encoder`` (a
+    pre-trained encoder folder) replaces the encoder's weights, the head stays fresh."""
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+    from vilbias.models.fusion import FusionConfig, FusionForClassification, resolve_model_path
+
+    id2label = dict(enumerate(LABEL_NAMES))
+    if cfg.architecture == "fusion":
+        uses_text = "text" in cfg.modality
+        model = FusionForClassification(FusionConfig(
+            text_encoder=cfg.model if uses_text else None,
+            image_encoder=cfg.image_encoder if "image" in cfg.modality else None,
+            modality=cfg.modality, hidden_size=cfg.hidden_size,
+            freeze_text_encoder=cfg.freeze_text_encoder, freeze_image_encoder=cfg.freeze_image_encoder,
+        ))
+        tokenizer = model.tokenizer
+        max_length = _max_length(cfg, tokenizer, model.text_encoder.config if uses_text else None)
+        model.config.max_text_length = max_length
+    else:
+        path = resolve_model_path(cfg.model)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        if tokenizer.pad_token is None:
+            # GPT-2 and other decoders ship without a pad token; the classifier reads the last
+            # non-pad token, so padding with EOS is the usual choice.
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForSequenceClassification.from_pretrained(
+            path, num_labels=len(LABEL_NAMES), id2label=id2label, label2id={n: i for i, n in id2label.items()}
+        )
+        model.config.pad_token_id = tokenizer.pad_token_id
+        max_length = _max_length(cfg, tokenizer, model.config)
+    if init_encoder is not None:
+        # The saved config keeps naming the base model; the weights carry the pre-training.
+        distant.encoder_of(model).load_state_dict(AutoModel.from_pretrained(str(init_encoder)).state_dict())
+    return model, tokenizer, max_length
+
+
+def _max_length(cfg: ClassifierConfig, tokenizer, model_config) -> int:
+    if cfg.max_length:
+        return cfg.max_length
+    if tokenizer is None:  # the image-only control reads no text
+        return 0
+    limits = [512, tokenizer.model_max_length or 512]
+    if model_config is not None and getattr(model_config, "max_position_embeddings", None):
+        limits.append(model_config.max_position_embeddings)
+    return int(min(limits))
+
+
+def _compute_metrics(eval_pred) -> dict:
+    logits, labels = eval_pred
+    scores = closed_metrics(labels.tolist(), logits.argmax(-1).tolist())
+    for key in ("confusion_matrix", "n", "unparseable", "unparseable_rate"):
+        scores.pop(key)
+    return scores
+
+
+def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True):
+    from transformers import TrainingArguments
+
+    return TrainingArguments(
+        # Length-grouped batches need token ids to measure (not cached features).
+        train_sampling_strategy="group_by_length" if cfg.group_by_length and tokens else "random",
+        output_dir=str(run_dir / "checkpoints"),
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=max(cfg.batch_size, 64),
+        num_train_epochs=cfg.epochs,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # a float below 1 is a share of the training steps
+        weight_decay=cfg.weight_decay,
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        logging_strategy="epoch",
+        # The checkpoint kept is the best on validation, not the last one trained.
+        load_best_model_at_end=True,
+        metric_for_best_model=cfg.early_stopping_metric,
+        greater_is_better=cfg.early_stopping_metric != "loss",
+        save_total_limit=1,
+        save_only_model=True,
+        seed=seed,
+        report_to="none",
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=not logger.isEnabledFor(logging.INFO),
+    )
+
+
+def make_trainer(cfg: ClassifierConfig, model, tokenizer, data: dict, run_dir: Path, seed: int):
+    """The ``Trainer`` with the configured loss (focal and/or class-weighted), early stopping and
+    best-checkpoint reload."""
+    from transformers import EarlyStoppingCallback, Trainer
+
+    weights = balanced_class_weights(data["train"]["labels"], len(LABEL_NAMES)) if cfg.class_weighting == "balanced" else None
+    custom_loss = cfg.loss == "focal" or weights is not None
+    drop = lambda d: d.remove_columns([c for c in ("unique_id",) if c in d.column_names])  # noqa: E731
+    return Trainer(
+        model=model,
+        args=training_arguments(cfg, run_dir, seed, tokens="input_ids" in data["train"].column_names),
+        train_dataset=drop(data["train"]),
+        eval_dataset=drop(data["validation"]),
+        data_collator=Collator(tokenizer, getattr(model, "image_encoder", None)),
+        compute_metrics=_compute_metrics,
+        callbacks=[EarlyStoppingCallback(early_stopping_patience=cfg.patience)] if cfg.patience > 0 else [],
+        compute_loss_func=make_compute_loss_func(cfg.loss, alpha=cfg.focal_alpha, gamma=cfg.focal_gamma, class_weights=weights) if custom_loss else None,
+    )
+
+
+@dataclass
+class Fitted:
+    """One trained model and what it was trained with."""
+
+    model: Any
+    tokenizer: Any
+    trainer: Any
+    data: dict
+    max_length: int
+    train_runtime_s: float
+
+
+def fit(cfg: ClassifierConfig, splits, label: str, run_dir: Path, *, seed: int, init_encoder: Path | None = None) -> Fitted:
+    """Train one model on ``splits["train"]``, early-stopping on ``splits["validation"]``; the
+    best validation checkpoint is the one returned."""
+    from transformers import set_seed
+
+    set_seed(seed)
+    model, tokenizer, max_length = build_model(cfg, init_encoder)
+    cache = None
+    if cfg.architecture == "fusion" and model.config.uses_image and cfg.freeze_image_encoder:
+        cache = FeatureCache(encoder_identity(cfg.image_encoder), cfg.feature_cache)
+    data = {name: featurize(cfg, split, label, model, tokenizer, max_length, cache) for name, split in splits.items()}
+    if cache is not None:
+        logger.info("image features: %d from cache, %d computed (%s)", cache.hits, cache.misses, cache.dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer = make_trainer(cfg, model, tokenizer, data, run_dir, seed)
+    result = trainer.train()
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    return Fitted(trainer.model, tokenizer, trainer, data, max_length, result.metrics.get("train_runtime", 0.0))
+
+
+def probabilities(model, collator, dataset, batch_size: int = 64) -> np.ndarray:
+    """Class probabilities for ``dataset``'s rows, in its order. (``Trainer.predict`` is not used:
+    with length-grouped batching it also reorders evaluation batches.)"""
+    import torch
+
+    rows = dataset.remove_columns([c for c in ("unique_id",) if c in dataset.column_names])
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            batch = collator([rows[i] for i in range(start, min(start + batch_size, len(rows)))])
+            batch.pop("labels")
+            out.append(model(**{k: v.to(device) for k, v in batch.items()}).logits.float().softmax(-1).cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(out)
