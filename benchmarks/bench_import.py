@@ -5,8 +5,8 @@
 
 A synthetic release of ``--rows`` news items (the ViLBias paper's 40,945 by default) is
 generated once under ``--scratch`` (cached; never in the repository): photo-like JPEGs of a
-news site's size (1024x683, smooth shapes plus sensor grain, about 150-260 KB each, every one
-unique) and articles of 350-650 pseudo-words drawn Zipf-like from a 6,000-word vocabulary (so
+news site's size (1024x683, smooth shapes plus sensor grain, 118-150 KB each, mean 142 KB,
+5.83 GB at 40,945; every one unique) and articles of 350-650 pseudo-words drawn Zipf-like from a 6,000-word vocabulary (so
 text compresses like text, not like a repeated phrase). Two layouts of it:
 
 * **layout 2** — the Hub release of 2025 (``nmb-plus-2025`` columns), as several Parquet shards
@@ -21,6 +21,13 @@ For each layout, each contender runs in a fresh interpreter (so peak RSS is its 
   (what the import does to each image), and write the same rows with ``pyarrow.parquet`` (one
   ``ParquetWriter``, image bytes embedded, nothing else);
 * ``import`` — ``vilbias build --from`` at ``--rows`` and at ``--small-rows`` (a prefix).
+
+Measured on the 2-core development machine (shared with other jobs, load about 4), 40,945 rows:
+
+| layout | import / baseline wall (CPU) | bytes written / source image bytes | peak RSS 40,945 / 4,000 |
+|---|---|---|---|
+| 2: 8 Parquet shards, embedded images | 148 s / 124 s = 1.20 (1.14) | 1.0171 | 696 / 561 MiB = 1.24 |
+| 3: CSV + images folder | 131 s / 116 s = 1.13 (1.22) | 1.0172 | 588 / 487 MiB = 1.21 |
 
 Printed per layout: ``import wall / baseline wall`` (target <= 1.3, with the CPU-time ratio,
 steadier on a shared machine), ``bytes written / source image bytes`` (target <= 1.02: the

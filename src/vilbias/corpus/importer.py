@@ -148,8 +148,8 @@ def scan_source(source: Source, layout: Layout) -> _Scan:
                 _exclude(scan, uid, "duplicate_unique_id", where, kept=first[uid][1])
             continue
         first[uid] = (raw_label, where)
-        label = scan_label = layout.label_map.get(raw_label.lower())
-        if scan_label is None:
+        label = layout.label_map.get(raw_label.lower())
+        if label is None:
             scan.unknown_labels[raw_label] += 1
             _exclude(scan, uid, "unknown_label", where, source_label=raw_label)
             continue

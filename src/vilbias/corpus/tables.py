@@ -92,7 +92,9 @@ def xlsx_records(source: Path) -> Iterator[tuple[int, dict]]:
 def parquet_records(source: Path, batch_size: int = 64) -> Iterator[tuple[int, dict]]:
     """A Parquet file in record batches (``batch_size`` rows in memory at a time)."""
     try:
-        file = pq.ParquetFile(source)
+        # pre_buffer would read ahead across the file's row groups (a whole shard of embedded
+        # images, ~1 GB, in memory at once); without it one row group is read at a time.
+        file = pq.ParquetFile(source, pre_buffer=False)
     except Exception as e:  # pyarrow's errors for a file that is not Parquet vary by version
         raise ValueError(f"{source}: not a readable Parquet file ({e})") from None
     number = 0
