@@ -348,3 +348,7 @@ def test_gated_private_and_unreachable_hub_sources_are_one_sentence_and_write_no
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not reachable" in err and "Traceback" not in err
     assert not out.exists() and hub.token not in err
+    # The suite runs with HF_HUB_OFFLINE=1: a Hub source then says so, in one sentence.
+    with pytest.raises(SourceError, match=r"is not reachable \(offline mode is on \(HF_HUB_OFFLINE=1\)\)"):
+        build(BuildConfig(source="vector-institute/newsmediabias-plus", output=out))
+    assert not out.exists()
