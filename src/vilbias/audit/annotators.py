@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
 from vilbias.annotate.store import AnnotationStore
 from vilbias.audit.questions import PARADIGMS, all_questions, prompt_version
 from vilbias.audit.runner import AuditConfig, load_pairs, run_audit
 from vilbias.audit.space import embedded_space
+from vilbias.models.catalogue import load_chat_backend
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +96,6 @@ class AnnotatorAuditConfig:
 
 
 def _specs(annotators_spec: Any) -> list[Any]:
-    from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
 
     if annotators_spec is None:
         return list(DEFAULT_ANNOTATORS)
@@ -129,7 +130,6 @@ def audit_annotators(annotators_spec: Any, workdir: str | Path, **options: Any) 
 
 
 def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
-    from vilbias.models.catalogue import load_chat_backend
 
     specs = _specs(config.annotator_specs if config.annotator_specs is not None else config.annotators)
     workdir = Path(config.workdir)

@@ -35,6 +35,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from vilbias.audit.images import concat_pair, png_bytes, render_person
 from vilbias.audit.space import DIMENSIONS, QuestionSpace, pair_activities
 
 SETTINGS = ("identity", "activity", "identity_activity", "portrait")
@@ -231,7 +232,6 @@ def embedded_pairs() -> list[Pair]:
 
 def render_pair_image(pair: Pair):
     """The paired image of ``pair``: two procedural single-person images side by side."""
-    from vilbias.audit.images import concat_pair, render_person
 
     return concat_pair(render_person(pair.left.identity, pair.left.activity),
                        render_person(pair.right.identity, pair.right.activity))
@@ -243,7 +243,6 @@ def materialize_probeset(folder: str | os.PathLike, pairs: list[Pair] | None = N
     Images already there are kept (a re-run renders only what is missing). Returns the manifest
     path, ready for :func:`read_manifest`.
     """
-    from vilbias.audit.images import png_bytes
 
     folder = Path(folder)
     (folder / "images").mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from vilbias.audit.plots import plot_all
 from vilbias.audit.questions import ALL, PERCEPTION_PAIRS
 from vilbias.audit.responses import (
     KEY,
@@ -460,7 +461,6 @@ def write_metrics(tables: dict[str, Any], out: str | os.PathLike, *, plots: bool
     (out / "metrics.json").write_text(json.dumps(tables, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     figures: list[Path] = []
     if plots:
-        from vilbias.audit.plots import plot_all
 
         figures = plot_all(tables, out, alpha=tables.get("settings", {}).get("alpha", MetricOptions.alpha))
     return {"tables": files, "plots": figures}

@@ -49,6 +49,7 @@ from vilbias.audit.space import QuestionSpace, load_space
 from vilbias.audit.store import AUDIT_DB, AuditStore, CallResult
 from vilbias.audit.summary import summarize
 from vilbias.ledger import ask_missing
+from vilbias.models.catalogue import GenerativeModel, load_model
 from vilbias.models.chat import ChatRequest, ChatResult, chat_jobs, image_part
 from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.scoring import (
@@ -325,7 +326,6 @@ def load_audit_model(config: AuditConfig) -> tuple[Any, str, bool, dict[str, Any
         name = config.model_name or config.model or type(config.backend).__name__
         vision = config.vision if config.vision is not None else bool(getattr(config.backend, "vision", True))
         return config.backend, name, vision, config.model_identity or {"model": name}
-    from vilbias.models.catalogue import GenerativeModel, load_model
 
     model = load_model(config.model, revision=config.revision, load_in_4bit=config.load_in_4bit,
                        concurrency=config.concurrency, generative_only=True)

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from vilbias.images import grey_image
 from vilbias.models.chat import ChatBackend
 from vilbias.models.chat_local import TransformersBackend, smollm2_backend
 from vilbias.models.chat_openai import OpenAIBackend
@@ -292,7 +293,6 @@ def _label_order(id2label: dict) -> list[int]:
 def _fusion_classifier(spec: ModelSpec) -> ClassifierModel:
     from PIL import Image
 
-    from vilbias.images import grey_image
     from vilbias.models.fusion import FusionForClassification
 
     model = FusionForClassification.from_pretrained(spec.model, revision=spec.revision)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from vilbias import __version__
 from vilbias.publish.changelog import card_metadata
 from vilbias.publish.hub import check_token, resolve_token
 
@@ -76,7 +77,6 @@ def publish_space(config: PublishSpaceConfig) -> str:
     from huggingface_hub import CommitOperationAdd, HfApi
     from huggingface_hub.utils import filter_repo_objects
 
-    from vilbias import __version__
 
     source = Path(config.source) if config.source else _default_source()
     for required in ("README.md",):
