@@ -74,9 +74,11 @@ def prompt_version(prompt: str) -> str:
 def answer_schema(prompt: str) -> str:
     """The JSON shape shown in the prompt, with every criterion of ``prompt`` listed."""
     techniques = ", ".join(f'"{ALL_NAMES[t]}": "Present"|"Absent"' for t in CRITERIA[prompt])
+    tones = "|".join(f'"{t}"' for t in TONES)
+    labels = "|".join(f'"{ANSWER_LABELS[i]}"' for i in reversed(range(len(ANSWER_LABELS))))
     return (
-        '{"techniques": {' + techniques + '}, "tone": "Neutral"|"Biased", '
-        '"label": "biased"|"not biased", "rationale": "<one to three sentences citing evidence>"}'
+        '{"techniques": {' + techniques + '}, "tone": ' + tones + ', '
+        '"label": ' + labels + ', "rationale": "<one to three sentences citing evidence>"}'
     )
 
 
