@@ -116,7 +116,7 @@ def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tup
     items = -(-calls // (2 * samples))
     make_workdir(workdir, n=items, shared_image=True)
     # A vision annotator (as the paper's VLMs): both prompts, the image in the multimodal one.
-    spec = AnnotatorSpec(name="fake", backend="openai", model="fake-model", base_url=url, concurrency=concurrency, vision=True, params={"temperature": 0.7})
+    spec = AnnotatorSpec(name="fake", kind="openai", model="fake-model", base_url=url, concurrency=concurrency, vision=True, params={"temperature": 0.7})
     watcher = RssWatcher()
     import vilbias.annotate.store as store_mod
 

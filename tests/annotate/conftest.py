@@ -77,4 +77,4 @@ def workdir(tmp_path):
 def stub_spec(name: str, **kw: Any):
     from vilbias.annotate.specs import AnnotatorSpec
 
-    return AnnotatorSpec(name=name, backend="openai", model=f"stub/{name}", base_url="http://unused", params={"seed": 0}, **kw)
+    return AnnotatorSpec(name=name, kind="openai", model=f"stub/{name}", base_url="http://unused", params={"seed": 0}, **kw)

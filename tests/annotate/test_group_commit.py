@@ -78,7 +78,7 @@ def test_unstored_calls_never_exceed_concurrency(tmp_path):
         return answer("biased")
 
     with FakeOpenAIServer(responder, latency_s=0.02) as server:
-        spec = AnnotatorSpec(name="fake", backend="openai", model="m", base_url=server.base_url, concurrency=4, params={"seed": 0})
+        spec = AnnotatorSpec(name="fake", kind="openai", model="m", base_url=server.base_url, concurrency=4, params={"seed": 0})
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=6, progress=False))
     assert summary["run"] == {"valid": 60}
     assert len(gaps) == 60 and max(gaps) <= 4
@@ -92,7 +92,7 @@ def test_a_failed_commit_stops_the_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(AnnotationStore, "record_calls", broken)
     with FakeOpenAIServer(lambda body: answer("biased")) as server:
-        spec = AnnotatorSpec(name="fake", backend="openai", model="m", base_url=server.base_url, concurrency=2)
+        spec = AnnotatorSpec(name="fake", kind="openai", model="m", base_url=server.base_url, concurrency=2)
         with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
             annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, progress=False))
         assert server.count == 2  # each worker stops at its first unstored result: no run-away asking

@@ -16,7 +16,7 @@ def test_default_annotator_gives_a_valid_answer(tmp_path):
     workdir = make_workdir(tmp_path / "w", n=1)
     # The default annotator as shipped (load ~25 s on 2 cores, one constrained answer ~30-60 s).
     default = DEFAULT_ANNOTATORS[0]
-    spec = AnnotatorSpec(name=default.name, backend="smollm2", model=default.model, params={**default.params, "seed": 0})
+    spec = AnnotatorSpec(name=default.name, kind="smollm2", model=default.model, params={**default.params, "seed": 0})
     summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, progress=False))
     with AnnotationStore.for_workdir(workdir) as store:
         [call] = store.iter_calls()

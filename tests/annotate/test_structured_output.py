@@ -80,7 +80,7 @@ def test_fallback_is_marked_in_the_store_and_answers_are_parsed_strictly(tmp_pat
     workdir = make_workdir(tmp_path / "w", n=2)
     replies = iter([answer("biased"), "```json\n" + answer("not biased") + "\n```", "not biased", answer("biased", techniques={"Spin": "Present"})] * 3)
     with SchemaRejectingServer(lambda body: next(replies)) as server:
-        spec = AnnotatorSpec(name="old-server", backend="openai", model="m", base_url=server.base_url, concurrency=1, params={"seed": 0})
+        spec = AnnotatorSpec(name="old-server", kind="openai", model="m", base_url=server.base_url, concurrency=1, params={"seed": 0})
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=2, progress=False))
     assert summary["run"] == {"valid": 2, "unparseable": 1, "invalid": 1}
     mode = summary["annotators"]["old-server"]["structured_output"]
@@ -101,7 +101,7 @@ def test_a_refusal_is_stored_as_such(tmp_path):
     with RefusingServer() as server:
         [r] = OpenAIBackend("m", server.base_url).chat([req(response_format=P.response_format("text"))])
         assert (r.text, r.refusal, r.structured) == (None, "I can't assist with that.", True)
-        spec = AnnotatorSpec(name="shy", backend="openai", model="m", base_url=server.base_url)
+        spec = AnnotatorSpec(name="shy", kind="openai", model="m", base_url=server.base_url)
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, progress=False))
     assert summary["run"] == {"refused": 1}
     with AnnotationStore.for_workdir(workdir) as store:
@@ -160,7 +160,7 @@ def test_local_decoding_cut_short_is_reported(tiny_bytelevel, tmp_path):
     assert (r.finish_reason, r.structured) == ("length", True)
     assert P.parse_annotation(r.text, "text").status == "unparseable"
     workdir = make_workdir(tmp_path / "w", n=1)
-    spec = AnnotatorSpec(name="tiny", backend="transformers", model="tiny", params={"max_tokens": 6})
+    spec = AnnotatorSpec(name="tiny", kind="transformers", model="tiny", params={"max_tokens": 6})
     summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], backends={"tiny": backend}, samples=1, progress=False))
     assert summary["run"] == {"unparseable": 1} and summary["annotators"]["tiny"]["structured_output"]["mode"] == "local_grammar"
     with AnnotationStore.for_workdir(workdir) as store:

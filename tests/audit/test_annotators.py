@@ -57,7 +57,7 @@ def test_annotator_audit_writes_its_summary_into_annotations_sqlite(tmp_path):
     # the annotate stage opens the same file as usual; only the annotators configured now are shown
     with AnnotationStore.for_workdir(workdir) as store:
         assert store.active() == {}
-    spec = AnnotatorSpec(name="judge-a", backend="openai", model="fake-model", base_url=server.base_url,
+    spec = AnnotatorSpec(name="judge-a", kind="openai", model="fake-model", base_url=server.base_url,
                          params={"temperature": 0.2, "seed": 3})
     assert len(read_annotator_audits(workdir / "annotations.sqlite", {"judge-a": spec.fingerprint()})) == 1
     assert read_annotator_audits(workdir / "annotations.sqlite", {"judge-a": "another-fingerprint"}) == []

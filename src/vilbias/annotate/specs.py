@@ -33,7 +33,7 @@ import hashlib
 import importlib.util
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -47,35 +47,35 @@ LOCAL_BACKENDS = ("transformers", "smollm2")
 STRUCTURED_OUTPUT = ("json_schema", "none")
 
 
-@dataclass
-class AnnotatorSpec:
-    """One annotator: a model behind a backend, with its sampling parameters."""
+@dataclass(kw_only=True)
+class AnnotatorSpec(ModelSpec):
+    """One annotator: a model spec of the catalogue (its kind is the annotators file's
+    ``backend:``), with the annotate stage's own fields."""
 
     name: str
-    backend: str = "openai"
-    model: str = ""
-    base_url: str | None = None
-    vision: bool = False
-    params: dict[str, Any] = field(default_factory=dict)
-    api_key_env: str | None = None
-    concurrency: int = 16
-    timeout_s: float = 120.0
-    max_retries: int = 5
-    batch_size: int = 4
-    gguf_file: str | None = None
+    kind: str = "openai"
     structured_output: str = "json_schema"
     """``json_schema``: ask for the answer's JSON Schema (a server that rejects it is asked
     again without, and marked); ``none``: never ask (servers without structured output)."""
     serve: str | None = None
     """How to start the server (e.g. the ``vllm serve`` command); documentation only."""
 
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> AnnotatorSpec:
+        """An annotators-file entry (``backend:`` is the spec's ``kind``)."""
+        entry = dict(entry)
+        if "backend" in entry:
+            entry["kind"] = entry.pop("backend")
+        return cls(**entry)
+
+    @property
+    def backend(self) -> str:
+        """The annotators file's name for the spec's kind."""
+        return self.kind
+
     def model_spec(self) -> ModelSpec:
-        """The model in the catalogue's terms (:class:`vilbias.models.catalogue.ModelSpec`)."""
-        return ModelSpec(
-            kind=self.backend, model=self.model, base_url=self.base_url, vision=self.vision, params=dict(self.params),
-            api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
-            max_retries=self.max_retries, batch_size=self.batch_size, gguf_file=self.gguf_file,
-        )
+        """The model in the catalogue's terms, without the annotate stage's fields."""
+        return ModelSpec(**{f.name: getattr(self, f.name) for f in fields(ModelSpec)})
 
     def fingerprint(self) -> str:
         """What makes this annotator's answers what they are. Where it is served (URL, key,
@@ -94,7 +94,7 @@ class AnnotatorSpec:
         if self.backend not in BACKENDS:
             raise ValueError(f"{where}: backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
         try:
-            self.model_spec().validate()
+            super().validate()
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         if self.structured_output not in STRUCTURED_OUTPUT:
@@ -108,7 +108,7 @@ class AnnotatorSpec:
 DEFAULT_ANNOTATORS = [
     AnnotatorSpec(
         name="smollm2-135m-instruct",
-        backend="smollm2",
+        kind="smollm2",
         model="HuggingFaceTB/SmolLM2-135M-Instruct",
         # 512 tokens: a complete answer (about 150 tokens of JSON around a rationale of at most
         # LOCAL_RATIONALE_CHARS characters) always fits, so decoding never cuts one short.
@@ -136,7 +136,7 @@ def load_annotators(path: str | Path) -> list[AnnotatorSpec]:
     entries = data.get("annotators") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{path}: expected a non-empty list under 'annotators:'")
-    known = set(AnnotatorSpec.__dataclass_fields__)
+    known = set(AnnotatorSpec.__dataclass_fields__) | {"backend"}
     specs = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
@@ -144,7 +144,7 @@ def load_annotators(path: str | Path) -> list[AnnotatorSpec]:
         unknown = sorted(set(entry) - known)
         if unknown:
             raise ValueError(f"{path}: annotator #{i + 1} has unknown fields {unknown}; known: {sorted(known)}")
-        spec = AnnotatorSpec(**entry)
+        spec = AnnotatorSpec.from_dict(entry)
         spec.validate()
         specs.append(spec)
     names = Counter(s.name for s in specs)

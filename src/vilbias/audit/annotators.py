@@ -101,7 +101,7 @@ def _specs(annotators_spec: Any) -> list[Any]:
         return list(DEFAULT_ANNOTATORS)
     if isinstance(annotators_spec, (str, Path)):
         return load_annotators(annotators_spec)
-    specs = [a if isinstance(a, AnnotatorSpec) else AnnotatorSpec(**a) for a in annotators_spec]
+    specs = [a if isinstance(a, AnnotatorSpec) else AnnotatorSpec.from_dict(a) for a in annotators_spec]
     for s in specs:
         s.validate()
     return specs
