@@ -1,5 +1,5 @@
 """`python -m vilbias.spaces.calibrate` recomputes, from the shipped folder alone, the calibration
-the model card states (real-data tier: it needs BABE's SG1)."""
+the model card states (real-data tier: it needs the public SG2 file of BABE)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_calibration_on_babe_matches_the_card(capsys):
     from vilbias.spaces.calibrate import main
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    assert main(["--sentences", str(shared_data("babe", "final_labels_SG1.csv"))]) == 0
+    assert main(["--sentences", str(shared_data("babe", "final_labels_SG2_public.csv"))]) == 0
     report = json.loads(capsys.readouterr().out)
     card = json.loads((DEFAULT_MODEL_DIR / "metrics.json").read_text(encoding="utf-8"))
     assert report["refitted_temperature"] == pytest.approx(report["shipped_temperature"], rel=0.02)

@@ -316,40 +316,55 @@ def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_cs
     assert metrics["settings"]["contrastive_epochs"] == 1 and [e.get("phase") for e in metrics["log"][0]] == ["contrastive", None]
 
 
-TARGET_F1 = 0.75
-"""The issue's target: macro-F1 on BABE sentences the model never saw."""
-FLOOR_F1 = 0.72
-"""What the shipped model reaches (0.728 on the SG1 test split): a regression guard."""
+FLOOR_SENTENCE_F1 = 0.79
+"""Just under what the shipped model measures on the held-out sentences (0.800, as its card states)."""
+FLOOR_ARTICLE_F1 = 0.755
+"""Just under what it measures on the held-out articles (0.765 on 164 articles)."""
 
 
 @pytest.fixture(scope="module")
-def unseen_f1(tmp_path_factory, shipped):
-    """Macro-F1 of the shipped model on the SG1 test split, none of whose sentences is in its
-    training ids (recomputed here, not read from the card)."""
+def unseen(tmp_path_factory, shipped):
+    """Sentence and article macro-F1 of the shipped model on the held-out test split of the
+    public SG2 file: whole articles, none of whose sentences is in its training ids (recomputed
+    here through the model's own forward pass, not read from the card)."""
+    from collections import defaultdict
+
     from datasets import load_dataset
+    from vilbias.training.train_default import article_splits
 
     from vilbias.corpus.sentences import build_sentences
     from vilbias.metrics.scores import closed_metrics
 
     folder, model = shipped
     root = tmp_path_factory.mktemp("babe")
-    build_sentences(shared_data("babe", "final_labels_SG1.csv"), root / "babe")
-    test = load_dataset(str(root / "babe"), "default", split="test")
+    build_sentences(shared_data("babe", "final_labels_SG2_public.csv"), root / "babe")
+    rows = list(load_dataset(str(root / "babe"), "default", split="train+validation+test"))
+    splits = article_splits(rows)["default"]
     trained = set((folder / "training_ids.txt").read_text().split())
-    assert len(test) > 100 and not trained & set(test["unique_id"])
-    scores = model.score_sentences(list(test["text"]))
-    return closed_metrics(list(test["label"]), [int(s.probability >= 0.5) for s in scores])["f1_macro"]
+    assert trained == set(splits["train"])
+    test_ids = set(splits["test"])
+    test = [r for r in rows if r["unique_id"] in test_ids]
+    links = lambda part: {r["news_link"] for r in rows if r["unique_id"] in set(part) and r["news_link"]}  # noqa: E731
+    assert len(test) > 250 and not links(splits["test"]) & (links(splits["train"]) | links(splits["validation"]))
+    scores = model.score_sentences([r["text"] for r in test])
+    sentence_f1 = closed_metrics([r["label"] for r in test], [int(s.probability >= 0.5) for s in scores])["f1_macro"]
+    by_link = defaultdict(list)
+    for r, s in zip(test, scores, strict=True):
+        by_link[r["news_link"] or r["unique_id"]].append((s.probability, r["label"]))
+    rule = model.config.article_rule
+    # an article's label: the majority of its expert labels (ties left out), as training scores it
+    groups = [g for g in by_link.values() if 2 * sum(y for _, y in g) != len(g)]
+    article_f1 = closed_metrics([int(2 * sum(y for _, y in g) > len(g)) for g in groups],
+                                [int(rule.value([p for p, _ in g]) >= rule.threshold) for g in groups])["f1_macro"]
+    return {"sentence_f1": sentence_f1, "article_f1": article_f1, "articles": len(groups)}
 
 
 @pytest.mark.real_data
-def test_shipped_model_on_babe_sentences_it_never_saw(shipped, unseen_f1):
+def test_shipped_model_on_babe_articles_it_never_saw(shipped, unseen):
     folder, _ = shipped
-    assert unseen_f1 >= FLOOR_F1
-    assert unseen_f1 == pytest.approx(json.loads((folder / "metrics.json").read_text())["test"]["f1_macro"], abs=1e-6)
-
-
-@pytest.mark.real_data
-@pytest.mark.xfail(strict=True, reason="not met: the shipped model reaches macro-F1 0.728 on the 155 unseen SG1 test "
-                                       "sentences (5-fold CV 0.766 ± 0.020); a model that meets it turns this into a failure to update")
-def test_shipped_model_meets_the_issue_target(unseen_f1):
-    assert unseen_f1 >= TARGET_F1
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert unseen["sentence_f1"] >= FLOOR_SENTENCE_F1 and unseen["article_f1"] >= FLOOR_ARTICLE_F1
+    # the card's figures, reproduced (float16 weights on disk move probabilities by < 1e-4)
+    assert unseen["sentence_f1"] == pytest.approx(metrics["test"]["f1_macro"], abs=1e-6)
+    assert unseen["article_f1"] == pytest.approx(metrics["article_rule_on_test_links"]["f1_macro"], abs=1e-6)
+    assert unseen["articles"] == metrics["article_rule_on_test_links"]["groups"]
