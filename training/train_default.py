@@ -10,18 +10,23 @@ The shipped folder holds the adapter and heads (about a megabyte), never a copy 
 What the run does, in order:
 
 1. Builds the sentence corpus with ``vilbias build --sentences`` (BABE's ``No agreement`` rows
-   dropped; the same splits and folds every other BABE run uses).
+   dropped) and deals whole articles into splits and folds (:func:`article_splits`: sentences
+   grouped by ``news_link``, so no article is both trained and tested on).
 2. Caches, once, the frozen lower layers' output for every sentence (the LoRA sits above them).
-3. 5-fold CV (``fold_0`` … ``fold_4``; each fold's validation slice carved out of its training
-   split by :func:`vilbias.training.classifier_data.load_splits`): macro-F1 mean ± std, and
+3. 5-fold CV (``fold_0`` … ``fold_4``; each fold stops early and fits its temperature on its own
+   validation articles, about a tenth of its training pool): macro-F1 mean ± std, and
    calibrated out-of-fold probabilities for every sentence.
 4. The article rule (statistic and threshold, :class:`~vilbias.models.sentence_bias.ArticleRule`)
    chosen on those out-of-fold probabilities, for sentences outside the test split grouped by
    their article link (an article's label: the majority of its expert labels; ties left out).
 5. The final model: ``default`` train split, early stopping on validation loss; temperature and
    word threshold fitted on the validation split.
-6. The ``default`` test split (never trained, stopped or calibrated on): macro-F1, ECE before
-   and after calibration, the reliability diagram, the article rule's macro-F1 on its links.
+6. The ``default`` test split, whole articles never trained, stopped or calibrated on: sentence
+   macro-F1, ECE before and after calibration, the reliability diagram, the article rule's
+   macro-F1 on its articles.
+
+The labels are the file's own. BABE's public SG2 file holds every SG1 sentence with SG2's label:
+where the two sets disagree SG2 wins (BABE's final, larger expert pool), so SG1 is not read.
 
 Training settings come from the tuned MiniLM recipe (``training/recipes/classifier/
 babe-minilm.yaml``: batch size, epochs, schedule, warm-up, weight decay, patience, validation
