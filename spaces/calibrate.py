@@ -38,19 +38,15 @@ def calibration_report(sentences: str | Path, model_dir: str | Path | None = Non
     with ``diagram``, the test split's reliability diagram drawn as training draws it."""
     # torch comes with these two modules: imported here, not at the top.
     from datasets import load_dataset
-    from vilbias.training.train_default import (
-        DEFAULT_MODEL_DIR,
-        article_splits,
-        plot_reliability,
-        reliability_title,
-    )
+    from vilbias.training.train_default import DEFAULT_MODEL_DIR, article_splits, reliability_title
 
-    from vilbias.models.sentence_bias import (
-        SentenceBiasModel,
+    from vilbias.metrics.calibration import (
         expected_calibration_error,
         fit_temperature,
+        plot_reliability,
         reliability_bins,
     )
+    from vilbias.models.sentence_bias import SentenceBiasModel
 
     model = SentenceBiasModel.from_pretrained(model_dir or DEFAULT_MODEL_DIR)
     report = {"shipped_temperature": model.config.temperature}

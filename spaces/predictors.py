@@ -399,7 +399,7 @@ class FusionPredictor:
         self.model = FusionForClassification.from_pretrained(spec.source, revision=spec.revision)
 
     def predict(self, item: Item) -> Prediction:
-        from vilbias.models.sentence_bias import scale_probabilities
+        from vilbias.metrics.calibration import scale_probabilities
 
         raw = self.model.predict(item.image, classifier_text(item.headline, item.article_text))
         names = list(raw["probabilities"])

@@ -59,16 +59,18 @@ from vilbias.training.distant import drop_held_out, read_distant, read_outlet_la
 from vilbias.config import add_dataclass_arguments, dataclass_from_args
 from vilbias.corpus.sentences import build_sentences
 from vilbias.corpus.splits import SplitItem, assign_splits
-from vilbias.metrics.plots import pyplot
+from vilbias.metrics.calibration import (
+    expected_calibration_error,
+    fit_temperature,
+    plot_reliability,
+    reliability_bins,
+)
 from vilbias.metrics.scores import closed_metrics, summarize_folds
 from vilbias.models.sentence_bias import (
     OPINIONS,
     STATISTICS,
     ArticleRule,
     SentenceBiasConfig,
-    expected_calibration_error,
-    fit_temperature,
-    reliability_bins,
     save_members,
     word_spans,
 )
@@ -632,28 +634,6 @@ def run_cv(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, dict[s
 
 
 # -- outputs ------------------------------------------------------------------------------------
-
-
-def plot_reliability(before: list[dict], after: list[dict], path: Path, title: str) -> None:
-    """Reliability diagram: accuracy against confidence per bin, before and after calibration
-    (the number of sentences in each bin beside the calibrated points)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.0, 4.2))
-    ax.plot([0.5, 1], [0.5, 1], ls="--", color="grey", lw=1, label="perfectly calibrated")
-    for bins, name, colour in ((before, "before", "C3"), (after, "after", "C0")):
-        used = [b for b in bins if b["count"]]
-        ax.plot([b["confidence"] for b in used], [b["accuracy"] for b in used], marker="o", color=colour, label=f"{name} calibration")
-    for b in (b for b in after if b["count"]):
-        ax.annotate(f"n={b['count']}", (b["confidence"], b["accuracy"]), textcoords="offset points", xytext=(5, -10), fontsize=6, color="C0")
-    ax.set_xlim(0.45, 1.02)
-    ax.set_ylim(0.0, 1.02)
-    ax.set_xlabel("confidence (probability of the predicted label)")
-    ax.set_ylabel("accuracy")
-    ax.set_title(title, fontsize=8, wrap=True)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def babe_set(source: str) -> str:
