@@ -42,6 +42,7 @@ from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
 from vilbias import __version__, task
+from vilbias.corpus import REPORT, _size_category
 from vilbias.corpus.card import PLOT_PATH, plot_label_by_outlet, render_card
 from vilbias.corpus.presets import Layout, resolve_layout, restricted_license
 from vilbias.corpus.release import previous_cells
@@ -58,7 +59,6 @@ from vilbias.task import ANSWER_LABELS, LABEL_NAMES, N_FOLDS, SPLITS
 
 logger = logging.getLogger(__name__)
 
-REPORT = "build_report.json"
 MAX_LISTED = 1000
 """Exclusions listed one by one in the report (all are counted)."""
 
@@ -325,13 +325,6 @@ def _imported(config: Any, source: Source, layout: Layout, scan: _Scan) -> dict[
         "no_rationale": no_rationale,
         "unparsed_dates": scan.unparsed_dates,
     }
-
-
-def _size_category(n: int) -> str:
-    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
-        if n < limit:
-            return name
-    return "n>1M"
 
 
 def import_release(config: Any) -> dict[str, Any]:
