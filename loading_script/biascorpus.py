@@ -20,7 +20,6 @@ split and a fold, decided by the plan.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import datasets
 
 from vilbias import task
+from vilbias.ledger import Ledger, Table
 from vilbias.task import LABEL_NAMES, N_FOLDS, SPLITS
 from vilbias.workdir import read_articles
 
@@ -79,6 +79,65 @@ SFT_FEATURES = datasets.Features(
 )
 STORED_FEATURES = datasets.Features({**DEFAULT_FEATURES, "messages": _MESSAGES})
 """What a stored row holds: every config reads its columns from the same Parquet files."""
+
+
+Cell = tuple[str, int]
+"""(split, fold): where a row lives. Every config's splits are unions of cells."""
+CELLS: tuple[Cell, ...] = tuple((s, k) for s in SPLITS for k in range(N_FOLDS))
+
+
+@dataclass(frozen=True)
+class View:
+    """One config of the repository: which cells make each of its splits, and which columns it reads."""
+
+    name: str
+    splits: dict[str, tuple[Cell, ...]]
+    columns: str
+    """``default`` (every column of a row) or ``sft`` (the conversation columns)."""
+    description: str
+    family: str
+    """Views of one family are listed together in the card (``fold_0`` … ``fold_4``)."""
+    same_rows_as: str | None = None
+    """A view with the same membership as another, read with other columns (``sft``: ``default``)."""
+
+
+def _views() -> dict[str, View]:
+    default = View("default", {s: tuple(c for c in CELLS if c[0] == s) for s in SPLITS}, "default",
+                   "Train/validation/test (80/10/10), one row per article-image pair.", "default")
+    folds = [View(f"fold_{k}", {"train": tuple(c for c in CELLS if c[1] != k), "test": tuple(c for c in CELLS if c[1] == k)},
+                  "default", f"Cross-validation fold {k}: test = fold {k}, train = the other four.", "fold")
+             for k in range(N_FOLDS)]
+    sft = View("sft", default.splits, "sft", "TRL vision conversational format; same membership as default.", "sft",
+               same_rows_as="default")
+    return {v.name: v for v in (default, *folds, sft)}
+
+
+VIEWS: dict[str, View] = _views()
+"""The table of dataset views, declared once: the builder's configs, the writer's ``configs:`` and
+data files, the card's tables and the evaluation's leakage check all read it."""
+
+
+RESOLVED = Table("resolved", key=("unique_id",), columns=("data",), types={"data": "TEXT NOT NULL"})
+
+
+class Resolutions(Ledger):
+    """``resolved.sqlite`` in a plan folder: each row's settled annotation (votes, labels,
+    rationale, review columns) as JSON, written by the build plan and read when rows are written."""
+
+    def __init__(self, path: str | Path):
+        super().__init__(path, [RESOLVED], version=1, name="build plan")
+
+    def get(self, unique_id: str) -> dict[str, Any] | None:
+        row = self.query("SELECT data FROM resolved WHERE unique_id=?", (unique_id,))
+        return json.loads(row[0][0]) if row else None
+
+    def put_all(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        self.put(RESOLVED, [(uid, json.dumps(data)) for uid, data in items])
+
+    def items(self):
+        """Every ``(unique_id, resolution)``, streamed."""
+        for uid, data in self.stream("SELECT unique_id, data FROM resolved"):
+            yield uid, json.loads(data)
 
 IMPORTED_FEATURES = datasets.Features(
     {
@@ -132,12 +191,10 @@ class Plan:
 
 @dataclass
 class BiasCorpusConfig(datasets.BuilderConfig):
-    """A BiasCorpus view over the plan in ``plan_dir``."""
+    """A BiasCorpus view (:data:`VIEWS`) over the plan in ``plan_dir``."""
 
     plan_dir: str | None = None
     """Folder holding ``plan.json`` and ``resolved.sqlite``, made by :func:`vilbias.corpus.plan.make_plan`."""
-    kind: str = "default"
-    fold: int = -1
 
 
 class BiasCorpus(datasets.GeneratorBasedBuilder):
@@ -145,14 +202,7 @@ class BiasCorpus(datasets.GeneratorBasedBuilder):
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = BiasCorpusConfig
-    BUILDER_CONFIGS = [
-        BiasCorpusConfig(name="default", description="Train/validation/test (80/10/10), one row per article-image pair."),
-        *[
-            BiasCorpusConfig(name=f"fold_{k}", kind="fold", fold=k, description=f"Cross-validation fold {k}: test = fold {k}, train = the other four.")
-            for k in range(N_FOLDS)
-        ],
-        BiasCorpusConfig(name="sft", kind="sft", description="TRL vision conversational format; same membership as default."),
-    ]
+    BUILDER_CONFIGS = [BiasCorpusConfig(name=v.name, description=v.description) for v in VIEWS.values()]
     DEFAULT_CONFIG_NAME = "default"
     # Image rows are ~100 KB: small row groups keep memory flat and suit the dataset viewer.
     DEFAULT_WRITER_BATCH_SIZE = 100
@@ -160,7 +210,7 @@ class BiasCorpus(datasets.GeneratorBasedBuilder):
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description=_DESCRIPTION,
-            features=SFT_FEATURES if self.config.kind == "sft" else DEFAULT_FEATURES,
+            features=SFT_FEATURES if VIEWS[self.config.name].columns == "sft" else DEFAULT_FEATURES,
             homepage=_HOMEPAGE,
             license=_LICENSE,
         )
@@ -177,13 +227,10 @@ class BiasCorpus(datasets.GeneratorBasedBuilder):
         return self._cached_plan
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
-        if self.config.kind == "fold":
-            fold = self.config.fold
-            return [
-                datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"keep": lambda r, f=fold: r.fold != f}),
-                datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"keep": lambda r, f=fold: r.fold == f}),
-            ]
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"keep": lambda r, s=split: r.split == s}) for split in SPLITS]
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"keep": lambda r, cells=frozenset(cells): (r.split, r.fold) in cells})
+            for split, cells in VIEWS[self.config.name].splits.items()
+        ]
 
     def _generate_examples(self, keep):
         columns = list(self.info.features)
@@ -196,13 +243,13 @@ def iter_examples(plan: Plan, keep=None):
     article, its resolved annotation and its image once. A stored example has every column of
     :data:`STORED_FEATURES` (``default``'s columns plus the ``sft`` conversation)."""
     workdir = Path(plan.workdir)
-    db = sqlite3.connect(plan.resolved)
+    resolutions = Resolutions(plan.resolved)
     try:
         for art in read_articles(workdir):
             row = plan.rows.get(art.unique_id)
             if row is None or (keep is not None and not keep(row)):
                 continue
-            res = json.loads(db.execute("SELECT data FROM resolved WHERE unique_id=?", (art.unique_id,)).fetchone()[0])
+            res = resolutions.get(art.unique_id)
             # Settled by the plan: a reviewer's rationale, else the annotators' for their own
             # label; a label set by review without one has none (flagged), never another label's.
             reasoning = res["row_reasoning"]
@@ -231,7 +278,10 @@ def iter_examples(plan: Plan, keep=None):
                 "messages": task.messages(art.headline, art.article_text, row.label, reasoning),
             }
     finally:
-        db.close()
+        resolutions.close()
 
 
-__all__ = ["BiasCorpus", "BiasCorpusConfig", "DEFAULT_FEATURES", "IMPORTED_FEATURES", "IMPORTED_STORED_FEATURES", "SFT_FEATURES", "STORED_FEATURES", "Plan", "PlanRow", "iter_examples"]
+__all__ = [
+    "BiasCorpus", "BiasCorpusConfig", "CELLS", "DEFAULT_FEATURES", "IMPORTED_FEATURES", "IMPORTED_STORED_FEATURES", "SFT_FEATURES",
+    "STORED_FEATURES", "VIEWS", "Plan", "PlanRow", "Resolutions", "View", "iter_examples",
+]

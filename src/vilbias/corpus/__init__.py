@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import shutil
-import sqlite3
 import tempfile
 import time
 from collections import Counter
@@ -48,6 +47,7 @@ from vilbias.loading_script.biascorpus import (
     STORED_FEATURES,
     Plan,
     PlanRow,
+    Resolutions,
     iter_examples,
 )
 from vilbias.task import LABEL_NAMES
@@ -164,15 +164,9 @@ def _write_rows(plan: Plan, repo: Path, max_shard_size: str) -> tuple[dict[str, 
 
 
 def _automated_labels(plan: Plan) -> dict[str, int | None]:
-    db = sqlite3.connect(plan.resolved)
-    try:
-        labels = {}
-        for uid, data in db.execute("SELECT unique_id, data FROM resolved"):
-            label = json.loads(data)["label"]
-            labels[uid] = None if label is None else LABEL_NAMES.index(label)
-        return labels
-    finally:
-        db.close()
+    """The annotators' label of every annotated item (before review), as a class id."""
+    with Resolutions(plan.resolved) as resolutions:
+        return {uid: None if res["label"] is None else LABEL_NAMES.index(res["label"]) for uid, res in resolutions.items()}
 
 
 def _render_card(config: BuildConfig, plan: Plan, infos: dict[str, Any], stats: dict[str, Any], previous: str | None, pinned: int) -> str:
@@ -220,7 +214,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
                              + ", ".join(f"{n} {r}" for r, n in reasons) + ")")
         infos, corpus_bytes = _write_rows(plan, repo, config.max_shard_size)
         stats = card_statistics(plan, _automated_labels(plan))
-        plot_label_by_outlet(plan, repo / PLOT_PATH)
+        plot_label_by_outlet(plan.rows.values(), repo / PLOT_PATH)
         kept = sum(1 for uid in plan.rows if uid in pinned)
         (repo / "README.md").write_text(_render_card(config, plan, infos, stats, previous, kept), encoding="utf-8")
         report = _report(config, plan, infos, stats, started)

@@ -9,9 +9,7 @@ folder loads with ``load_dataset(folder, config)`` and on the Hub alike.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib.resources import files
@@ -22,9 +20,10 @@ from huggingface_hub import DatasetCard
 
 from vilbias import __version__
 from vilbias.annotate.store import AnnotationStore
+from vilbias.loading_script.biascorpus import VIEWS, Resolutions
 from vilbias.metrics.agreement import cohen_kappa
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
-from vilbias.task import ARTICLE_WORDS, LABEL_NAMES, N_FOLDS, SPLITS
+from vilbias.task import ARTICLE_WORDS, BIASED, LABEL_NAMES
 
 CHANGELOG_START = "<!-- changelog:start -->"
 CHANGELOG_END = "<!-- changelog:end -->"
@@ -49,26 +48,51 @@ def annotator_audits(store: str | Path) -> list[dict[str, Any]]:
     return sorted(audits.values(), key=lambda a: (a["annotator"], a["modality"]))
 
 
+def row_statistics(rows: Iterable[Any], split_report: Mapping[str, Any]) -> dict[str, Any]:
+    """The card's size, per-view split and outlet figures, from rows with ``label``, ``split``,
+    ``fold`` and ``outlet`` (a pipeline plan's rows and an imported release's alike)."""
+    rows = list(rows)
+    n = len(rows)
+    biased = sum(r.label == BIASED for r in rows)
+    table = []
+    for view in VIEWS.values():
+        if view.same_rows_as:  # sft: default's rows again
+            continue
+        for split, cells in view.splits.items():
+            members = [r for r in rows if (r.split, r.fold) in cells]
+            b = sum(r.label == BIASED for r in members)
+            table.append({"config": view.name, "split": split, "rows": len(members), "biased": b,
+                          "not_biased": len(members) - b, "share": b / len(members) if members else 0.0})
+    outlets = Counter(r.outlet for r in rows)
+    outlet_biased = Counter(r.outlet for r in rows if r.label == BIASED)
+    return {
+        "n_rows": n,
+        "n_biased": biased,
+        "n_not_biased": n - biased,
+        "biased_share": biased / n if n else 0.0,
+        "n_outlets": len([o for o in outlets if o]),
+        "split_table": table,
+        "top_outlets": [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)],
+        "split_report": split_report,
+        "config_rows": config_rows(),
+    }
+
+
+def config_rows() -> list[dict[str, str]]:
+    """The card's table of configs, one row per view family (``fold_0`` … ``fold_4`` together)."""
+    families: dict[str, list[Any]] = {}
+    for view in VIEWS.values():
+        families.setdefault(view.family, []).append(view)
+    out = []
+    for views in families.values():
+        names = f"`{views[0].name}`" if len(views) == 1 else f"`{views[0].name}` … `{views[-1].name}`"
+        out.append({"names": names, "family": views[0].family, "splits": " / ".join(views[0].splits)})
+    return out
+
+
 def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
     """Figures the card states, from the plan (rows, cells, reviews, annotation summary)."""
     rows = list(plan.rows.values())
-    n = len(rows)
-    biased = sum(r.label for r in rows)
-    table = []
-
-    def add(config: str, split: str, members: Iterable[Any]) -> None:
-        members = list(members)
-        b = sum(r.label for r in members)
-        table.append({"config": config, "split": split, "rows": len(members), "biased": b, "not_biased": len(members) - b, "share": b / len(members) if members else 0.0})
-
-    for split in SPLITS:
-        add("default", split, (r for r in rows if r.split == split))
-    for k in range(N_FOLDS):
-        add(f"fold_{k}", "train", (r for r in rows if r.fold != k))
-        add(f"fold_{k}", "test", (r for r in rows if r.fold == k))
-    outlets = Counter(r.outlet for r in rows)
-    outlet_biased = Counter(r.outlet for r in rows if r.label == 1)
-    top = [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)]
     reviewed = [r for r in rows if r.review != "unreviewed"]
     pairs = [(automated_labels[r.unique_id], r.label) for r in reviewed if automated_labels.get(r.unique_id) is not None]
     kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else math.nan
@@ -76,16 +100,9 @@ def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> di
     agreements = [r.agreement for r in rows if r.agreement is not None]
     ann = plan.annotation
     return {
+        **row_statistics(rows, plan.split_report),
         **annotation_rates(ann),
         **review_columns(plan),
-        "n_rows": n,
-        "n_biased": biased,
-        "n_not_biased": n - biased,
-        "biased_share": biased / n if n else 0.0,
-        "n_outlets": len(outlets),
-        "split_table": table,
-        "top_outlets": top,
-        "split_report": plan.split_report,
         "annotation": ann,
         "n_flagged_excluded": len(plan.flagged),
         "mean_agreement": sum(agreements) / len(agreements) if agreements else 0.0,
@@ -132,15 +149,12 @@ def review_columns(plan: Any) -> dict[str, Any]:
     """Counts over the rows of what review put into them (from the plan's resolutions)."""
     flags: Counter[str] = Counter()
     corrected = commented = 0
-    db = sqlite3.connect(plan.resolved)
-    try:
+    with Resolutions(plan.resolved) as resolutions:
         for uid in plan.rows:
-            res = json.loads(db.execute("SELECT data FROM resolved WHERE unique_id=?", (uid,)).fetchone()[0])
+            res = resolutions.get(uid)
             flags[res["review_flag"] or ""] += 1
             corrected += res["corrected_rationale"] is not None
             commented += bool(res["review_comments"])
-    finally:
-        db.close()
     return {
         "n_corrected_rationale": corrected,
         "n_commented": commented,
@@ -149,14 +163,14 @@ def review_columns(plan: Any) -> dict[str, Any]:
     }
 
 
-def plot_label_by_outlet(plan: Any, path: Path, top: int = 15) -> None:
+def plot_label_by_outlet(rows: Iterable[Any], path: Path, top: int = 15) -> None:
     """Horizontal stacked bars: rows per outlet split by label (the card's figure)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = list(plan.rows.values())
+    rows = list(rows)
     counts = Counter(r.outlet or "(unknown)" for r in rows)
     outlets = [o for o, _ in counts.most_common(top)][::-1]
     biased = [sum(1 for r in rows if (r.outlet or "(unknown)") == o and r.label == 1) for o in outlets]

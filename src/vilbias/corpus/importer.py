@@ -43,7 +43,7 @@ from tqdm.auto import tqdm
 
 from vilbias import __version__, task
 from vilbias.corpus import REPORT, _size_category
-from vilbias.corpus.card import PLOT_PATH, plot_label_by_outlet, render_card
+from vilbias.corpus.card import PLOT_PATH, plot_label_by_outlet, render_card, row_statistics
 from vilbias.corpus.presets import Layout, resolve_layout, restricted_license
 from vilbias.corpus.release import previous_cells
 from vilbias.corpus.source import Source, open_source
@@ -55,7 +55,7 @@ from vilbias.loading_script.biascorpus import (
     IMPORTED_STORED_FEATURES,
     SFT_FEATURES,
 )
-from vilbias.task import ANSWER_LABELS, LABEL_NAMES, N_FOLDS, SPLITS
+from vilbias.task import ANSWER_LABELS, LABEL_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -255,41 +255,6 @@ def write_rows(source: Source, layout: Layout, scan: _Scan, repo: Path, max_shar
     return infos, writer.corpus_bytes()
 
 
-class _Rows:
-    """The rows as the card's plot reads them (``plan.rows``)."""
-
-    def __init__(self, kept: dict[str, _Kept]):
-        self.rows = kept
-
-
-def row_statistics(kept: dict[str, _Kept], split_report: dict[str, Any]) -> dict[str, Any]:
-    """The card's size, split and outlet figures for an imported corpus."""
-    rows = list(kept.values())
-    n = len(rows)
-    biased = sum(r.label for r in rows)
-    table = []
-
-    def add(config: str, split: str, members: list[_Kept]) -> None:
-        b = sum(r.label for r in members)
-        table.append({"config": config, "split": split, "rows": len(members), "biased": b, "not_biased": len(members) - b,
-                      "share": b / len(members) if members else 0.0})
-
-    for split in SPLITS:
-        add("default", split, [r for r in rows if r.split == split])
-    for k in range(N_FOLDS):
-        add(f"fold_{k}", "train", [r for r in rows if r.fold != k])
-        add(f"fold_{k}", "test", [r for r in rows if r.fold == k])
-    outlets = Counter(r.outlet for r in rows)
-    outlet_biased = Counter(r.outlet for r in rows if r.label == 1)
-    return {
-        "n_rows": n, "n_biased": biased, "n_not_biased": n - biased, "biased_share": biased / n if n else 0.0,
-        "n_outlets": len([o for o in outlets if o]),
-        "split_table": table,
-        "top_outlets": [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)],
-        "split_report": split_report,
-    }
-
-
 def label_map_hint(unknown: Counter, layout: Layout) -> str:
     """The ``--label-map`` that would take the unknown values as well (their mapping to fill in)."""
     entries = [f"{k}={v}" for k, v in layout.label_map_spelled.items()] + [f"{value}=biased|not_biased" for value, _ in unknown.most_common()]
@@ -371,10 +336,10 @@ def import_release(config: Any) -> dict[str, Any]:
 def _finish(config, repo: Path, source: Source, layout: Layout, scan: _Scan, infos: dict[str, Any], split_report: dict[str, Any],
             previous: str | None, pinned: dict, started: float) -> dict[str, Any]:
     """Card, plot and report of an imported corpus."""
-    stats = row_statistics(scan.kept, split_report)
+    stats = row_statistics(scan.kept.values(), split_report)
     imported = _imported(config, source, layout, scan)
     kept_pinned = sum(1 for uid in scan.kept if uid in pinned)
-    plot_label_by_outlet(_Rows(scan.kept), repo / PLOT_PATH)
+    plot_label_by_outlet(scan.kept.values(), repo / PLOT_PATH)
     card_data = DatasetCardData(
         pretty_name=config.pretty_name,
         license=layout.license,

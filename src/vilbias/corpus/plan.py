@@ -10,9 +10,7 @@ which :func:`~vilbias.loading_script.biascorpus.iter_examples` reads back when r
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sqlite3
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
@@ -25,7 +23,7 @@ from vilbias.annotate.store import PROMPTS, ActiveAnnotator, AnnotationStore, Ca
 from vilbias.annotate.voting import VoteResult, hierarchical_vote
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.images import InvalidImage, validate_image
-from vilbias.loading_script.biascorpus import Plan, PlanRow
+from vilbias.loading_script.biascorpus import Plan, PlanRow, Resolutions
 from vilbias.review.verdicts import load_verdicts, review_outcome, settle_rationale
 from vilbias.task import LABEL_NAMES
 from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl, sample_workdir
@@ -119,8 +117,7 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
     """Run the hierarchical vote for every annotated item into ``resolved.sqlite``; return the
     annotation summary the card states."""
     resolved_path.unlink(missing_ok=True)
-    db = sqlite3.connect(resolved_path)
-    db.execute("CREATE TABLE resolved(unique_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
+    resolutions = Resolutions(resolved_path)
     annotated = flagged = 0
     reasons: Counter[str] = Counter()
     with AnnotationStore(store_path) as store:
@@ -130,20 +127,19 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
         for item_id, votes in tqdm(store.iter_votes(), desc="votes", unit=" items", leave=False):
             mm = hierarchical_vote(votes.get("multimodal", []), names.get("multimodal"))
             tv = hierarchical_vote(votes.get("text", []), names.get("text"))
-            batch.append((item_id, json.dumps(_resolution(mm, tv, votes))))
+            batch.append((item_id, _resolution(mm, tv, votes)))
             annotated += 1
             flagged += mm.flagged
             reasons[mm.reason or "decided"] += 1
             if len(batch) >= 1000:
-                db.executemany("INSERT OR REPLACE INTO resolved VALUES(?,?)", batch)
+                resolutions.put_all(batch)
                 batch.clear()
-        db.executemany("INSERT OR REPLACE INTO resolved VALUES(?,?)", batch)
+        resolutions.put_all(batch)
         calls = {p: Counter() for p in active}
         for (prompt, _), counts in store.call_counts().items():
             calls[prompt].update(counts)
         structured = {name: mode["mode"] for name, mode in store.structured_output().items()}
-    db.commit()
-    db.close()
+    resolutions.close()
     return {
         "flag_reasons": {k: v for k, v in reasons.items() if k != "decided"},
         "calls": {p: dict(c) for p, c in calls.items()},
@@ -161,14 +157,13 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
     verdicts = load_verdicts(workdir)
     candidates: list[tuple[str, str]] = []
     meta: dict[str, tuple] = {}
-    db = sqlite3.connect(plan.resolved)
-    try:
+    settled: list[tuple[str, dict[str, Any]]] = []
+    with Resolutions(plan.resolved) as resolutions:
         for art in read_articles(workdir):
-            row = db.execute("SELECT data FROM resolved WHERE unique_id=?", (art.unique_id,)).fetchone()
-            if row is None:
+            res = resolutions.get(art.unique_id)
+            if res is None:
                 plan.exclusions.append({"unique_id": art.unique_id, "reason": "not_annotated"})
                 continue
-            res = json.loads(row[0])
             outcome = review_outcome(verdicts.get(art.unique_id, []), res["label"])
             review, label = outcome.review, outcome.label
             if label is None:
@@ -176,21 +171,22 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
                 plan.flagged[art.unique_id] = reason
                 plan.exclusions.append({"unique_id": art.unique_id, "reason": f"flagged_for_review:{reason}"})
                 continue
-            _settle_review(db, art.unique_id, res, outcome)
+            settled.append((art.unique_id, _settle_review(res, outcome)))
+            if len(settled) >= 1000:
+                resolutions.put_all(settled)
+                settled.clear()
             text_label = LABEL_NAMES.index(res["text_label"]) if res["text_label"] else -1
             meta[art.unique_id] = (
                 LABEL_NAMES.index(label), text_label, review, art.outlet, res["agreement"], art.image_path,
                 art.fetched_at, story_keys(art.url, art.headline),
             )
             candidates.append((art.unique_id, str(workdir / art.image_path)))
-        db.commit()
-    finally:
-        db.close()
+        resolutions.put_all(settled)
     return candidates, meta
 
 
-def _settle_review(db: sqlite3.Connection, unique_id: str, res: dict[str, Any], outcome: Any) -> None:
-    """Write what the reviews put into the row (rationale, review columns) into its resolution."""
+def _settle_review(res: dict[str, Any], outcome: Any) -> dict[str, Any]:
+    """The resolution with what the reviews put into the row (rationale, review columns)."""
     reasoning, flag = settle_rationale(outcome, res["label"], res["reasoning"])
     res.update(
         row_reasoning=reasoning,
@@ -199,7 +195,7 @@ def _settle_review(db: sqlite3.Connection, unique_id: str, res: dict[str, Any], 
         n_reviewers=outcome.reviewers,
         review_flag=flag,
     )
-    db.execute("UPDATE resolved SET data=? WHERE unique_id=?", (json.dumps(res), unique_id))
+    return res
 
 
 def _check_image(args: tuple[str, str]) -> tuple[str, str | None, int | None, str | None, str]:

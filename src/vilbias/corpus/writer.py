@@ -40,7 +40,8 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from datasets.utils.py_utils import convert_file_size_to_int
 
-from vilbias.task import FOLDS, N_FOLDS, SPLITS
+from vilbias.loading_script.biascorpus import CELLS, VIEWS
+from vilbias.task import N_FOLDS
 
 DATA_DIR = "data"
 CELL_FILE = re.compile(r"^(?P<split>train|validation|test)-fold(?P<fold>\d+)-\d{5}-of-\d{5}\.parquet$")
@@ -51,12 +52,10 @@ def cell_name(split: str, fold: int) -> str:
     return f"{split}-fold{fold}"
 
 
-CELLS: tuple[tuple[str, int], ...] = tuple((s, k) for s in SPLITS for k in range(N_FOLDS))
-
-
 @dataclass
 class ConfigView:
-    """One config of the repository: which cells make each split, and which columns it reads."""
+    """One config of the repository as written: its columns, which cells make each split, and the
+    ``data_files`` globs that select those cells' files."""
 
     features: Any
     """A ``datasets.Features`` (the config's columns)."""
@@ -66,24 +65,27 @@ class ConfigView:
     """split -> ``data_files`` globs."""
 
 
+def cell_patterns(cells: tuple[tuple[str, int], ...]) -> list[str]:
+    """The fewest globs over the cell files that select exactly ``cells``: a whole split
+    (``data/train-*``), whole folds (``data/*-fold3-*``), else cell by cell."""
+    chosen = set(cells)
+    if len({s for s, _ in chosen}) == 1 and {k for _, k in chosen} == set(range(N_FOLDS)):
+        return [f"{DATA_DIR}/{next(iter(chosen))[0]}-*"]
+    folds = sorted({k for _, k in chosen})
+    if chosen == {c for c in CELLS if c[1] in folds}:
+        return [f"{DATA_DIR}/*-fold{k}-*" for k in folds]
+    return [f"{DATA_DIR}/{cell_name(s, k)}-*" for s, k in sorted(chosen)]
+
+
 def corpus_views(default_features: Any, sft_features: Any | None = None) -> dict[str, ConfigView]:
-    """The configs over the 15 cells: ``default``, ``fold_0`` … ``fold_4`` and, when given, ``sft``."""
-    views = {
-        "default": ConfigView(
-            default_features,
-            {s: [(s, k) for k in range(N_FOLDS)] for s in SPLITS},
-            {s: [f"{DATA_DIR}/{s}-*"] for s in SPLITS},
-        )
+    """The configs of :data:`~vilbias.loading_script.biascorpus.VIEWS` as written over the 15
+    cells; a view reading the ``sft`` columns only when ``sft_features`` is given."""
+    features = {"default": default_features, "sft": sft_features}
+    return {
+        name: ConfigView(features[view.columns], {s: list(c) for s, c in view.splits.items()},
+                         {s: cell_patterns(c) for s, c in view.splits.items()})
+        for name, view in VIEWS.items() if features[view.columns] is not None
     }
-    for k, name in enumerate(FOLDS):
-        views[name] = ConfigView(
-            default_features,
-            {"train": [c for c in CELLS if c[1] != k], "test": [c for c in CELLS if c[1] == k]},
-            {"train": [f"{DATA_DIR}/*-fold{j}-*" for j in range(N_FOLDS) if j != k], "test": [f"{DATA_DIR}/*-fold{k}-*"]},
-        )
-    if sft_features is not None:
-        views["sft"] = ConfigView(sft_features, views["default"].splits, views["default"].patterns)
-    return views
 
 
 class _CellWriter:

@@ -21,6 +21,7 @@ from typing import Any
 
 from huggingface_hub import constants
 
+from vilbias.loading_script.biascorpus import VIEWS
 from vilbias.models.catalogue import ModelSpec
 from vilbias.provenance import TrainingData, read_training_data
 from vilbias.task import Item
@@ -84,8 +85,9 @@ def seen_check(spec: str, revision: str | None, view: str, items: Sequence[Item]
 
 
 def _own_test_split(record: TrainingData) -> str:
-    # The sft config has the default config's membership; evaluation reads default (it has the columns).
-    config = "default" if record.config == "sft" else record.config
+    # A view with another's membership (sft: default's) is evaluated on that one, which has the columns.
+    view = VIEWS.get(record.config)
+    config = view.same_rows_as or record.config if view else record.config
     return f"--config {config} --split test"
 
 
