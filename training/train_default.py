@@ -14,13 +14,13 @@ What the run does, in order:
    grouped by ``news_link``, so no article is both trained and tested on).
 2. Caches, once, the frozen lower layers' output for every sentence (the LoRA sits above them).
 3. 5-fold CV (``fold_0`` … ``fold_4``; each fold stops early and fits its temperature on its own
-   validation articles, about a tenth of its training pool): macro-F1 mean ± std, and
-   calibrated out-of-fold probabilities for every sentence.
-4. The article rule (statistic and threshold, :class:`~vilbias.models.sentence_bias.ArticleRule`)
-   chosen on those out-of-fold probabilities, for sentences outside the test split grouped by
-   their article link (an article's label: the majority of its expert labels; ties left out).
-5. The final model: ``default`` train split, early stopping on validation loss; temperature and
+   validation articles, about a tenth of its training pool): macro-F1 mean ± std.
+4. The final model: ``default`` train split, early stopping on validation loss; temperature and
    word threshold fitted on the validation split.
+5. The article rule (statistic among :data:`ARTICLE_STATISTICS`, threshold and slope,
+   :class:`~vilbias.models.sentence_bias.ArticleRule`) chosen on the final model's calibrated
+   probabilities for the validation split's articles (an article's label: the majority of its
+   expert labels; ties left out).
 6. The ``default`` test split, whole articles never trained, stopped or calibrated on: sentence
    macro-F1, ECE before and after calibration, the reliability diagram, the article rule's
    macro-F1 on its articles.
@@ -490,13 +490,22 @@ def fit_rule_slope(values: list[float], labels: list[int], threshold: float) -> 
     return round(min((math.exp(k / 100) for k in range(0, 601)), key=nll), 3)
 
 
-def choose_article_rule(groups: list[tuple[list[float], int]]) -> tuple[ArticleRule, dict]:
-    """The statistic and threshold with the best macro-F1 on ``groups`` (ties: the order of
-    :data:`STATISTICS`, then the lower threshold), and the slope fitted for its probability.
-    Returns the rule and every candidate's best score."""
+ARTICLE_STATISTICS = ("top3_mean", "max")
+"""The statistics the shipped rule is chosen among: those an article's unflagged sentences cannot
+dilute. BABE labels a handful of selected sentences per article, the Space reads whole articles
+(its examples have 22 sentences): a mean or a share fitted on BABE's groups would call an article
+with three loaded sentences among twenty plain ones not biased."""
+
+
+def choose_article_rule(groups: list[tuple[list[float], int]], statistics=tuple(STATISTICS)) -> tuple[ArticleRule, dict]:
+    """The statistic (one of ``statistics``) and threshold with the best macro-F1 on ``groups``
+    (ties: the order of :data:`STATISTICS`, then the lower threshold), and the slope fitted for
+    its probability. Returns the rule and every candidate's best score."""
     labels = [y for _, y in groups]
     scores, best = {}, None
     for name, stat in STATISTICS.items():
+        if name not in statistics:
+            continue
         values = [stat(p) for p, _ in groups]
         for threshold in sorted(set(round(v, 4) for v in values) | {0.5}):
             f1 = closed_metrics(labels, [int(v >= threshold) for v in values])["f1_macro"]
@@ -612,9 +621,9 @@ def scores(uids: list[str], probabilities: list[float], examples: dict[str, Exam
 
 
 def run_cv(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, dict[str, list[str]]], examples: dict[str, Example],
-           distant: dict[str, Example] | None = None) -> tuple[dict, dict[str, float]]:
-    """5-fold CV: per-fold test metrics, mean ± std, and calibrated out-of-fold probabilities."""
-    per_fold, oof = [], {}
+           distant: dict[str, Example] | None = None) -> dict:
+    """5-fold CV: per-fold test metrics and their mean ± std."""
+    per_fold = []
     for k, name in enumerate(FOLDS):
         logger.info("CV fold %d/%d", k + 1, len(FOLDS))
         run = run_split(cfg, settings, splits[name], name, examples, distant)
@@ -623,14 +632,13 @@ def run_cv(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, dict[s
         if len(run.models) > 1:
             fold["members_f1_macro"] = [scores(run.test_uids, p, examples)["f1_macro"] for p in run.member_test_raw]
         per_fold.append(fold)
-        oof.update(zip(run.test_uids, run.test_calibrated, strict=True))
         logger.info("fold %d macro-F1 %.4f", k, fold["f1_macro"])
     summary = summarize_folds(per_fold)
     if cfg.ensemble > 1:
         # what one member alone scores, averaged over members: the ensemble's gain is the difference
         alone = [statistics.mean(f["members_f1_macro"]) for f in per_fold]
         summary["member_f1_macro"] = {"mean": statistics.mean(alone), "std": statistics.stdev(alone)}
-    return {"per_fold": per_fold, "summary": summary}, oof
+    return {"per_fold": per_fold, "summary": summary}
 
 
 # -- outputs ------------------------------------------------------------------------------------
@@ -739,6 +747,8 @@ def card_summary(cfg: DefaultModelConfig, m: dict, training_data: TrainingData) 
         f"probabilities of BABE articles (sentences grouped by link, an article's label the majority of its expert labels, "
         f"{m['article_rule']['candidates']['groups']} articles) among: "
         + ", ".join(f"{k} (macro-F1 {v['f1_macro']:.3f})" for k, v in m["article_rule"]["candidates"].items() if k != "groups")
+        + ": statistics an article's unflagged sentences cannot dilute (BABE labels a few sentences per article, the Space "
+        "reads whole articles)"
         + f". On the test split's articles: macro-F1 {m['article_rule_on_test_links']['f1_macro']:.3f} "
         f"({m['article_rule_on_test_links']['groups']} articles).",
         "", "## Calibration", "",
@@ -839,21 +849,19 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         examples = cache_examples(base, rows)
         distant, distant_counts = cache_distant(base, cfg) if cfg.distant_dataset else (None, None)
         splits = article_splits(rows)
-        cv, oof = run_cv(cfg, settings, splits, examples, distant) if cfg.cv else (None, {})
+        cv = run_cv(cfg, settings, splits, examples, distant) if cfg.cv else None
         final = run_split(cfg, settings, splits["default"], "default", examples, distant)
-        held_out = set(final.test_uids)
-        # The rule is chosen on out-of-fold probabilities of sentences outside the test split
-        # (without CV: the final model's validation split).
-        pool = {u: p for u, p in oof.items() if u not in held_out} or dict(zip(
-            [e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
-        rule, candidates = choose_article_rule(rule_groups(pool, examples))
+        # The rule sits on the final model's calibrated probabilities, so it is chosen on those,
+        # for the validation split's articles (never the test split's).
+        pool = dict(zip([e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
+        rule, candidates = choose_article_rule(rule_groups(pool, examples), ARTICLE_STATISTICS)
         metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
                    "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
                                                               "word_loss_weight": cfg.word_loss_weight, "opinion_loss_weight": cfg.opinion_loss_weight, "ensemble": cfg.ensemble,
                                                               "contrastive_epochs": cfg.contrastive_epochs,
                                                               "distant": distant_counts and {"dataset": cfg.distant_dataset, **distant_counts, "epochs": cfg.distant_epochs},
                                                               "threads": torch.get_num_threads()},
-                   "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "out-of-fold" if oof else "validation"}}
+                   "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "validation"}}
         metrics |= finish_final(cfg, final, examples, rule)
         metrics["wall_time_s"] = round(time.perf_counter() - started, 1)
         write_outputs(cfg, final, metrics, examples)

@@ -318,8 +318,8 @@ def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_cs
 
 FLOOR_SENTENCE_F1 = 0.79
 """Just under what the shipped model measures on the held-out sentences (0.800, as its card states)."""
-FLOOR_ARTICLE_F1 = 0.755
-"""Just under what it measures on the held-out articles (0.765 on 164 articles)."""
+FLOOR_ARTICLE_F1 = 0.78
+"""Just under what it measures on the held-out articles (0.792 on 164 articles)."""
 
 
 @pytest.fixture(scope="module")
