@@ -29,6 +29,12 @@ def test_model_list_and_its_errors(tmp_path):
     default = specs[0]
     assert (default.name, default.kind, default.path, default.reads_image) == ("offline-default", "sentence", "offline-default", False)
     assert "does not look at the image" in default.image_note and default.source.endswith("default_model")
+    # the picker's note states the shipped model's training data as its metrics do (it went stale once)
+    import json
+    from pathlib import Path
+
+    metrics = json.loads((Path(default.source) / "metrics.json").read_text(encoding="utf-8"))
+    assert f"{metrics['corpus']['rows_kept']:,} news sentences" in default.note
     assert {s.kind for s in specs} == {"sentence", "fusion", "vlm"} and all(s.reads_image for s in specs[1:])
     bad = tmp_path / "m.yaml"
     bad.write_text("models:\n  - {name: a, title: A, kind: llm, path: x}\n")
