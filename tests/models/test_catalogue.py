@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -67,3 +69,17 @@ def test_a_checkpoint_kind_is_read_from_its_files(tmp_path):
         load_model(str(tmp_path))
     with pytest.raises(ValueError, match="a chat backend"):
         load_chat_backend(str(tmp_path))
+
+
+def test_the_sentence_model_loads_from_its_folder_and_a_bad_path_is_one_sentence(tmp_path):
+    import importlib.resources
+
+    from vilbias.models.catalogue import load_sentence_model
+
+    folder = importlib.resources.files("vilbias.training") / "default_model"
+    model, source = load_sentence_model(str(folder))
+    assert source == Path(str(folder)) and (source / "metrics.json").is_file()
+    article = model.score_article(["The senator's reckless, disgraceful scheme will ruin families.", "The vote is on Tuesday."])
+    assert 0.0 <= article.probability <= 1.0 and len(article.sentences) == 2
+    with pytest.raises(FileNotFoundError, match="neither a model folder nor a Hub model id"):
+        load_sentence_model(str(tmp_path / "nope"))

@@ -27,6 +27,9 @@ A checkpoint is recognised from its files: ``adapter_config.json`` → a PEFT ad
 fusion classifier; ``architectures`` ``*ForSequenceClassification`` → a text classifier;
 ``*ForCausalLM`` → a text LM; anything else → a VLM (``AutoModelForImageTextToText``).
 
+Callers that need the checkpoint itself rather than a label (the Space shows probabilities and
+evidence) load it here too: :func:`load_fusion`, :func:`load_sentence_model`, :func:`load_vlm_model`.
+
 Adding a kind is one loader function and one line in :data:`LOADERS`.
 """
 
@@ -275,11 +278,42 @@ def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
 
 
 def _vlm(spec: ModelSpec, options: LoadOptions) -> GenerativeModel:
-    from vilbias.models.vlm import load_vlm
-
-    model, processor = load_vlm(spec.model, revision=spec.revision, load_in_4bit=options.load_in_4bit, merge=options.merge)
+    model, processor = load_vlm_model(spec.model, revision=spec.revision, load_in_4bit=options.load_in_4bit, merge=options.merge)
     backend = TransformersBackend(model, processor, vision=True, params=options.params, batch_size=options.batch_size)
     return GenerativeModel(backend, name=spec.model, vision=True, kind="transformers-vlm", params=options.params)
+
+
+# -- the checkpoints themselves, for callers that need more than a label (the Space) ----------------
+
+
+def load_vlm_model(name_or_path: str, *, revision: str | None = None, load_in_4bit: bool = False, merge: bool = False,
+                   device_map: str | None = None) -> tuple[Any, Any]:
+    """``(model, processor)`` of a VLM checkpoint: a full model, or a PEFT adapter on its base."""
+    from vilbias.models.vlm import load_vlm
+
+    return load_vlm(name_or_path, revision=revision, load_in_4bit=load_in_4bit, merge=merge, device_map=device_map)
+
+
+def load_fusion(name_or_path: str, *, revision: str | None = None) -> Any:
+    """The fusion classifier (:class:`vilbias.models.fusion.FusionForClassification`) of a folder or Hub repo."""
+    from vilbias.models.fusion import FusionForClassification
+
+    return FusionForClassification.from_pretrained(name_or_path, revision=revision)
+
+
+def load_sentence_model(name_or_path: str, *, revision: str | None = None) -> tuple[Any, Path]:
+    """The sentence-level bias model (:class:`vilbias.models.sentence_bias.SentenceBiasModel`) of
+    a folder or Hub repo, and the local folder it was read from (its metrics and card live there)."""
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    folder = Path(name_or_path)
+    if not folder.is_dir():
+        if looks_local(name_or_path):
+            raise FileNotFoundError(f"{name_or_path} is neither a model folder nor a Hub model id")
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(name_or_path, revision=revision))
+    return SentenceBiasModel.from_pretrained(folder), folder
 
 
 def _label_order(id2label: dict) -> list[int]:
@@ -293,9 +327,7 @@ def _label_order(id2label: dict) -> list[int]:
 def _fusion_classifier(spec: ModelSpec) -> ClassifierModel:
     from PIL import Image
 
-    from vilbias.models.fusion import FusionForClassification
-
-    model = FusionForClassification.from_pretrained(spec.model, revision=spec.revision)
+    model = load_fusion(spec.model, revision=spec.revision)
 
     def predict(items: list[Item]) -> list[int]:
         out = []
@@ -374,5 +406,5 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
 
 __all__ = [
     "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "check_spec",
-    "load_chat_backend", "load_model", "looks_local",
+    "load_chat_backend", "load_fusion", "load_model", "load_sentence_model", "load_vlm_model", "looks_local",
 ]
