@@ -36,7 +36,7 @@ from vilbias.spaces.predictors import (
     InputError,
     Item,
     Limits,
-    ModelSpec,
+    PickerModel,
     Prediction,
     Predictors,
     RationaleWriter,
@@ -77,7 +77,7 @@ and its wording is shown only when it agrees with the label and quotes only the 
 """
 
 
-def default_model_card(spec: ModelSpec) -> tuple[str, str | None]:
+def default_model_card(spec: PickerModel) -> tuple[str, str | None]:
     """The offline default's numbers for the panel, and its reliability diagram (from the
     shipped folder's ``metrics.json`` and ``reliability.png``)."""
     folder = Path(spec.source)
@@ -235,7 +235,7 @@ class DemoApp:
             raise gr.Error("Something went wrong while labelling this item. Try again, or try another model.",
                            print_exception=False) from None
 
-    def _item(self, spec: ModelSpec, image, headline, article_text, url):
+    def _item(self, spec: PickerModel, image, headline, article_text, url):
         if isinstance(image, dict):
             # The event runs with preprocess=False: the upload arrives as Gradio's file record,
             # and the bytes are validated here (Gradio's own decoding would crash on bad files).

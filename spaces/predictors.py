@@ -46,6 +46,7 @@ from vilbias.spaces.explain import (
 from vilbias.images import InvalidImage, validate_image
 from vilbias.ingest import FetchSettings, ItemFetchError, fetch_item
 from vilbias.ingest.text import split_sentences
+from vilbias.models.catalogue import load_fusion, load_sentence_model, load_vlm_model
 from vilbias.task import ALL_NAMES, LABEL_NAMES, classifier_text
 
 logger = logging.getLogger(__name__)
@@ -77,8 +78,10 @@ class InputError(ValueError):
 
 
 @dataclass
-class ModelSpec:
-    """One entry of ``models.yaml``."""
+class PickerModel:
+    """One entry of ``models.yaml``: a model of the catalogue (``path`` and ``revision`` name it
+    as :mod:`vilbias.models.catalogue` does, and it loads through the catalogue) with what the
+    picker shows and how the Space reads its output (``kind``)."""
 
     name: str
     """Short key, also what the API's ``model`` argument takes."""
@@ -141,13 +144,13 @@ class ModelSpec:
                 "for it and shown for reference.")
 
 
-def load_model_specs(path: str | Path = MODELS_YAML) -> list[ModelSpec]:
+def load_model_specs(path: str | Path = MODELS_YAML) -> list[PickerModel]:
     """Read the picker's models (the first is the default)."""
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     entries = data.get("models") or []
     if not entries:
         raise ValueError(f"{path} lists no models")
-    specs = [ModelSpec(**entry) for entry in entries]
+    specs = [PickerModel(**entry) for entry in entries]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"{path}: model names must be unique, got {names}")
@@ -349,18 +352,10 @@ class SentencePredictor:
     """A sentence-level bias model (:mod:`vilbias.models.sentence_bias`): one pass over the
     article's sentences gives the label, its confidence and the evidence."""
 
-    def __init__(self, spec: ModelSpec):
-        from vilbias.models.sentence_bias import SentenceBiasModel
-
+    def __init__(self, spec: PickerModel):
         self.spec = spec
-        if spec.on_hub:
-            from huggingface_hub import snapshot_download
-
-            source = snapshot_download(spec.path, revision=spec.revision)
-        else:
-            source = spec.source
-        self.model = SentenceBiasModel.from_pretrained(source)
-        metrics = Path(source, "metrics.json")
+        self.model, source = load_sentence_model(spec.source, revision=spec.revision)
+        metrics = source / "metrics.json"
         self.metrics = json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else {}
 
     @property
@@ -392,11 +387,9 @@ class FusionPredictor:
     """A fusion classifier (``vilbias.models.fusion``) with temperature-scaled probabilities. It
     scores the item as a whole and gives no evidence, so no rationale is written for it."""
 
-    def __init__(self, spec: ModelSpec):
-        from vilbias.models.fusion import FusionForClassification
-
+    def __init__(self, spec: PickerModel):
         self.spec = spec
-        self.model = FusionForClassification.from_pretrained(spec.source, revision=spec.revision)
+        self.model = load_fusion(spec.source, revision=spec.revision)
 
     def predict(self, item: Item) -> Prediction:
         from vilbias.metrics.calibration import scale_probabilities
@@ -434,18 +427,16 @@ class VLMPredictor:
     answers (unparseable answers count as votes for neither label).
     """
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: PickerModel):
         import torch
-
-        from vilbias.models.vlm import load_vlm
 
         self.spec = spec
         cuda = torch.cuda.is_available()
         if spec.load_in_4bit and not cuda:
             raise InputError(f"{spec.title} is a 4-bit model and needs a GPU, which this server does not have. "
                              "Pick the offline default, or run the Space on GPU hardware.")
-        self.model, self.processor = load_vlm(spec.source, revision=spec.revision, load_in_4bit=spec.load_in_4bit,
-                                              device_map="auto" if cuda else None)
+        self.model, self.processor = load_vlm_model(spec.source, revision=spec.revision, load_in_4bit=spec.load_in_4bit,
+                                                    device_map="auto" if cuda else None)
 
     def predict(self, item: Item) -> Prediction:
         answers = _generate_vlm_gpu(self.model, self.processor, [(item.image, item.headline, item.article_text)],
@@ -467,7 +458,7 @@ class VLMPredictor:
 PREDICTORS = {"sentence": SentencePredictor, "fusion": FusionPredictor, "vlm": VLMPredictor}
 
 
-def load_failure_message(spec: ModelSpec, error: BaseException) -> str:
+def load_failure_message(spec: PickerModel, error: BaseException) -> str:
     """A sentence for the user on why ``spec`` could not be loaded (the log keeps the traceback)."""
     chain, e = [], error
     while e is not None and len(chain) < 10:
@@ -492,7 +483,7 @@ class Predictors:
     """Loads each picked model once (lazily, thread-safe) and keeps it. A request for a model
     that another request is loading is told so at once instead of queueing behind the load."""
 
-    def __init__(self, specs: list[ModelSpec]):
+    def __init__(self, specs: list[PickerModel]):
         self.specs = {s.name: s for s in specs}
         self._loaded: dict[str, Any] = {}
         self._loading: dict[str, float] = {}
@@ -519,7 +510,7 @@ class Predictors:
         return self._loaded[name]
 
     @staticmethod
-    def _load(spec: ModelSpec):
+    def _load(spec: PickerModel):
         start = time.perf_counter()
         try:
             predictor = PREDICTORS[spec.kind](spec)

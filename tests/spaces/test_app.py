@@ -232,7 +232,7 @@ def test_a_model_still_loading_gets_its_sentence(monkeypatch):
             release.wait(30)
 
     monkeypatch.setitem(P.PREDICTORS, "vlm", SlowModel)
-    predictors = P.Predictors([P.ModelSpec(name="slow", title="Slow VLM", kind="vlm", path="org/slow")])
+    predictors = P.Predictors([P.PickerModel(name="slow", title="Slow VLM", kind="vlm", path="org/slow")])
     loader = threading.Thread(target=predictors.get, args=("slow",))
     loader.start()
     assert started.wait(30)

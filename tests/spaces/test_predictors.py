@@ -10,7 +10,7 @@ from vilbias.spaces.predictors import (
     MODELS_YAML,
     InputError,
     Item,
-    ModelSpec,
+    PickerModel,
     Prediction,
     Predictors,
     RationaleWriter,
@@ -77,7 +77,7 @@ def test_load_failures_are_told_apart(monkeypatch):
     import httpx
     from huggingface_hub.errors import RepositoryNotFoundError
 
-    spec = ModelSpec(name="hub", title="Hub model", kind="vlm", path="org/not-here")
+    spec = PickerModel(name="hub", title="Hub model", kind="vlm", path="org/not-here")
     response = httpx.Response(404, request=httpx.Request("GET", "https://huggingface.co/api/models/org/not-here"))
     missing = RepositoryNotFoundError("404 Client Error. Repository Not Found for url", response=response)
     assert "not available on the Hugging Face Hub (org/not-here)" in load_failure_message(spec, missing)
@@ -86,12 +86,12 @@ def test_load_failures_are_told_apart(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE")
     assert "cannot reach the Hub" in load_failure_message(spec, ConnectionError("Failed to establish a new connection"))
     assert "needs a GPU" in load_failure_message(spec, RuntimeError("CUDA is required"))
-    local = ModelSpec(name="local", title="Local", kind="fusion", path=".")
+    local = PickerModel(name="local", title="Local", kind="fusion", path=".")
     assert "could not be loaded (ValueError)" in load_failure_message(local, ValueError("bad config"))
 
 
 def test_unloadable_hub_model_gets_its_sentence():
-    spec = ModelSpec(name="hub", title="Hub model", kind="fusion", path="vilbias/not-reachable-offline")
+    spec = PickerModel(name="hub", title="Hub model", kind="fusion", path="vilbias/not-reachable-offline")
     with pytest.raises(InputError, match=r"Hub model is on the Hugging Face Hub \(vilbias/not-reachable-offline\), and this server cannot reach"):
         Predictors([spec]).get("hub")
 
@@ -161,7 +161,7 @@ def tiny_adapter(tmp_path_factory):
 
 
 def test_vlm_adapter_loads_generates_and_reports_no_label(tiny_adapter):
-    spec = ModelSpec(name="tiny", title="Tiny VLM", kind="vlm", path=str(tiny_adapter), samples=2, max_new_tokens=6)
+    spec = PickerModel(name="tiny", title="Tiny VLM", kind="vlm", path=str(tiny_adapter), samples=2, max_new_tokens=6)
     predictor = Predictors([spec]).get("tiny")
     assert type(predictor.model).__name__.startswith("PeftModel")
     # a random model writes no "Label:" line: the user is told, no label is guessed
@@ -172,7 +172,7 @@ def test_vlm_adapter_loads_generates_and_reports_no_label(tiny_adapter):
 def test_vlm_confidence_is_the_vote_share(tiny_adapter, monkeypatch):
     import vilbias.spaces.predictors as P
 
-    spec = ModelSpec(name="tiny", title="Tiny VLM", kind="vlm", path=str(tiny_adapter), samples=3)
+    spec = PickerModel(name="tiny", title="Tiny VLM", kind="vlm", path=str(tiny_adapter), samples=3)
     predictor = Predictors([spec]).get("tiny")
     calls = []
 
