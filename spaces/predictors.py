@@ -46,7 +46,14 @@ from vilbias.spaces.explain import (
 from vilbias.images import InvalidImage, validate_image
 from vilbias.ingest import FetchSettings, ItemFetchError, fetch_item
 from vilbias.ingest.text import split_sentences
-from vilbias.models.catalogue import load_fusion, load_sentence_model, load_vlm_model
+from vilbias.metrics.calibration import scale_probabilities
+from vilbias.models.catalogue import (
+    load_chat_backend,
+    load_fusion,
+    load_sentence_model,
+    load_vlm_model,
+)
+from vilbias.models.chat import ChatRequest
 from vilbias.task import ALL_NAMES, LABEL_NAMES, classifier_text
 
 logger = logging.getLogger(__name__)
@@ -392,7 +399,6 @@ class FusionPredictor:
         self.model = load_fusion(spec.source, revision=spec.revision)
 
     def predict(self, item: Item) -> Prediction:
-        from vilbias.metrics.calibration import scale_probabilities
 
         raw = self.model.predict(item.image, classifier_text(item.headline, item.article_text))
         names = list(raw["probabilities"])
@@ -588,7 +594,6 @@ class RationaleWriter:
             return
 
         def load() -> None:
-            from vilbias.models.catalogue import load_chat_backend
 
             start = time.perf_counter()
             try:
@@ -614,7 +619,6 @@ class RationaleWriter:
 
     def generate(self, messages: list[dict], timeout: float) -> tuple[str | None, str | None]:
         """``(text, None)`` or ``(None, why there is no text)``."""
-        from vilbias.models.chat import ChatRequest
 
         if not self.wait(timeout):
             return None, f"{self.name} is still loading"

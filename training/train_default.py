@@ -66,15 +66,18 @@ from vilbias.metrics.calibration import (
     reliability_bins,
 )
 from vilbias.metrics.scores import closed_metrics, summarize_folds
+from vilbias.models.fusion import mean_pool
 from vilbias.models.sentence_bias import (
     OPINIONS,
     STATISTICS,
     ArticleRule,
     SentenceBiasConfig,
+    SentenceBiasModel,
     save_members,
     word_spans,
 )
 from vilbias.provenance import TrainingData, ids_digest
+from vilbias.publish.model import ModelCardInfo, render_model_card
 from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS
 
 logger = logging.getLogger(__name__)
@@ -391,7 +394,6 @@ def contrastive_fit(model, train: list[Example], settings: Settings, epochs: int
     pass over the data). Only the LoRA weights move; the heads train afterwards in :func:`fit`."""
     import torch
 
-    from vilbias.models.fusion import mean_pool
 
     rng = random.Random(settings.seed)
     params = [p for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
@@ -565,7 +567,6 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, lis
     """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
     import torch
 
-    from vilbias.models.sentence_bias import SentenceBiasModel
 
     parts = {name: [examples[uid] for uid in ids] for name, ids in splits.items()}
     models, logs, extra = [], [], {}
@@ -657,7 +658,6 @@ def reliability_title(source: str, n: int, articles: int, before: float, after: 
 
 def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingData, models: list):
     """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
-    from vilbias.publish.model import ModelCardInfo
 
     test = metrics["test"]
     results = [{"metric_type": "f1", "metric_name": "f1 (macro), sentences never seen", "value": test["f1_macro"], "split": "test"},
@@ -789,7 +789,6 @@ def write_outputs(cfg: DefaultModelConfig, final: SplitRun, metrics: dict, examp
 def write_card(cfg: DefaultModelConfig, out: Path, metrics: dict, training_data: TrainingData, models: list) -> None:
     """``README.md`` and ``vilbias_card.json`` from the run's metrics (``models``: for the
     parameter counts only)."""
-    from vilbias.publish.model import render_model_card
 
     info = card_info(cfg, metrics, training_data, models)
     info.save(out)
@@ -832,7 +831,6 @@ def train_default(cfg: DefaultModelConfig) -> dict:
     """Build the corpus, run CV, choose the article rule, train, calibrate and write the model."""
     import torch
 
-    from vilbias.models.sentence_bias import SentenceBiasModel
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
