@@ -36,11 +36,18 @@ from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
 from vilbias import __version__
-from vilbias.corpus.card import PLOT_PATH, card_statistics, plot_label_by_outlet, render_card
+from vilbias.corpus.card import (
+    PLOT_PATH,
+    card_statistics,
+    plot_label_by_outlet,
+    render_card,
+    size_category,
+)
+from vilbias.corpus.importer import import_release
 from vilbias.corpus.plan import make_plan
 from vilbias.corpus.release import looks_like_hub_id, previous_cells
 from vilbias.corpus.sentences import build_sentences
-from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views
+from vilbias.corpus.writer import REPORT, RepoWriter, card_metadata, corpus_views
 from vilbias.loading_script.biascorpus import (
     DEFAULT_FEATURES,
     SFT_FEATURES,
@@ -57,7 +64,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_OUTPUT = Path("BiasCorpus")
 """Where ``vilbias build`` writes by default. Not ``./vilbias``: a folder named like the package
 in the working directory would shadow an editable install of it."""
-REPORT = "build_report.json"
 
 
 @dataclass
@@ -176,7 +182,7 @@ def _render_card(config: BuildConfig, plan: Plan, infos: dict[str, Any], stats: 
         language=["en"],
         task_categories=["image-text-to-text", "image-classification", "text-classification"],
         tags=["media-bias", "multimodal", "news", "rationales", "vilbias"],
-        size_categories=[_size_category(len(plan.rows))],
+        size_categories=[size_category(len(plan.rows))],
     )
     card_metadata(card_data, corpus_views(DEFAULT_FEATURES, SFT_FEATURES), infos, list(STORED_FEATURES))
     changelog = (
@@ -196,7 +202,6 @@ def build(config: BuildConfig) -> dict[str, Any]:
     if config.sentences is not None:
         return build_sentences(config.sentences, config.output)
     if config.source is not None:
-        from vilbias.corpus.importer import import_release
 
         return import_release(config)
     started = time.perf_counter()
@@ -250,13 +255,6 @@ def _report(config: BuildConfig, plan: Plan, infos: dict[str, Any], stats: dict[
 
 def _count_reasons(exclusions: list[dict[str, str]]) -> dict[str, int]:
     return dict(Counter(e["reason"].split(":")[0] if not e["reason"].startswith("invalid_image") else "invalid_image:" + e["reason"].split(":")[1] for e in exclusions))
-
-
-def _size_category(n: int) -> str:
-    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
-        if n < limit:
-            return name
-    return "n>1M"
 
 
 def format_report(report: dict[str, Any]) -> str:

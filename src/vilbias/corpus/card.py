@@ -218,3 +218,11 @@ def render_card(
         changelog_end=CHANGELOG_END,
         **stats,
     )
+
+
+def size_category(n: int) -> str:
+    """The Hub's ``size_categories`` value for ``n`` rows."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return name
+    return "n>1M"

@@ -42,13 +42,18 @@ from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
 from vilbias import __version__, task
-from vilbias.corpus import REPORT, _size_category
-from vilbias.corpus.card import PLOT_PATH, plot_label_by_outlet, render_card, row_statistics
+from vilbias.corpus.card import (
+    PLOT_PATH,
+    plot_label_by_outlet,
+    render_card,
+    row_statistics,
+    size_category,
+)
 from vilbias.corpus.presets import Layout, resolve_layout, restricted_license
 from vilbias.corpus.release import previous_cells
 from vilbias.corpus.source import Source, open_source
 from vilbias.corpus.splits import SplitItem, assign_splits, story_keys
-from vilbias.corpus.writer import RepoWriter, card_metadata, corpus_views, swap_in
+from vilbias.corpus.writer import REPORT, RepoWriter, card_metadata, corpus_views, swap_in
 from vilbias.images import InvalidImage, validate_image
 from vilbias.loading_script.biascorpus import (
     IMPORTED_FEATURES,
@@ -346,7 +351,7 @@ def _finish(config, repo: Path, source: Source, layout: Layout, scan: _Scan, inf
         language=["en"],
         task_categories=["image-text-to-text", "image-classification", "text-classification"],
         tags=["media-bias", "multimodal", "news", "vilbias", "newsmediabias-plus"],
-        size_categories=[_size_category(len(scan.kept))],
+        size_categories=[size_category(len(scan.kept))],
         source_datasets=[source.repo_id] if source.repo_id else None,
     )
     card_metadata(card_data, corpus_views(IMPORTED_FEATURES, SFT_FEATURES), infos, list(IMPORTED_STORED_FEATURES))

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from vilbias.corpus.release import looks_like_hub_id
 from vilbias.corpus.tables import TABLE_SUFFIXES, table_columns, table_records
 
 logger = logging.getLogger(__name__)
@@ -154,7 +155,6 @@ def open_source(spec: str | os.PathLike, *, images: str | os.PathLike | None = N
         raise SourceError(f"--images {images_dir} is not a folder")
     path = Path(spec)
     if not path.exists():
-        from vilbias.corpus.release import looks_like_hub_id
 
         if looks_like_hub_id(str(spec)):
             return _hub_source(str(spec), images_dir, token, scratch)

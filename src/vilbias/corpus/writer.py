@@ -44,6 +44,8 @@ from vilbias.loading_script.biascorpus import CELLS, VIEWS
 from vilbias.task import N_FOLDS
 
 DATA_DIR = "data"
+REPORT = "build_report.json"
+"""The build report beside the data (rows per split and fold, label shares, groups, exclusions)."""
 CELL_FILE = re.compile(r"^(?P<split>train|validation|test)-fold(?P<fold>\d+)-\d{5}-of-\d{5}\.parquet$")
 """A cell shard's file name; its split and fold are the row's assignment."""
 
