@@ -47,7 +47,7 @@ from vilbias.spaces.predictors import (
     load_model_specs,
 )
 
-from vilbias.task import ALL_NAMES
+from vilbias.task import ALL_NAMES, BIASED_NAME
 from vilbias.workdir import sample_workdir
 
 logger = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ def techniques_markdown(p: Prediction) -> str:
         return "\n".join(f"- **{ALL_NAMES[t]}**: " + ", ".join(c if t == "tone" else f"“{c}”" for c in cues)
                          for t, cues in p.explanation.techniques.items())
     if p.explanation is not None:
-        return "None: no flagged sentence shows one." if p.label == "biased" else "None: the article is not labelled biased."
+        return "None: no flagged sentence shows one." if p.label == BIASED_NAME else "None: the article is not labelled biased."
     if p.techniques:
         return "\n".join(f"- {ALL_NAMES[t]}" for t in p.techniques)
     return "None named."

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from vilbias.corpus.sentences import build_sentences
-from vilbias.task import LABEL_NAMES
+from vilbias.task import biased_probability
 
 
 def split_probabilities(model, rows: list[dict], ids: list[str]) -> tuple[list[float], list[float], list[int]]:
@@ -27,9 +27,8 @@ def split_probabilities(model, rows: list[dict], ids: list[str]) -> tuple[list[f
     wanted = set(ids)
     chosen = [r for r in rows if r["unique_id"] in wanted]
     logits, _ = model.sentence_logits([r["text"] for r in chosen])
-    biased = LABEL_NAMES.index("biased")
-    raw = logits.softmax(-1)[:, biased].tolist()
-    calibrated = (logits / model.config.temperature).softmax(-1)[:, biased].tolist()
+    raw = biased_probability(logits).tolist()
+    calibrated = biased_probability(logits, model.config.temperature).tolist()
     return raw, calibrated, [r["label"] for r in chosen]
 
 

@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from vilbias.task import ANSWER_LABELS, LABEL_NAMES, TECHNIQUES
+from vilbias.task import ANSWER_LABELS, BIASED_NAME, LABEL_NAMES, TECHNIQUES
 
 MAX_CITED = 3
 """Flagged sentences quoted in the explanation (the evidence table lists them all)."""
@@ -142,7 +142,7 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
     flagged = sorted((s for s in sentences if s.flagged), key=lambda s: -s.probability)
     figure = rule_figure(statistic, value, len(sentences), len(flagged))
     note = f"\n\n*Only the first {len(sentences)} sentences were read ({truncated} more were not).*" if truncated else ""
-    if label == "biased":
+    if label == BIASED_NAME:
         techniques = techniques_shown(flagged)
         lines = [f"**Biased** ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
                  "", "The sentences that drive the label:"]
@@ -215,7 +215,7 @@ def check_wording(text: str, label: str, item_text: str, allowed_techniques: lis
     for quoted in _QUOTED.findall(text):
         if _norm(quoted.strip(" .,;:")) not in item:
             return "quotes text that is not in the article"
-    if label == "biased":
+    if label == BIASED_NAME:
         for m in _NEUTRAL_TERMS.finditer(text):
             if not _negated(text, m.start()):
                 return "argues that the article is not biased"
@@ -243,7 +243,7 @@ def complete_sentences(text: str) -> str:
 def rewording_prompt(label: str, probability: float, explanation: Explanation, flagged: list[Evidence]) -> list[dict]:
     """A short prompt giving a small model the label and the evidence, nothing else to go on."""
     verdict = ANSWER_LABELS[LABEL_NAMES.index(label)]
-    confidence = probability if label == "biased" else 1 - probability
+    confidence = probability if label == BIASED_NAME else 1 - probability
     if flagged:
         evidence = "\n".join(f"- \"{' '.join(s.text.split())}\" ({s.probability:.0%}"
                              + (f"; loaded words: {', '.join(w for w, *_ in s.words[:4])}" if s.words else "") + ")"

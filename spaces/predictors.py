@@ -54,7 +54,7 @@ from vilbias.models.catalogue import (
     load_vlm_model,
 )
 from vilbias.models.chat import ChatRequest
-from vilbias.task import ALL_NAMES, LABEL_NAMES, classifier_text
+from vilbias.task import ALL_NAMES, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME, classifier_text
 
 logger = logging.getLogger(__name__)
 
@@ -384,7 +384,7 @@ class SentencePredictor:
         explanation = evidence_rationale(article.label, article.probability, evidence, rule.statistic, article.statistic,
                                          rule.threshold, truncated=len(sentences) - len(kept))
         kind = f"the model's calibrated probability for the article ({self.calibration}; an article is {rule.describe()})"
-        return Prediction(article.label, {"not_biased": 1 - article.probability, "biased": article.probability}, article.confidence,
+        return Prediction(article.label, {NOT_BIASED_NAME: 1 - article.probability, BIASED_NAME: article.probability}, article.confidence,
                           kind, self.spec.title, reads_image=False, reasoning=explanation.text,
                           rationale_by="built from the model's evidence (no generative model)",
                           techniques=list(explanation.techniques), sentences=evidence, explanation=explanation)
@@ -638,7 +638,7 @@ class RationaleWriter:
         if explanation is None:
             raise ValueError("only a sentence model's prediction (with its evidence) can be worded")
         flagged = sorted((s for s in prediction.sentences if s.flagged), key=lambda s: -s.probability)
-        prompt = rewording_prompt(prediction.label, prediction.probabilities["biased"], explanation, flagged)
+        prompt = rewording_prompt(prediction.label, prediction.probabilities[BIASED_NAME], explanation, flagged)
         text, problem = self.generate(prompt, timeout)
         if text is not None:
             text = complete_sentences(text)

@@ -78,7 +78,7 @@ from vilbias.models.sentence_bias import (
 )
 from vilbias.provenance import TrainingData, ids_digest
 from vilbias.publish.model import ModelCardInfo, render_model_card
-from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS
+from vilbias.task import FOLDS, N_FOLDS, biased_probability
 
 logger = logging.getLogger(__name__)
 
@@ -445,7 +445,7 @@ def predict(models, examples: list[Example], batch_size: int = 128):
 
 
 def biased_probabilities(logits, temperature: float = 1.0) -> list[float]:
-    return (logits / temperature).softmax(-1)[:, LABEL_NAMES.index("biased")].tolist()
+    return biased_probability(logits, temperature).tolist()
 
 
 def fit_sentence_temperature(logits, labels: list[int]) -> float:

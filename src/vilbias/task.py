@@ -66,6 +66,11 @@ def read_label(value: Any) -> int | None:
 _OUTSIDE_LABELS = {"biased": BIASED, **dict.fromkeys(("not biased", "non biased", "unbiased"), 1 - BIASED)}
 
 
+BIASED_NAME = LABEL_NAMES[BIASED]
+"""``"biased"``: the positive class's name, for code that compares label names."""
+NOT_BIASED_NAME = LABEL_NAMES[1 - BIASED]
+
+
 def label_name(label_id: int) -> str:
     """``0 -> "not_biased"``, ``1 -> "biased"`` (the ClassLabel name)."""
     return LABEL_NAMES[label_id]

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from vilbias.models.fusion import MINILM, mean_pool, resolve_model_path
-from vilbias.task import LABEL_NAMES
+from vilbias.task import BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME, biased_probability
 
 # transformers, peft and safetensors are imported inside the methods that need them; peft only
 # for training (serving folds the adapter into the encoder).
@@ -183,7 +183,7 @@ class ArticleScore:
 
     @property
     def confidence(self) -> float:
-        return self.probability if self.label == "biased" else 1.0 - self.probability
+        return self.probability if self.label == BIASED_NAME else 1.0 - self.probability
 
     @property
     def flagged(self) -> list[SentenceScore]:
@@ -381,7 +381,7 @@ class SentenceBiasModel(nn.Module):
     def score_sentences(self, sentences: Sequence[str], batch_size: int = 16) -> list[SentenceScore]:
         """Calibrated probability and marked words of every sentence (one pass)."""
         logits, words = self.sentence_logits(sentences, batch_size)
-        probs = (logits / self.config.temperature).softmax(-1)[:, self.config.labels.index("biased")].tolist()
+        probs = biased_probability(logits, self.config.temperature).tolist()
         return [SentenceScore(text, p, marked_words(text, *w, threshold=self.config.word_threshold))
                 for text, p, w in zip(sentences, probs, words, strict=True)]
 
@@ -468,7 +468,7 @@ def save_members(models: Sequence[SentenceBiasModel], folder: str | Path, config
 def article_score(sentences: list[SentenceScore], rule: ArticleRule) -> ArticleScore:
     probs = [s.probability for s in sentences]
     value = rule.value(probs)
-    label = "biased" if value >= rule.threshold else "not_biased"
+    label = BIASED_NAME if value >= rule.threshold else NOT_BIASED_NAME
     return ArticleScore(label, rule.probability(probs), value, rule, sentences)
 
 
