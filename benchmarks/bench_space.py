@@ -150,7 +150,8 @@ def main() -> None:
 
     from gradio_client import Client
     from vilbias.spaces.app import SpaceConfig, build_demo, launch_kwargs, sample_examples
-    from vilbias.spaces.predictors import Item, item_sentences
+    from vilbias.spaces.inputs import Item
+    from vilbias.spaces.predictors import item_sentences
 
     examples = sample_examples(4)
     if not args.skip_cold:

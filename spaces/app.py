@@ -30,21 +30,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vilbias.spaces.inputs import InputError, Item, Limits, item_from_upload, item_from_url
 from vilbias.spaces.predictors import (
-    HIGHLIGHT_COLORS,
     MODELS_YAML,
-    InputError,
-    Item,
-    Limits,
     PickerModel,
     Prediction,
     Predictors,
+    load_model_specs,
+)
+from vilbias.spaces.rationale import (
+    HIGHLIGHT_COLORS,
     RationaleWriter,
     evidence_marks,
     highlight_spans,
-    item_from_upload,
-    item_from_url,
-    load_model_specs,
 )
 
 from vilbias.task import ALL_NAMES, BIASED_NAME

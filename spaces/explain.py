@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from vilbias.task import ANSWER_LABELS, BIASED_NAME, LABEL_NAMES, TECHNIQUES
+from vilbias.task import ALL_NAMES, ANSWER_LABELS, BIASED_NAME, LABEL_NAMES, TECHNIQUES
 
 MAX_CITED = 3
 """Flagged sentences quoted in the explanation (the evidence table lists them all)."""
@@ -259,3 +259,24 @@ def rewording_prompt(label: str, probability: float, explanation: Explanation, f
             "Quote words only from the evidence, in double quotes."
         )},
     ]
+
+
+def phrase_pattern(phrase: str) -> re.Pattern:
+    """``phrase`` as whole words, case-insensitive ("container" does not match "containers")."""
+    return re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", re.IGNORECASE)
+
+
+def parse_techniques_and_evidence(techniques_text: str, evidence_text: str, item_text: str) -> tuple[list[str], list[str]]:
+    """Technique ids named in ``techniques_text`` and quoted phrases of ``evidence_text`` that
+    occur in ``item_text`` (case-insensitively). Nothing is guessed: a phrase the text does not
+    contain is dropped."""
+    lowered = techniques_text.lower()
+    techniques = [tid for tid, name in ALL_NAMES.items()
+                  if name.lower() in lowered or tid.replace("_", " ") in lowered]
+    quoted = re.findall(r"[\"“”'‘’]([^\"“”‘’]{2,80})[\"“”'‘’]", evidence_text)
+    evidence = []
+    for phrase in quoted:
+        phrase = phrase.strip(" .,;:")
+        if len(phrase) >= 3 and phrase_pattern(phrase).search(item_text) and phrase.lower() not in (e.lower() for e in evidence):
+            evidence.append(phrase)
+    return techniques, evidence[:5]

@@ -55,7 +55,8 @@ def test_classifiers_cv_evaluate_and_the_space_on_an_imported_corpus(imported, t
     assert results["training_data"][0]["evaluated"] == sizes["test"]
 
     import yaml
-    from vilbias.spaces.predictors import Limits, Predictors, item_from_upload, load_model_specs
+    from vilbias.spaces.inputs import Limits, item_from_upload
+    from vilbias.spaces.predictors import Predictors, load_model_specs
 
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"models": [{"name": "imported-fusion", "title": "Fusion trained on an imported release",

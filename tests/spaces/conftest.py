@@ -89,7 +89,7 @@ def space(models_yaml):
     """``(demo, client, stub)``: the app in test mode (URLs may reach 127.0.0.1)."""
     from gradio_client import Client
     from vilbias.spaces.app import SpaceConfig, build_demo
-    from vilbias.spaces.predictors import Limits
+    from vilbias.spaces.inputs import Limits
 
     config = SpaceConfig(models_config=models_yaml, limits=Limits(allow_private_addresses=True, fetch_timeout=1.0))
     stub = StubRationale()
@@ -107,7 +107,7 @@ def strict_space(space):
     """The app as deployed (no test mode), with a small image-size limit; shares the loaded models."""
     from gradio_client import Client
     from vilbias.spaces.app import DemoApp, SpaceConfig, build_demo
-    from vilbias.spaces.predictors import Limits
+    from vilbias.spaces.inputs import Limits
 
     config = SpaceConfig(limits=Limits(max_image_bytes=5_000, fetch_timeout=1.0))
     app = DemoApp(config, StubRationale())

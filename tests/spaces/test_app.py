@@ -45,7 +45,8 @@ def test_label_confidence_and_highlights_come_from_one_pass(space):
     probs = _labels(label)
     assert label["label"] == "biased" and probs["biased"] == pytest.approx(max(probs.values()))
     # the same numbers as one call of the model on the item's sentences
-    from vilbias.spaces.predictors import Item, item_sentences
+    from vilbias.spaces.inputs import Item
+    from vilbias.spaces.predictors import item_sentences
 
     predictor = demo.vilbias_app.predictors.get(MODEL)
     item = Item(None, *BIASED_ITEM)

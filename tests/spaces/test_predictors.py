@@ -6,20 +6,17 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 from vilbias.spaces.explain import Evidence, evidence_rationale
+from vilbias.spaces.inputs import InputError, Item
 from vilbias.spaces.predictors import (
     MODELS_YAML,
-    InputError,
-    Item,
     PickerModel,
     Prediction,
     Predictors,
-    RationaleWriter,
-    evidence_marks,
-    highlight_spans,
     item_sentences,
     load_failure_message,
     load_model_specs,
 )
+from vilbias.spaces.rationale import RationaleWriter, evidence_marks, highlight_spans
 
 from vilbias.task import Answer
 
