@@ -19,6 +19,12 @@ import tempfile
 from pathlib import Path
 
 from vilbias.corpus.sentences import build_sentences
+from vilbias.metrics.calibration import (
+    expected_calibration_error,
+    fit_temperature,
+    plot_reliability,
+    reliability_bins,
+)
 from vilbias.task import biased_probability
 
 
@@ -37,14 +43,10 @@ def calibration_report(sentences: str | Path, model_dir: str | Path | None = Non
     with ``diagram``, the test split's reliability diagram drawn as training draws it."""
     # torch comes with these two modules: imported here, not at the top.
     from datasets import load_dataset
-    from vilbias.training.train_default import DEFAULT_MODEL_DIR, article_splits, reliability_title
+    from vilbias.training.sentence_card import reliability_title
+    from vilbias.training.sentence_data import article_splits
+    from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    from vilbias.metrics.calibration import (
-        expected_calibration_error,
-        fit_temperature,
-        plot_reliability,
-        reliability_bins,
-    )
     from vilbias.models.sentence_bias import SentenceBiasModel
 
     model = SentenceBiasModel.from_pretrained(model_dir or DEFAULT_MODEL_DIR)

@@ -93,7 +93,8 @@ def test_lora_deltas_fold_into_the_encoder_exactly(tmp_path):
 
 
 def test_article_rule_choice_and_token_word_labels():
-    from vilbias.training.train_default import choose_article_rule, token_word_labels
+    from vilbias.training.sentence_data import token_word_labels
+    from vilbias.training.sentence_rules import choose_article_rule
 
     # Articles whose label follows the share of flagged sentences, not their single highest one.
     groups = [([0.9, 0.1, 0.1, 0.1], 0), ([0.95, 0.2, 0.1], 0), ([0.8, 0.7, 0.6], 1), ([0.7, 0.6, 0.1], 1),
@@ -123,7 +124,7 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
     model = SentenceBiasModel.from_pretrained(out)
     assert model.config.temperature == metrics["validation"]["temperature"]
     from datasets import load_dataset
-    from vilbias.training.train_default import article_splits
+    from vilbias.training.sentence_data import article_splits
 
     trained = set((out / "training_ids.txt").read_text().split())
     splits = article_splits(list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test")))["default"]
@@ -202,7 +203,7 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     assert [e.get("phase") for e in metrics["log"][0]] == ["distant", None]
     record = json.loads((out / "training_data.json").read_text())["extra"]["distant"]
     from datasets import load_dataset
-    from vilbias.training.train_default import article_splits
+    from vilbias.training.sentence_data import article_splits
 
     rows = list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test"))
     split = article_splits(rows)["default"]
@@ -215,7 +216,8 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
 def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, babe_csv):
     import torch
     from safetensors.torch import load_file
-    from vilbias.training.train_default import DefaultModelConfig, opinion_index, train_default
+    from vilbias.training.sentence_data import opinion_index
+    from vilbias.training.train_default import DefaultModelConfig, train_default
 
     from vilbias.models.sentence_bias import OPINIONS, SentenceBiasConfig, SentenceBiasModel
 
@@ -243,7 +245,7 @@ def test_article_splits_keep_every_article_whole_in_every_config():
     in ``default`` or in any fold, and a text repeated in two articles joins them."""
     import random
 
-    from vilbias.training.train_default import article_splits
+    from vilbias.training.sentence_data import article_splits
 
     from vilbias.task import FOLDS
 
@@ -276,14 +278,9 @@ def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_cs
     same-label pairs over different-label pairs, and only the LoRA weights move."""
     import torch
     from datasets import load_dataset
-    from vilbias.training.train_default import (
-        DefaultModelConfig,
-        Settings,
-        cache_examples,
-        collate,
-        contrastive_fit,
-        train_default,
-    )
+    from vilbias.training.sentence_data import cache_examples, collate
+    from vilbias.training.sentence_fit import contrastive_fit
+    from vilbias.training.train_default import DefaultModelConfig, Settings, train_default
 
     from vilbias.corpus.sentences import build_sentences
     from vilbias.models.fusion import mean_pool
@@ -330,7 +327,7 @@ def unseen(tmp_path_factory, shipped):
     from collections import defaultdict
 
     from datasets import load_dataset
-    from vilbias.training.train_default import article_splits
+    from vilbias.training.sentence_data import article_splits
 
     from vilbias.corpus.sentences import build_sentences
     from vilbias.metrics.scores import closed_metrics

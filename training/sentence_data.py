@@ -1,0 +1,188 @@
+"""The sentence model's data: BABE rows as cached examples (the frozen layers' output computed once,
+BABE's biased words aligned to tokens as word labels), distant rows, batches grouped by length,
+and the whole-article splits and folds (sentences grouped by ``news_link``)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
+
+from vilbias.corpus.splits import SplitItem, assign_splits
+from vilbias.models.sentence_bias import (
+    OPINIONS,
+)
+from vilbias.task import FOLDS, N_FOLDS
+
+if TYPE_CHECKING:  # only types arguments; train_default imports this module
+    from vilbias.training.train_default import DefaultModelConfig
+
+PUNCTUATION = ".,;:!?\"'“”‘’()[]"
+
+
+@dataclass
+class Example:
+    uid: str
+    text: str
+    label: int
+    link: str
+    biased_words: list[str]
+    layer_input: object
+    """Hidden states entering the first trained layer, ``(tokens, hidden)``."""
+    offsets: list
+    word_labels: list[int]
+    """Per token: 1 inside a word BABE's annotators marked, 0 outside, -100 where unknown."""
+    opinion: int = -100
+    """Index in :data:`~vilbias.models.sentence_bias.OPINIONS` of BABE's ``label_opinion``; -100 when absent."""
+
+
+def opinion_index(value) -> int:
+    text = str(value or "").replace("’", "'").strip()
+    return OPINIONS.index(text) if text in OPINIONS else -100
+
+
+def token_word_labels(text: str, offsets: list, biased_words: list[str], label: int) -> list[int]:
+    """Per-token word labels from BABE's ``biased_words`` (whole whitespace-delimited words,
+    case and surrounding punctuation ignored). A biased sentence without marked words gives no
+    word supervision (-100): its annotators did not say which words."""
+    marked = {w.strip(PUNCTUATION).lower() for entry in biased_words for w in entry.split()} - {""}
+    if label == 1 and not marked:
+        return [-100] * len(offsets)
+    out = []
+    for start, end in offsets:
+        if end <= start:
+            out.append(-100)
+            continue
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        out.append(int(text[start:end].strip(PUNCTUATION).lower() in marked))
+    return out
+
+
+def cache_examples(model, rows: list[dict], batch_size: int = 64) -> dict[str, Example]:
+    """One pass of the frozen layers over every sentence (sorted by length, little padding)."""
+    import torch
+
+    rows = sorted(rows, key=lambda r: len(r["text"]))
+    out = {}
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            enc = model.tokenizer([r["text"] for r in chunk], truncation=True, max_length=model.config.max_length,
+                                  padding=True, return_tensors="pt", return_offsets_mapping=True)
+            hidden = model.layer_input(enc["input_ids"], enc["attention_mask"])
+            for i, r in enumerate(chunk):
+                n = int(enc["attention_mask"][i].sum())
+                offsets = enc["offset_mapping"][i, :n].tolist()
+                out[r["unique_id"]] = Example(r["unique_id"], r["text"], r["label"], r["news_link"], r["biased_words"],
+                                              hidden[i, :n].clone(), offsets,
+                                              token_word_labels(r["text"], offsets, r["biased_words"], r["label"]),
+                                              opinion_index(r.get("label_opinion")))
+    return out
+
+
+def cache_distant(model, cfg: DefaultModelConfig) -> tuple[dict[str, Example], dict]:
+    """The distant corpus through the frozen layers, without word supervision (an outlet's label
+    says nothing about which words are loaded), and the counts of what was read and left out."""
+    outlets = read_outlet_labels(cfg.distant_outlet_labels) if cfg.distant_outlet_labels else None
+    rows, counts = read_distant(cfg.distant_dataset, outlets)
+    cached = cache_examples(model, [{"unique_id": f"distant-{r['unique_id']}", "text": r["text"], "label": r["label"],
+                                     "news_link": r["link"], "biased_words": []} for r in rows])
+    for e in cached.values():
+        e.word_labels = [-100] * len(e.word_labels)
+    return cached, counts
+
+
+def distant_for(distant: dict[str, Example], held: list[Example], seed: int) -> tuple[list[Example], list[Example], int]:
+    """Pre-training and early-stopping distant examples for one split: rows sharing a normalised
+    text or a link with the split's held-out rows dropped, then 10% held out (by a seeded hash)."""
+    rows = [{"unique_id": uid, "text": e.text, "link": e.link} for uid, e in distant.items()]
+    kept, dropped = drop_held_out(rows, [e.text for e in held], [e.link for e in held])
+    examples = [distant[r["unique_id"]] for r in kept]
+    if len(examples) < 10 or len({e.label for e in examples}) < 2:
+        raise ValueError(f"distant corpus: {len(examples)} usable rows left ({dropped} held out): too few, or one label only")
+    def held_out(e: Example) -> bool:
+        return int(hashlib.sha256(f"{seed}|{e.uid}".encode()).hexdigest()[:8], 16) % 10 == 0
+    return [e for e in examples if not held_out(e)], [e for e in examples if held_out(e)], dropped
+
+
+def collate(examples: list[Example]) -> dict:
+    import torch
+
+    n, width = len(examples), max(e.layer_input.shape[0] for e in examples)
+    hidden = torch.zeros(n, width, examples[0].layer_input.shape[1])
+    mask = torch.zeros(n, width, dtype=torch.long)
+    words = torch.full((n, width), -100, dtype=torch.long)
+    for i, e in enumerate(examples):
+        t = e.layer_input.shape[0]
+        hidden[i, :t], mask[i, :t], words[i, :t] = e.layer_input, 1, torch.tensor(e.word_labels)
+    return {"layer_input": hidden, "attention_mask": mask, "word_labels": words,
+            "labels": torch.tensor([e.label for e in examples]), "opinion_labels": torch.tensor([e.opinion for e in examples])}
+
+
+def length_grouped_batches(examples: list[Example], batch_size: int, rng: random.Random) -> list[list[Example]]:
+    """Shuffled batches of similar-length sentences (sorted within chunks of 50 batches)."""
+    order = examples[:]
+    rng.shuffle(order)
+    chunk = 50 * batch_size
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lambda e: e.layer_input.shape[0])
+        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def article_splits(rows: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """``{config: {split: [unique_id, ...]}}`` for ``default`` (train/validation/test, 80/10/10)
+    and ``fold_0`` … ``fold_4`` (train/validation/test), with every article kept whole.
+
+    The sentence corpus's own cells keep only identical texts together; BABE labels several
+    sentences of one article, and a model that trained on some of them would be tested on an
+    article it has read. So the cells are drawn again with the article link (and the normalised
+    text) as group keys, by the same stratified, deterministic policy
+    (:func:`vilbias.corpus.splits.assign_splits`). Articles are visited in the order of a hash of
+    their link, so each article's sentences come together and no outlet's URLs come in a block.
+    A fold's test split is its fold; its validation split (early stopping and temperature) is the
+    ``validation`` cell outside the fold, about a tenth of its training pool, again whole articles.
+    """
+    # Articles joined by a repeated text are one group: union-find over link and text keys first,
+    # so that assign_splits sees each group's rows together and can never place it in two cells.
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = key = parent[parent[key]]
+        return key
+
+    keys = {}
+    for r in rows:
+        link = (r.get("news_link") or "").strip()
+        text = "text:" + hashlib.sha1(" ".join(r["text"].lower().split()).encode()).hexdigest()
+        keys[r["unique_id"]] = text
+        root(text)  # every text is a node, with a link or without
+        if link:
+            parent[root(text)] = root("link:" + link)
+    # a group is named by its smallest key, so the cells depend on the data, never on row order
+    name: dict[str, str] = {}
+    for key in parent:
+        name[root(key)] = min(name.get(root(key), key), key)
+    items = []
+    for r in rows:
+        group = name[root(keys[r["unique_id"]])]
+        items.append(SplitItem(unique_id=r["unique_id"], label=r["label"], order=hashlib.sha1(group.encode()).hexdigest(),
+                               story_keys=(group,)))
+    cells, _ = assign_splits(items)
+    uids = sorted(cells)
+    out = {"default": {s: [u for u in uids if cells[u].split == s] for s in ("train", "validation", "test")}}
+    for k in range(N_FOLDS):
+        out[FOLDS[k]] = {"train": [u for u in uids if cells[u].fold != k and cells[u].split != "validation"],
+                         "validation": [u for u in uids if cells[u].fold != k and cells[u].split == "validation"],
+                         "test": [u for u in uids if cells[u].fold == k]}
+    return out
