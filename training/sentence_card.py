@@ -99,7 +99,7 @@ def card_summary(cfg: DefaultModelConfig, m: dict, training_data: TrainingData) 
         f"Trained on {training_data.describe()} (`training_ids.txt`: the sentences' ids, hashes of link and text). "
         "Splits and folds keep whole articles: sentences are grouped by their article link (`news_link`, and a text "
         "repeated in two articles joins them), and the groups are dealt 80/10/10 and into five folds, stratified by label "
-        "(`train_default.article_splits`). Early stopping and the temperature used the "
+        "(`sentence_data.article_splits`). Early stopping and the temperature used the "
         f"{val['rows']} validation sentences; the {test['n']} test sentences of {test['articles']} articles were never "
         f"trained, stopped or calibrated on. Reproduce (this run: {m['wall_time_s'] / 60:.0f} min with "
         f"{m['settings']['threads']} torch thread(s) on a shared 2-core machine):", "",
