@@ -193,9 +193,10 @@ class Ledger:
         sql = f"SELECT {', '.join(table.key)} FROM {table.name}" + (f" WHERE {where}" if where else "")
         return {tuple(r) for r in self.query(sql, params)}
 
-    def rows(self, table: Table, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        """``table``'s rows (that match ``where``) as dicts of every column."""
+    def rows(self, table: Table, where: str = "", params: Sequence[Any] = (), *, order_by: str = "") -> list[dict[str, Any]]:
+        """``table``'s rows (that match ``where``, in ``order_by`` order) as dicts of every column."""
         sql = f"SELECT {', '.join(table.all_columns)} FROM {table.name}" + (f" WHERE {where}" if where else "")
+        sql += f" ORDER BY {order_by}" if order_by else ""
         return [dict(zip(table.all_columns, r, strict=True)) for r in self.query(sql, params)]
 
     def count(self, table: Table) -> int:

@@ -23,6 +23,7 @@ them, so a process killed at any moment leaves at most one torn *last* line, whi
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import hashlib
 import json
 import logging
@@ -219,3 +220,22 @@ def store_image(workdir: str | os.PathLike, data: bytes, ext: str) -> str:
 def sample_workdir() -> Path:
     """The embedded sample shipped inside the package (a small annotated workdir)."""
     return Path(str(files("vilbias.sample")))
+
+
+def iso_date(value: Any) -> str | None:
+    """A date as the workdir and the corpus store it (``published``): ISO 8601 with its timezone
+    kept, or None when empty or unreadable (never a guess). Takes ``datetime``/``date`` objects,
+    ISO 8601 text and RFC 2822 text (as feeds and ``Last-Modified`` write it)."""
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
+    except ValueError:
+        pass
+    try:
+        return email.utils.parsedate_to_datetime(text).isoformat()
+    except (TypeError, ValueError, IndexError):
+        return None

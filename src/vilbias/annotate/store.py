@@ -326,9 +326,8 @@ class AnnotationStore(Ledger):
     def annotator_audits(self, annotators: dict[str, str] | None = None) -> list[dict[str, Any]]:
         """The stored annotator audits, newest first per annotator, with the summary parsed.
         ``annotators`` (name -> fingerprint) keeps only those annotators as configured now."""
-        out = []
-        for r in sorted(self.rows(ANNOTATOR_AUDITS), key=lambda r: (r["annotator"], r["created_at"]), reverse=True):
-            if annotators is not None and annotators.get(r["annotator"]) != r["fingerprint"]:
-                continue
-            out.append({**{k: v for k, v in r.items() if k != "summary_json"}, "summary": json.loads(r["summary_json"])})
-        return sorted(out, key=lambda r: r["annotator"])  # stable: newest first within an annotator
+        rows = self.rows(ANNOTATOR_AUDITS, order_by="annotator, created_at DESC")
+        return [
+            {**{k: v for k, v in r.items() if k != "summary_json"}, "summary": json.loads(r["summary_json"])}
+            for r in rows if annotators is None or annotators.get(r["annotator"]) == r["fingerprint"]
+        ]

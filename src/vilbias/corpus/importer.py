@@ -27,8 +27,6 @@ changes between releases). Fields the source lacks stay null or empty: no votes,
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import json
 import logging
 import tempfile
@@ -53,6 +51,7 @@ from vilbias.corpus.presets import Layout, resolve_layout, restricted_license
 from vilbias.corpus.release import previous_cells
 from vilbias.corpus.source import Source, open_source
 from vilbias.corpus.splits import SplitItem, assign_splits, story_keys
+from vilbias.corpus.tables import cell_text
 from vilbias.corpus.writer import REPORT, RepoWriter, card_metadata, corpus_views, swap_in
 from vilbias.images import InvalidImage, validate_image
 from vilbias.loading_script.biascorpus import (
@@ -61,6 +60,7 @@ from vilbias.loading_script.biascorpus import (
     SFT_FEATURES,
 )
 from vilbias.task import ANSWER_LABELS, LABEL_NAMES
+from vilbias.workdir import iso_date
 
 logger = logging.getLogger(__name__)
 
@@ -96,31 +96,6 @@ class _Scan:
     unparsed_dates: int
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and value != value):  # None or NaN: an empty cell
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip()
-
-
-def iso_date(value: Any) -> str | None:
-    """A date cell as ISO 8601, or None when empty or unreadable (never a guess)."""
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    text = _cell(value)
-    if not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
-    except ValueError:
-        pass
-    try:  # RFC 2822, as feeds write it ("Tue, 01 Oct 2024 10:00:00 GMT")
-        return email.utils.parsedate_to_datetime(text).isoformat()
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
 def _field(record: dict, layout: Layout, target: str) -> Any:
     column = layout.columns.get(target)
     return None if column is None else record.get(column)
@@ -140,8 +115,8 @@ def scan_source(source: Source, layout: Layout) -> _Scan:
     for position, file, line, record in tqdm(source.records(), desc="scanning", unit=" rows"):
         scan.records += 1
         where = f"{file}:{line}"
-        uid = _cell(_field(record, layout, "unique_id"))
-        raw_label = _cell(_field(record, layout, "multimodal_label"))
+        uid = cell_text(_field(record, layout, "unique_id"))
+        raw_label = cell_text(_field(record, layout, "multimodal_label"))
         if not uid:
             _exclude(scan, where, "missing_unique_id", where)
             continue
@@ -158,8 +133,8 @@ def scan_source(source: Source, layout: Layout) -> _Scan:
             scan.unknown_labels[raw_label] += 1
             _exclude(scan, uid, "unknown_label", where, source_label=raw_label)
             continue
-        headline = _cell(_field(record, layout, "headline"))
-        if not headline and not _cell(_field(record, layout, "article_text")):
+        headline = cell_text(_field(record, layout, "headline"))
+        if not headline and not cell_text(_field(record, layout, "article_text")):
             _exclude(scan, uid, "empty_text", where)
             continue
         data, name = source.images.read(_field(record, layout, "image"))
@@ -171,17 +146,17 @@ def scan_source(source: Source, layout: Layout) -> _Scan:
         except InvalidImage as e:
             _exclude(scan, uid, f"invalid_image:{e}", where)
             continue
-        raw_text = _cell(_field(record, layout, "text_label"))
+        raw_text = cell_text(_field(record, layout, "text_label"))
         if raw_text and raw_text.lower() not in layout.label_map:
             scan.unknown_text_labels[raw_text] += 1
         if not raw_text or raw_text.lower() not in layout.label_map:
             scan.no_text_label += 1
-        if "published" in layout.columns and _cell(_field(record, layout, "published")) and iso_date(_field(record, layout, "published")) is None:
+        if "published" in layout.columns and cell_text(_field(record, layout, "published")) and iso_date(_field(record, layout, "published")) is None:
             scan.unparsed_dates += 1
         scan.image_bytes += len(data)
-        scan.kept[uid] = _Kept(position, label, _cell(_field(record, layout, "outlet")), info.sha256, info.ext,
-                               bool(_cell(_field(record, layout, "reasoning"))))
-        url = _cell(_field(record, layout, "url"))
+        scan.kept[uid] = _Kept(position, label, cell_text(_field(record, layout, "outlet")), info.sha256, info.ext,
+                               bool(cell_text(_field(record, layout, "reasoning"))))
+        url = cell_text(_field(record, layout, "url"))
         scan.items.append(SplitItem(uid, label, "", info.sha256, info.phash, story_keys(url, headline)))
     for uid, copies in conflicts.items():
         scan.kept.pop(uid, None)
@@ -196,7 +171,7 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
     """One stored row: the source's fields where it has them, null or empty where it does not."""
 
     def text(target: str) -> str | None:
-        return _cell(_field(record, layout, target)) if target in layout.columns else None
+        return cell_text(_field(record, layout, target)) if target in layout.columns else None
 
     headline, article = text("headline") or "", text("article_text") or ""
     reasoning = text("reasoning") or None

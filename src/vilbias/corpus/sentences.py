@@ -61,7 +61,13 @@ from datasets import ClassLabel, Features, List, Value, load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias.corpus.splits import SplitItem, assign_splits
-from vilbias.corpus.tables import csv_records, parquet_records, table_records, xlsx_records
+from vilbias.corpus.tables import (
+    cell_text,
+    csv_records,
+    parquet_records,
+    table_records,
+    xlsx_records,
+)
 from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
 from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS, read_label
 
@@ -153,17 +159,9 @@ def _columns(source: str | Path, record: dict) -> dict[str, str]:
     return found
 
 
-def _cell(value) -> str:
-    if value is None or (isinstance(value, float) and value != value):  # None or NaN: an empty cell
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip()
-
-
 def _parse_label(raw, line: int) -> int | str | None:
     """Class id, ``NO_AGREEMENT``, or None for an empty cell."""
-    value = _cell(raw)
+    value = cell_text(raw)
     if not value:
         return None
     if value.lower() == NO_AGREEMENT.lower():
@@ -178,7 +176,7 @@ def _parse_words(raw, line: int) -> list[str]:
     if isinstance(raw, (list, tuple)):
         value = raw
     else:
-        raw = _cell(raw)
+        raw = cell_text(raw)
         if not raw:
             return []
         try:
@@ -200,14 +198,14 @@ def _uid(link: str, text: str) -> str:
 
 def _row(record: dict, columns: dict[str, str], line: int) -> dict:
     """One record as a corpus row (``label`` may still be ``NO_AGREEMENT`` or None)."""
-    text = _cell(record.get(columns["text"]))
-    link = _cell(record.get(columns.get("news_link")))
+    text = cell_text(record.get(columns["text"]))
+    link = cell_text(record.get(columns.get("news_link")))
     label = _parse_label(record.get(columns["label"]), line)
     if not text and label is not None:
         raise ValueError(f"line {line}: empty text")
     row = {"unique_id": _uid(link, text), "text": text, "news_link": link, "label": label}
     for name in ("outlet", "topic", "type", "label_opinion"):
-        row[name] = _cell(record.get(columns.get(name)))
+        row[name] = cell_text(record.get(columns.get(name)))
     row["biased_words"] = _parse_words(record.get(columns.get("biased_words")), line) if "biased_words" in columns else []
     return row
 

@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -25,6 +26,16 @@ TABLE_SUFFIXES = (".parquet", ".csv", ".tsv", ".jsonl", ".json", ".xlsx")
 # A CSV export of a news corpus holds whole articles in one field; csv's default limit (128 KiB)
 # would refuse a long one.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+def cell_text(value: Any) -> str:
+    """A table cell as stripped text: None and NaN are empty, and a float that is a whole number
+    is written without ``.0`` (spreadsheets and pandas turn ``1`` into ``1.0``)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
 
 
 def decode_text(data: bytes, source: Path, first_line: int = 1) -> str:

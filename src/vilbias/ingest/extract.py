@@ -28,8 +28,6 @@ its ``alt`` text, else ``title``; for ``og:image`` it is ``og:image:alt``.
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import html as html_entities
 import json
 import logging
@@ -48,6 +46,7 @@ from vilbias.ingest.page_images import (
 )
 from vilbias.ingest.text import content_hash, squash
 from vilbias.ingest.urls import canonicalize_url, is_http_url, strip_amp
+from vilbias.workdir import iso_date
 
 # trafilatura and pysbd are imported where they are used: together they take ~0.4 s to import,
 # which `vilbias ingest --help` and the fetcher alone should not pay.
@@ -627,17 +626,9 @@ def extract_article(html: str, url: str) -> Extracted:
 
 
 def _iso_date(value: str) -> str | None:
-    """Normalise a page's date to ISO 8601 (keeping its timezone), or None."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).isoformat()
-    except ValueError:
-        pass
-    try:
-        return email.utils.parsedate_to_datetime(value).isoformat()
-    except (TypeError, ValueError, IndexError):
-        pass
-    m = re.match(r"(\d{4}-\d{2}-\d{2})", value)
+    """Normalise a page's date to ISO 8601 (keeping its timezone); a text that only starts with a
+    date (``2024-10-01, updated ...``) gives that date; else None."""
+    if iso := iso_date(value):
+        return iso
+    m = re.match(r"(\d{4}-\d{2}-\d{2})", (value or "").strip())
     return m.group(1) if m else None
