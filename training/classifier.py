@@ -66,7 +66,7 @@ from vilbias.metrics.scores import (
     summarize_folds,
 )
 from vilbias.provenance import TrainingData, ids_digest
-from vilbias.publish.model import ModelCardInfo, push_model
+from vilbias.publish.model import ModelCardInfo, push_model, render_section
 from vilbias.task import FOLDS, LABEL_NAMES
 
 __all__ = ["ClassifierConfig", "VALIDATION_SHARE", "Collator", "build_model", "featurize", "fit", "train_classifier", "train_one"]
@@ -331,34 +331,19 @@ def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model, tra
 
 
 def _card_summary(cfg: ClassifierConfig, training_data: TrainingData) -> str:
-    if cfg.architecture == "fusion":
-        encoders = [e for e, used in ((cfg.model, "text" in cfg.modality), (cfg.image_encoder, "image" in cfg.modality)) if used]
-        text = (
-            f"Fusion classifier ({cfg.modality}): pooled features of {' + '.join(encoders)} concatenated "
-            f"into an MLP head (text encoder {'frozen' if cfg.freeze_text_encoder else 'fine-tuned'}, image "
-            f"encoder {'frozen' if cfg.freeze_image_encoder else 'fine-tuned'}), labelling news as biased or not biased."
-        )
-    else:
-        text = f"{cfg.model} fine-tuned as a sequence classifier on headline + article text (biased / not biased)."
-    text += f" Early stopping on {training_data.extra['validation_rows']} validation rows held out of the training split (not trained on)."
-    if training_data.extra.get("fraction", 1.0) < 1:
-        text += f" This run used a {training_data.extra['fraction']:g} fraction of the training split."
-    record = training_data.extra.get("distant")
-    if record:
-        text += (
-            f" Before fine-tuning, the encoder was pre-trained on {record['rows']} distantly labelled headlines of "
-            f"`{record['dataset']}` (ids sha256 {record['ids_sha256'][:12]}; {record['dropped_as_held_out']} held-out rows left out)."
-        )
-    return text
+    """``templates/classifier/summary.md`` for this run."""
+    encoders = [e for e, used in ((cfg.model, "text" in cfg.modality), (cfg.image_encoder, "image" in cfg.modality)) if used]
+    return render_section(
+        "classifier/summary.md", fusion=cfg.architecture == "fusion", model=cfg.model, modality=cfg.modality, encoders=encoders,
+        freeze_text_encoder=cfg.freeze_text_encoder, freeze_image_encoder=cfg.freeze_image_encoder,
+        validation_rows=training_data.extra["validation_rows"], fraction=training_data.extra.get("fraction", 1.0),
+        distant=training_data.extra.get("distant"),
+    )
 
 
 def _usage_snippet(cfg: ClassifierConfig) -> str:
-    return (
-        "from PIL import Image\n"
-        "from vilbias.models.fusion import FusionForClassification  # pip install vilbias[train]\n\n"
-        "model = FusionForClassification.from_pretrained(\"{repo_id}\")\n"
-        'print(model.predict(Image.open("news.jpg"), "Headline\\n\\nArticle text ..."))'
-    ).replace("{repo_id}", cfg.hub_model_id or str(cfg.output_dir))
+    """``templates/classifier/usage_fusion.py.jinja``: load the fusion model and label one item."""
+    return render_section("classifier/usage_fusion.py.jinja", repo_id=cfg.hub_model_id or str(cfg.output_dir))
 
 
 def push(cfg: ClassifierConfig, metrics: dict) -> str:

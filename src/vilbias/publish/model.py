@@ -12,6 +12,13 @@ beside the weights), method and hyperparameters, the trainable-parameter share, 
 results as ``model-index``, intended use, limitations and a usage snippet that loads the
 checkpoint and runs one prediction. The card's ``datasets:`` metadata links the dataset repo and
 its ``training_data:`` metadata names the revision, config, split, rows and ids digest.
+
+The card's prose lives in templates too: a training run computes the figures and names and
+renders its sections (summary, intended use, limitations, usage snippet) with
+:func:`render_section` from ``templates/<kind>/`` (``generic/`` here, ``classifier/`` for
+``vilbias train classifier``, ``sentence/`` for the shipped sentence model). Usage snippets
+build the model's input with :func:`vilbias.task.classifier_text` / :func:`vilbias.task.user_prompt`,
+so they feed exactly what training fed.
 """
 
 from __future__ import annotations
@@ -24,11 +31,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jinja2
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
 from vilbias.provenance import TrainingData
 from vilbias.publish.hub import check_token, resolve_token
-from vilbias.task import BIASED, LABEL_NAMES, classifier_text, user_prompt
+from vilbias.task import (
+    ANSWER_LABELS,
+    BIASED,
+    BIASED_NAME,
+    NOT_BIASED_NAME,
+    classifier_text,
+    user_prompt,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,21 +63,33 @@ IGNORE_PATTERNS = [
     "scheduler.*", "rng_state*", "trainer_state.json", "training_args.bin", "**/__pycache__/**",
 ]
 
-DEFAULT_INTENDED_USE = (
-    "Research on directional framing in multimodal news: labelling a news item (headline, article "
-    "text and its lead image) as `biased` or `not_biased`, and studying how models reason about "
-    "textual and visual cues. It is not a fact-checker (bias here is framing, not "
-    "misinformation) and must not be used to rate outlets or people without human review."
+
+def _template_source(name: str) -> str:
+    return resources.files("vilbias.publish").joinpath(f"templates/{name}").read_text(encoding="utf-8")
+
+
+# Rendered as ModelCard.from_template renders model_card.md (jinja2's defaults: no block trimming,
+# a file's last newline dropped), but an undefined value is an error, not an empty string.
+_SECTIONS = jinja2.Environment(loader=jinja2.FunctionLoader(_template_source), undefined=jinja2.StrictUndefined)
+_SECTIONS.filters["json"] = json.dumps
+_SECTIONS.globals.update(
+    biased_name=BIASED_NAME, not_biased_name=NOT_BIASED_NAME,
+    biased_answer=ANSWER_LABELS[BIASED], not_biased_answer=ANSWER_LABELS[1 - BIASED],
+    classifier_text=classifier_text, user_prompt=user_prompt,
 )
-DEFAULT_LIMITATIONS = (
-    "- Trained on English-language, mostly Western outlets; it transfers poorly to other "
-    "languages and media systems.\n"
-    "- Labels are binary and come from LLM annotators with majority voting, so the model inherits "
-    "their biases; human review covered only part of the data.\n"
-    "- Judging bias is subjective: treat predictions as a signal for analysis, not a verdict.\n"
-    "- Scores reported here were measured on the dataset revision named above; other revisions "
-    "or domains will differ."
-)
+
+
+def render_section(name: str, **values: Any) -> str:
+    """Render ``templates/<name>`` (a card section or a usage snippet) with ``values``.
+
+    Every template also sees the task's label names (``biased_name``, ``not_biased_name``), their
+    spelling in an answer (``biased_answer``, ``not_biased_answer``), :func:`~vilbias.task.classifier_text`
+    and :func:`~vilbias.task.user_prompt`, and a ``json`` filter (a Python string literal)."""
+    return _SECTIONS.get_template(name).render(**values)
+
+
+DEFAULT_INTENDED_USE = render_section("generic/intended_use.md")
+DEFAULT_LIMITATIONS = render_section("generic/limitations.md")
 
 
 @dataclass
@@ -146,28 +173,8 @@ def _dataset_link(dataset: str, revision: str | None) -> str | None:
 def _default_usage_snippet(repo_id: str, info: ModelCardInfo) -> str:
     """Python that loads the checkpoint and predicts once, feeding exactly what training fed (the
     task's user prompt for a VLM, its classifier input text for a classifier)."""
-    if info.task == "image-text-to-text":
-        prompt = json.dumps(user_prompt("...", "..."))
-        return (
-            "from PIL import Image\n"
-            "from transformers import AutoModelForImageTextToText, AutoProcessor\n\n"
-            f'processor = AutoProcessor.from_pretrained("{repo_id}")\n'
-            f'model = AutoModelForImageTextToText.from_pretrained("{repo_id}")\n'
-            "messages = [{\"role\": \"user\", \"content\": [\n"
-            "    {\"type\": \"image\"},\n"
-            f"    {{\"type\": \"text\", \"text\": {prompt}}},\n"
-            "]}]\n"
-            "prompt = processor.apply_chat_template(messages, add_generation_prompt=True)\n"
-            'inputs = processor(text=prompt, images=[Image.open("news.jpg")], return_tensors="pt")\n'
-            "output = model.generate(**inputs, max_new_tokens=128)\n"
-            "print(processor.decode(output[0, inputs['input_ids'].shape[1]:], skip_special_tokens=True))"
-        )
-    return (
-        "from transformers import pipeline\n\n"
-        f'classifier = pipeline("text-classification", model="{repo_id}")\n'
-        f"print(classifier({json.dumps(classifier_text('Headline ...', 'Article text ...'))}))"
-        f"  # [{{'label': '{LABEL_NAMES[BIASED]}', 'score': ...}}]"
-    )
+    kind = "vlm" if info.task == "image-text-to-text" else "classifier"
+    return render_section(f"generic/usage_{kind}.py.jinja", repo_id=repo_id)
 
 
 def _eval_results(info: ModelCardInfo, revision: str | None) -> list[EvalResult]:
@@ -226,12 +233,9 @@ def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
         trainable_line = f"{info.trainable_params:,} of {info.total_params:,} ({share:.3g}%)"
     else:
         trainable_line = "not recorded"
-    summary = info.summary or (
-        f"`{info.base_model}` fine-tuned with {info.method} to tell whether a news item exhibits "
-        "directional framing (`biased` / `not_biased`)"
-        + (" and explain why." if info.task == "image-text-to-text" else ".")
-    )
-    template = resources.files("vilbias.publish").joinpath("templates/model_card.md").read_text(encoding="utf-8")
+    summary = info.summary or render_section(
+        "generic/summary.md", base_model=info.base_model, method=info.method, vlm=info.task == "image-text-to-text")
+    template = _template_source("model_card.md")
     return ModelCard.from_template(
         _card_data(info, name, revision),
         template_str=template,
