@@ -139,6 +139,10 @@ TEXT_TECHNIQUES: list[str] = list(TECHNIQUES)
 MULTIMODAL_CRITERIA: list[str] = [t for t in TECHNIQUES if t != "tone"] + list(VISUAL_CRITERIA)
 ALL_NAMES: dict[str, str] = {**TECHNIQUES, **VISUAL_CRITERIA}
 
+TONES: tuple[str, str] = ("Neutral", "Biased")
+"""The annotators' answer on the item's overall tone; the second counts as the ``tone`` technique present."""
+BIASED_TONE = TONES[1]
+
 # -- the prompt and the answer format ------------------------------------------------------------
 
 ARTICLE_WORDS = 300

@@ -38,9 +38,11 @@ from vilbias.task import (
     ALL_NAMES,
     ANSWER_LABELS,
     BIASED,
+    BIASED_TONE,
     LABEL_NAMES,
     MULTIMODAL_CRITERIA,
     TEXT_TECHNIQUES,
+    TONES,
     normalise_label,
     text_version,
 )
@@ -125,7 +127,6 @@ def render(
 # -- the answer as a JSON Schema -------------------------------------------------------------
 
 PRESENCE = ("Present", "Absent")
-TONES = ("Neutral", "Biased")
 ANSWER_FIELDS = ("techniques", "tone", "label", "rationale")
 """The answer's fields, in the order the prompt shows them (constrained decoders follow it)."""
 LOCAL_RATIONALE_CHARS = 320
@@ -250,7 +251,7 @@ def _exact(obj: dict, prompt: str) -> Annotation | None:
     if label is None or tone not in TONES or not isinstance(rationale, str) or not rationale.strip() or None in present:
         return None
     out = dict(zip(CRITERIA[prompt], present, strict=True))
-    out["tone"] = tone == "Biased"
+    out["tone"] = tone == BIASED_TONE
     return Annotation(VALID, label, tone, out, rationale.strip())
 
 
@@ -266,11 +267,11 @@ def check_answer(obj: dict, prompt: str) -> Annotation:
     raw_label = obj.get("label")
     label = normalise_label(raw_label, strict=True) if isinstance(raw_label, str) else None
     if label is None and "label" in obj:
-        problems.append(f"label {raw_label!r} is not 'biased' or 'not biased'")
+        problems.append(f"label {raw_label!r} is not {' or '.join(repr(a) for a in reversed(ANSWER_LABELS.values()))}")
     raw_tone = obj.get("tone")
     tone = _TONES.get(raw_tone.strip().casefold()) if isinstance(raw_tone, str) else None
     if tone is None and "tone" in obj:
-        problems.append(f"tone {raw_tone!r} is not Neutral or Biased")
+        problems.append(f"tone {raw_tone!r} is not {' or '.join(TONES)}")
     techniques = _techniques(obj["techniques"], prompt, problems) if "techniques" in obj else {}
     rationale = obj.get("rationale")
     if "rationale" in obj and not (isinstance(rationale, str) and rationale.strip()):
@@ -278,7 +279,7 @@ def check_answer(obj: dict, prompt: str) -> Annotation:
     if problems:
         return Annotation(INVALID, problem="; ".join(problems))
     if tone is not None:
-        techniques["tone"] = tone == "Biased"
+        techniques["tone"] = tone == BIASED_TONE
     return Annotation(VALID, label, tone, techniques, rationale.strip())
 
 

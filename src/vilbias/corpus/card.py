@@ -23,7 +23,7 @@ from vilbias.annotate.store import AnnotationStore
 from vilbias.loading_script.biascorpus import VIEWS, Resolutions
 from vilbias.metrics.agreement import cohen_kappa
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
-from vilbias.task import ARTICLE_WORDS, BIASED, LABEL_NAMES
+from vilbias.task import ARTICLE_WORDS, BIASED, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
 
 CHANGELOG_START = "<!-- changelog:start -->"
 CHANGELOG_END = "<!-- changelog:end -->"
@@ -61,8 +61,8 @@ def row_statistics(rows: Iterable[Any], split_report: Mapping[str, Any]) -> dict
         for split, cells in view.splits.items():
             members = [r for r in rows if (r.split, r.fold) in cells]
             b = sum(r.label == BIASED for r in members)
-            table.append({"config": view.name, "split": split, "rows": len(members), "biased": b,
-                          "not_biased": len(members) - b, "share": b / len(members) if members else 0.0})
+            table.append({"config": view.name, "split": split, "rows": len(members), BIASED_NAME: b,
+                          NOT_BIASED_NAME: len(members) - b, "share": b / len(members) if members else 0.0})
     outlets = Counter(r.outlet for r in rows)
     outlet_biased = Counter(r.outlet for r in rows if r.label == BIASED)
     return {

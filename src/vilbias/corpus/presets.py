@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vilbias.task import LABEL_NAMES
+from vilbias.task import ANSWER_LABELS, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
 
 TARGETS: dict[str, str] = {
     "unique_id": "the row's id (required; rows are keyed by it across releases)",
@@ -90,7 +90,7 @@ PRESETS: dict[str, Preset] = {
                 "url": "canonical_link", "multimodal_label": "multimodal_label", "text_label": "text_label",
             },
             signature=frozenset({"unique_id", "image_description", "canonical_link", "date_published", "multimodal_label", "text_label"}),
-            label_map={"Likely": "biased", "Unlikely": "not_biased"},
+            label_map={"Likely": BIASED_NAME, "Unlikely": NOT_BIASED_NAME},
             license="cc-by-nc-4.0",
             license_note="CC BY-NC 4.0 as the Zenodo record states; article text and images remain their publishers'.",
             citation=_NMB_CITATION,
@@ -106,7 +106,7 @@ PRESETS: dict[str, Preset] = {
                 "multimodal_label": "nlp_img_label", "text_label": "nlp_label",
             },
             signature=frozenset({"unique_id", "img_description", "nlp_label", "nlp_img_label"}),
-            label_map={"Likely to Bias": "biased", "Likely to UnBias": "not_biased"},
+            label_map={"Likely to Bias": BIASED_NAME, "Likely to UnBias": NOT_BIASED_NAME},
             license="cc-by-nc-2.0",
             license_note="CC BY-NC 2.0 as the Hub card states (gated: accept its conditions on the dataset page).",
             citation=_NMB_CITATION,
@@ -121,7 +121,7 @@ PRESETS: dict[str, Preset] = {
                 "image": "image", "multimodal_label": "multimodal_label", "reasoning": "reasoning",
             },
             signature=frozenset({"unique_id", "url", "multimodal_label", "reasoning"}),
-            label_map={"Biased": "biased", "Not Biased": "not_biased"},
+            label_map={"Biased": BIASED_NAME, "Not Biased": NOT_BIASED_NAME},
             license="cc-by-nd-4.0",
             license_note="CC BY-ND 4.0 as the paper's repository states: no derivatives may be shared without the authors' permission.",
             citation=_VILBIAS_CITATION,
@@ -249,7 +249,7 @@ def resolve_layout(
         raise _unrecognised(source, columns, missing)
     spelled = parse_label_map(label_map) if label_map else dict(chosen.label_map) if chosen else {n: n for n in LABEL_NAMES}
     if chosen is None and not label_map:
-        spelled.update({"not biased": "not_biased"})
+        spelled.update({ANSWER_LABELS[i]: name for i, name in enumerate(LABEL_NAMES)})
     return Layout(
         name=chosen.name if chosen else "custom",
         columns=mapping,

@@ -69,7 +69,17 @@ from vilbias.corpus.tables import (
     xlsx_records,
 )
 from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
-from vilbias.task import FOLDS, LABEL_NAMES, N_FOLDS, SPLITS, read_label
+from vilbias.task import (
+    ANSWER_LABELS,
+    BIASED,
+    BIASED_NAME,
+    FOLDS,
+    LABEL_NAMES,
+    N_FOLDS,
+    NOT_BIASED_NAME,
+    SPLITS,
+    read_label,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -394,8 +404,8 @@ def _card_body(source: str, report: dict) -> str:
         "# Sentence-level media bias corpus",
         "",
         f"Built by `vilbias build --sentences {source}` from labelled sentences in BABE's format.",
-        f"{report['rows_read']} rows read; {report['rows_kept']} sentences kept ({report['label_counts']['biased']} biased, "
-        f"{report['label_counts']['not_biased']} not biased).",
+        f"{report['rows_read']} rows read; {report['rows_kept']} sentences kept ({report['label_counts'][BIASED_NAME]} {ANSWER_LABELS[BIASED]}, "
+        f"{report['label_counts'][NOT_BIASED_NAME]} {ANSWER_LABELS[1 - BIASED]}).",
         "",
     ]
     by_reason: dict[str, list[int]] = {}
