@@ -7,7 +7,7 @@ trained on.
 ``python -m vilbias.training.train_default`` fits the temperature when it trains the model (NLL on
 the validation split; the figures and the reliability diagram are in the model card and the
 Space's "How this works" panel). This command recomputes them from the shipped folder alone, with
-the model's own forward pass, so anyone can check what the card says.
+the model's own forward pass (loaded through the catalogue), so anyone can check what the card says.
 """
 
 from __future__ import annotations
@@ -25,39 +25,36 @@ from vilbias.metrics.calibration import (
     plot_reliability,
     reliability_bins,
 )
-from vilbias.task import biased_probability
+from vilbias.models.catalogue import load_predictor
 
 
-def split_probabilities(model, rows: list[dict], ids: list[str]) -> tuple[list[float], list[float], list[int]]:
-    """Raw and calibrated P(biased), and the labels, of the rows named by ``ids``."""
+def split_probabilities(predictor, rows: list[dict], ids: list[str]) -> tuple[list[float], list[float], list[int]]:
+    """Raw and calibrated P(biased), and the labels, of the rows named by ``ids`` (``predictor``: a
+    sentence predictor of :func:`vilbias.models.catalogue.load_predictor`)."""
     wanted = set(ids)
     chosen = [r for r in rows if r["unique_id"] in wanted]
-    logits, _ = model.sentence_logits([r["text"] for r in chosen])
-    raw = biased_probability(logits).tolist()
-    calibrated = biased_probability(logits, model.config.temperature).tolist()
+    raw, calibrated = predictor.sentence_probabilities([r["text"] for r in chosen])
     return raw, calibrated, [r["label"] for r in chosen]
 
 
 def calibration_report(sentences: str | Path, model_dir: str | Path | None = None, diagram: Path | None = None) -> dict:
     """The temperature refitted on the validation split, and ECE before/after per held-out split;
     with ``diagram``, the test split's reliability diagram drawn as training draws it."""
-    # torch comes with these two modules: imported here, not at the top.
+    # torch comes with these modules: imported here, not at the top.
     from datasets import load_dataset
     from vilbias.training.sentence_card import reliability_title
     from vilbias.training.sentence_data import article_splits
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    from vilbias.models.sentence_bias import SentenceBiasModel
-
-    model = SentenceBiasModel.from_pretrained(model_dir or DEFAULT_MODEL_DIR)
-    report = {"shipped_temperature": model.config.temperature}
+    predictor = load_predictor(str(model_dir or DEFAULT_MODEL_DIR), "sentence")
+    report = {"shipped_temperature": predictor.model.config.temperature}
     with tempfile.TemporaryDirectory(prefix="vilbias-calibrate-") as tmp:
         build_sentences(sentences, Path(tmp) / "babe")
         rows = list(load_dataset(str(Path(tmp) / "babe"), "default", split="train+validation+test"))
         # the splits training used: whole articles (train_default.article_splits)
         splits = article_splits(rows)["default"]
         for split in ("validation", "test"):
-            raw, calibrated, labels = split_probabilities(model, rows, splits[split])
+            raw, calibrated, labels = split_probabilities(predictor, rows, splits[split])
             report[split] = {"rows": len(labels), "ece_before": expected_calibration_error(raw, labels),
                              "ece_after": expected_calibration_error(calibrated, labels)}
             if split == "validation":

@@ -1,5 +1,7 @@
-"""What the Space does, without the UI: read the model list, check the input, fetch an article,
-label it and gather the evidence.
+"""The Space's models, without the UI: the model list (models.yaml), each model loaded once
+through the catalogue (:func:`vilbias.models.catalogue.load_predictor`, which runs it), and what
+the UI shows of its output: the evidence placed in the shown text, the rationale's wording, the
+confidence and the messages a user can act on.
 
     from vilbias.spaces.predictors import Predictors, load_model_specs
     from vilbias.spaces.inputs import Limits, item_from_upload
@@ -13,20 +15,17 @@ Every check on user input, and every failure the user can act on (a URL that can
 model that cannot be loaded or is still loading), raises :class:`InputError` with a sentence meant
 for the user; the app shows it as it is and logs the cause with its traceback.
 
-torch and transformers (with the ``vilbias.models`` modules and the training package that
-bring them) are imported inside the functions that use them, so importing this module stays light.
+torch and transformers are imported by the catalogue's loaders when a model is loaded, so
+importing this module stays light.
 """
 
 from __future__ import annotations
 
 import importlib.resources
-import importlib.util
-import json
 import logging
 import os
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,20 +40,16 @@ from vilbias.spaces.explain import (
 from vilbias.spaces.inputs import InputError, Item
 
 from vilbias.ingest.text import split_sentences
-from vilbias.metrics.calibration import scale_probabilities
-from vilbias.models.catalogue import (
-    load_fusion,
-    load_sentence_model,
-    load_vlm_model,
-)
-from vilbias.task import BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME, classifier_text
+from vilbias.models.catalogue import PREDICTORS, ModelSpec, load_predictor
+from vilbias.models.predictors import ModelOutput, NeedsGPUError, NoLabelError, sample_answers
+from vilbias.models.predictors import item_sentences as sentences_read
+from vilbias.task import BIASED_NAME
 
 logger = logging.getLogger(__name__)
 
 MODELS_YAML = Path(__file__).with_name("models.yaml")
 OFFLINE_DEFAULT = "offline-default"
 """The ``path`` that names the sentence-level model shipped in the package (``training/default_model``)."""
-KINDS = ("sentence", "fusion", "vlm")
 MAX_SENTENCES = 120
 """Sentences a sentence model reads per article (a 30,000-character article has ~250; the
 first 120 keep the label within a second on 2 CPU cores)."""
@@ -83,8 +78,9 @@ class PickerModel:
     title: str
     """What the picker shows."""
     kind: str
-    """``sentence`` (scores sentences; the evidence explains the label), ``fusion`` (a
-    calibrated text+image classifier) or ``vlm`` (a generative model that writes its own rationale)."""
+    """A predictor kind of the catalogue (:data:`vilbias.models.catalogue.PREDICTORS`): ``sentence``
+    (scores sentences; the evidence explains the label), ``fusion`` (a calibrated text+image
+    classifier) or ``vlm`` (a generative model that writes its own rationale)."""
     path: str
     """Hub repo id, local folder, or ``offline-default`` for the packaged sentence model."""
     revision: str | None = None
@@ -105,8 +101,8 @@ class PickerModel:
     """Plain-words caveat shown under the picker."""
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"models.yaml: model {self.name!r} has kind {self.kind!r}; use one of {KINDS}")
+        if self.kind not in PREDICTORS:  # the catalogue's predictor kinds
+            raise ValueError(f"models.yaml: model {self.name!r} has kind {self.kind!r}; use one of {tuple(PREDICTORS)}")
         if self.temperature <= 0:
             raise ValueError(f"models.yaml: model {self.name!r} needs a positive temperature")
         if self.samples < 1:
@@ -152,9 +148,6 @@ def load_model_specs(path: str | Path = MODELS_YAML) -> list[PickerModel]:
     return specs
 
 
-# -- input ------------------------------------------------------------------------------------
-
-
 # -- predictions ------------------------------------------------------------------------------
 
 
@@ -185,10 +178,13 @@ class Prediction:
 
 
 def item_sentences(item: Item) -> list[tuple[str, int, int]]:
-    """``(sentence, start, end)`` of the headline and the article's sentences, as offsets into
-    :attr:`Item.display_text` (what the UI highlights)."""
-    text = item.display_text
-    pieces = ([item.headline] if item.headline else []) + (split_sentences(item.article_text) if item.article_text else [])
+    """``(sentence, start, end)`` of the headline and the article's sentences, as the offline
+    default reads them, with offsets into :attr:`Item.display_text` (what the UI highlights)."""
+    return sentence_offsets(item.display_text, sentences_read(item, split_sentences))
+
+
+def sentence_offsets(text: str, pieces: list[str]) -> list[tuple[str, int, int]]:
+    """Where each of ``pieces`` (consecutive sentences of ``text``) lies in ``text``."""
     out, cursor = [], 0
     for piece in pieces:
         start = text.find(piece, cursor)
@@ -199,113 +195,98 @@ def item_sentences(item: Item) -> list[tuple[str, int, int]]:
     return out
 
 
-class SentencePredictor:
-    """A sentence-level bias model (:mod:`vilbias.models.sentence_bias`): one pass over the
-    article's sentences gives the label, its confidence and the evidence."""
+class ModelView:
+    """A model of the picker as the Space shows it: the catalogue's predictor
+    (:func:`vilbias.models.catalogue.load_predictor`) labels the item; this turns its
+    :class:`~vilbias.models.predictors.ModelOutput` into what the UI shows. A kind without a view
+    of its own is shown this way: label, probabilities, confidence and any reasoning as they are."""
 
     def __init__(self, spec: PickerModel):
         self.spec = spec
-        self.model, source = load_sentence_model(spec.source, revision=spec.revision)
-        metrics = source / "metrics.json"
-        self.metrics = json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else {}
+        self.predictor = load_predictor(ModelSpec(model=spec.source, revision=spec.revision), spec.kind, **self.options())
+
+    def options(self) -> dict[str, Any]:
+        """The kind's options of :func:`~vilbias.models.catalogue.load_predictor`, from models.yaml."""
+        return {}
 
     @property
-    def calibration(self) -> str:
-        t = self.model.config.temperature
-        m = self.metrics
-        if "validation" in m and "test" in m:
-            return (f"temperature {t:.3g} fitted on {m['validation']['rows']} held-out BABE sentences; expected calibration "
-                    f"error on {m['test']['n']} unseen ones {m['test']['ece_before']:.3f} → {m['test']['ece']:.3f}")
-        return f"temperature {t:.3g}" if t != 1.0 else "not calibrated"
+    def model(self):
+        return self.predictor.model
 
     def predict(self, item: Item) -> Prediction:
-        sentences = item_sentences(item)
-        kept = sentences[:MAX_SENTENCES]
-        article = self.model.score_article([text for text, _, _ in kept])
+        return self.show(item, self.predictor.predict(item))
+
+    def show(self, item: Item, out: ModelOutput) -> Prediction:
+        return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title,
+                          reads_image=out.reads_image, reasoning=out.reasoning,
+                          rationale_by=f"written by {self.spec.title} (its own answer, shown as it is)" if out.reasoning else None)
+
+
+class SentenceView(ModelView):
+    """A sentence-level bias model: its sentence scores become the evidence (placed in the shown
+    text) and the explanation is built from them."""
+
+    def options(self):
+        return {"split_sentences": split_sentences, "max_sentences": MAX_SENTENCES}
+
+    def show(self, item: Item, out: ModelOutput) -> Prediction:
+        placed = sentence_offsets(item.display_text, [s.text for s in out.sentences])
         evidence = [Evidence(text, start, end, s.probability, [(w.text, start + w.start, start + w.end, w.probability) for w in s.words], s.flagged)
-                    for (text, start, end), s in zip(kept, article.sentences, strict=True)]
-        rule = article.rule
-        explanation = evidence_rationale(article.label, article.probability, evidence, rule.statistic, article.statistic,
-                                         rule.threshold, truncated=len(sentences) - len(kept))
-        kind = f"the model's calibrated probability for the article ({self.calibration}; an article is {rule.describe()})"
-        return Prediction(article.label, {NOT_BIASED_NAME: 1 - article.probability, BIASED_NAME: article.probability}, article.confidence,
-                          kind, self.spec.title, reads_image=False, reasoning=explanation.text,
-                          rationale_by="built from the model's evidence (no generative model)",
+                    for (text, start, end), s in zip(placed, out.sentences, strict=True)]
+        rule = out.rule
+        explanation = evidence_rationale(out.label, out.probabilities[BIASED_NAME], evidence, rule.statistic, out.statistic,
+                                         rule.threshold, truncated=out.unread_sentences)
+        return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title, reads_image=False,
+                          reasoning=explanation.text, rationale_by="built from the model's evidence (no generative model)",
                           techniques=list(explanation.techniques), sentences=evidence, explanation=explanation)
 
 
-class FusionPredictor:
-    """A fusion classifier (``vilbias.models.fusion``) with temperature-scaled probabilities. It
-    scores the item as a whole and gives no evidence, so no rationale is written for it."""
+class FusionView(ModelView):
+    """A fusion classifier with its models.yaml temperature. It scores the item as a whole and
+    gives no evidence, so no rationale is written for it."""
 
-    def __init__(self, spec: PickerModel):
-        self.spec = spec
-        self.model = load_fusion(spec.source, revision=spec.revision)
+    def options(self):
+        return {"temperature": self.spec.temperature, "calibration": self.spec.calibration}
 
-    def predict(self, item: Item) -> Prediction:
-
-        raw = self.model.predict(item.image, classifier_text(item.headline, item.article_text))
-        names = list(raw["probabilities"])
-        scaled = scale_probabilities([raw["probabilities"][n] for n in names], self.spec.temperature)
-        probabilities = dict(zip(names, scaled, strict=True))
-        label = max(probabilities, key=probabilities.get)
-        if self.spec.temperature != 1.0:
-            kind = "the classifier's calibrated probability" + (f" ({self.spec.calibration})" if self.spec.calibration else "")
-        else:
-            kind = "the classifier's softmax probability (not calibrated)"
-        return Prediction(label, probabilities, probabilities[label], kind, self.spec.title, reads_image=self.model.config.uses_image,
+    def show(self, item: Item, out: ModelOutput) -> Prediction:
+        return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title, reads_image=out.reads_image,
                           rationale_note="This classifier scores the item as a whole and gives no evidence, so no rationale is written for it.")
 
 
-def _generate_vlm(model, processor, items, samples: int, max_new_tokens: int):
-    from vilbias.models.vlm import generate_answers
-
-    # Each item repeated `samples` times in one batch: one generate() call, sampled answers.
-    return generate_answers(model, processor, [it for it in items for _ in range(samples)],
-                            batch_size=samples * len(items), max_new_tokens=max_new_tokens, do_sample=samples > 1)
-
-
 # Defined at import so ZeroGPU can register it; on CPU or outside a Space it runs as is.
-_generate_vlm_gpu = _gpu(_generate_vlm, duration=120)
+_generate_vlm_gpu = _gpu(sample_answers, duration=120)
 
 
-class VLMPredictor:
-    """A fine-tuned VLM (base + adapter, or full) answering ``Label: … / Reasoning: …``; its
-    answer and reasoning are shown as they are.
-
-    The confidence is the vote share of the majority label over ``spec.samples`` sampled
-    answers (unparseable answers count as votes for neither label).
-    """
+class VLMView(ModelView):
+    """A fine-tuned VLM: its own answer and reasoning, shown as they are, with the phrases it
+    quotes from the item marked; the confidence is the majority label's vote share over
+    ``spec.samples`` sampled answers."""
 
     def __init__(self, spec: PickerModel):
-        import torch
-
-        self.spec = spec
-        cuda = torch.cuda.is_available()
-        if spec.load_in_4bit and not cuda:
+        try:
+            super().__init__(spec)
+        except NeedsGPUError:
             raise InputError(f"{spec.title} is a 4-bit model and needs a GPU, which this server does not have. "
-                             "Pick the offline default, or run the Space on GPU hardware.")
-        self.model, self.processor = load_vlm_model(spec.source, revision=spec.revision, load_in_4bit=spec.load_in_4bit,
-                                                    device_map="auto" if cuda else None)
+                             "Pick the offline default, or run the Space on GPU hardware.") from None
+
+    def options(self):
+        return {"samples": self.spec.samples, "max_new_tokens": self.spec.max_new_tokens, "load_in_4bit": self.spec.load_in_4bit,
+                "generate": _generate_vlm_gpu}
 
     def predict(self, item: Item) -> Prediction:
-        answers = _generate_vlm_gpu(self.model, self.processor, [(item.image, item.headline, item.article_text)],
-                                    self.spec.samples, self.spec.max_new_tokens)
-        votes = Counter(a.label for a in answers if a.label)
-        n = len(answers)
-        if not votes:
-            raise InputError(f"{self.spec.title} gave no answer with a label for this item ({answers[0].error}); try again or pick another model.")
-        label, count = votes.most_common(1)[0]
-        probabilities = {name: votes.get(name, 0) / n for name in LABEL_NAMES}
-        chosen = next(a for a in answers if a.label == label)
-        reasoning = chosen.reasoning or ""
-        techniques, evidence = parse_techniques_and_evidence(reasoning, reasoning, item.display_text)
-        kind = f"vote share: {count} of {n} sampled answers" if n > 1 else "a single greedy answer (no confidence)"
-        return Prediction(label, probabilities, count / n, kind, self.spec.title, reasoning=reasoning,
+        try:
+            return super().predict(item)
+        except NoLabelError as e:
+            raise InputError(f"{self.spec.title} gave no answer with a label for this item ({e.reason}); try again or pick another model.") from None
+
+    def show(self, item: Item, out: ModelOutput) -> Prediction:
+        techniques, evidence = parse_techniques_and_evidence(out.reasoning, out.reasoning, item.display_text)
+        return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title, reasoning=out.reasoning,
                           rationale_by=f"written by {self.spec.title} (its own answer, shown as it is)", techniques=techniques, evidence=evidence)
 
 
-PREDICTORS = {"sentence": SentencePredictor, "fusion": FusionPredictor, "vlm": VLMPredictor}
+VIEWS: dict[str, type[ModelView]] = {"sentence": SentenceView, "fusion": FusionView, "vlm": VLMView}
+"""How the Space shows each kind of :data:`vilbias.models.catalogue.PREDICTORS` (others: :class:`ModelView`)."""
 
 
 def load_failure_message(spec: PickerModel, error: BaseException) -> str:
@@ -363,16 +344,11 @@ class Predictors:
     def _load(spec: PickerModel):
         start = time.perf_counter()
         try:
-            predictor = PREDICTORS[spec.kind](spec)
+            view = VIEWS.get(spec.kind, ModelView)(spec)
         except InputError:
             raise
         except Exception as e:  # any failure to load is the user's "cannot use this model", with the cause logged
             logger.warning("could not load %s (%s)", spec.name, spec.path, exc_info=True)
             raise InputError(load_failure_message(spec, e)) from e
         logger.info("loaded %s in %.1fs", spec.name, time.perf_counter() - start)
-        return predictor
-
-
-# -- evidence and wording ----------------------------------------------------------------------
-
-
+        return view

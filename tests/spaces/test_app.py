@@ -232,7 +232,7 @@ def test_a_model_still_loading_gets_its_sentence(monkeypatch):
             started.set()
             release.wait(30)
 
-    monkeypatch.setitem(P.PREDICTORS, "vlm", SlowModel)
+    monkeypatch.setitem(P.VIEWS, "vlm", SlowModel)
     predictors = P.Predictors([P.PickerModel(name="slow", title="Slow VLM", kind="vlm", path="org/slow")])
     loader = threading.Thread(target=predictors.get, args=("slow",))
     loader.start()

@@ -166,11 +166,9 @@ def test_vlm_adapter_loads_generates_and_reports_no_label(tiny_adapter):
         predictor.predict(_item())
 
 
-def test_vlm_confidence_is_the_vote_share(tiny_adapter, monkeypatch):
-    import vilbias.spaces.predictors as P
-
+def test_vlm_confidence_is_the_vote_share(tiny_adapter):
     spec = PickerModel(name="tiny", title="Tiny VLM", kind="vlm", path=str(tiny_adapter), samples=3)
-    predictor = Predictors([spec]).get("tiny")
+    view = Predictors([spec]).get("tiny")
     calls = []
 
     def fake_generate(model, processor, items, samples, max_new_tokens):
@@ -178,11 +176,55 @@ def test_vlm_confidence_is_the_vote_share(tiny_adapter, monkeypatch):
         return [Answer("biased", 'Uses "slammed" twice. Word choice.', "raw"), Answer("not_biased", "Neutral.", "raw"),
                 Answer("biased", "Loaded.", "raw")]
 
-    monkeypatch.setattr(P, "_generate_vlm_gpu", fake_generate)
-    out = predictor.predict(_item())
+    import vilbias.spaces.predictors as P
+
+    assert view.predictor.generate is P._generate_vlm_gpu  # the ZeroGPU-wrapped generation, defined at import
+    view.predictor.generate = fake_generate
+    out = view.predict(_item())
     assert calls == [3]
     assert (out.label, out.confidence) == ("biased", pytest.approx(2 / 3))
     assert out.probabilities == pytest.approx({"not_biased": 1 / 3, "biased": 2 / 3})
     assert out.confidence_kind == "vote share: 2 of 3 sampled answers"
     assert out.evidence == ["slammed"] and out.techniques == ["word_choice"]
     assert out.rationale_by == "written by Tiny VLM (its own answer, shown as it is)"
+
+
+def test_a_4bit_vlm_without_a_gpu_gets_its_sentence(tiny_adapter):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has the GPU a 4-bit model needs")
+    spec = PickerModel(name="q", title="Quantised VLM", kind="vlm", path=str(tiny_adapter), load_in_4bit=True)
+    with pytest.raises(InputError, match=r"^Quantised VLM is a 4-bit model and needs a GPU, which this server does not have\. "
+                                         r"Pick the offline default, or run the Space on GPU hardware\.$"):
+        Predictors([spec]).get("q")
+
+
+def test_a_kind_added_to_the_catalogue_is_offered_and_shown_as_the_model_gives_it(monkeypatch):
+    """A kind is added in one place (the catalogue's PREDICTORS); the picker accepts it and a kind
+    without a view of its own shows the model's label, confidence and reasoning as they are."""
+    from vilbias.models import catalogue
+    from vilbias.models.predictors import ModelOutput
+
+    class Constant:
+        kind, model, reads_text, reads_image = "constant", "the model", True, False
+
+        def predict(self, item):
+            return ModelOutput("biased", {"not_biased": 0.1, "biased": 0.9}, 0.9, "a constant", reads_image=False, reasoning="Always.")
+
+    loaded = {}
+
+    def load(spec, **options):
+        loaded.update(spec=spec, options=options)
+        return Constant()
+
+    with pytest.raises(ValueError, match="kind 'constant'"):
+        PickerModel(name="c", title="Constant", kind="constant", path="/models/constant")
+    monkeypatch.setitem(catalogue.PREDICTORS, "constant", load)
+    spec = PickerModel(name="c", title="Constant", kind="constant", path="/models/constant", revision="r1")
+    view = Predictors([spec]).get("c")
+    assert (loaded["spec"].model, loaded["spec"].revision, loaded["options"]) == ("/models/constant", "r1", {})
+    out = view.predict(_item())
+    assert view.model == "the model"
+    assert (out.label, out.probabilities, out.confidence, out.confidence_kind) == ("biased", {"not_biased": 0.1, "biased": 0.9}, 0.9, "a constant")
+    assert (out.reads_image, out.reasoning, out.rationale_by) == (False, "Always.", "written by Constant (its own answer, shown as it is)")

@@ -24,18 +24,21 @@ environment, never stored), ``concurrency``, ``timeout_s``, ``max_retries``, ``b
 
 A checkpoint is recognised from its files: ``adapter_config.json`` → a PEFT adapter on a VLM
 (its base found from the adapter); ``config.json`` with ``model_type: vilbias-fusion`` → the
-fusion classifier; ``architectures`` ``*ForSequenceClassification`` → a text classifier;
-``*ForCausalLM`` → a text LM; anything else → a VLM (``AutoModelForImageTextToText``).
+fusion classifier, ``vilbias-sentence-bias`` → the sentence-level bias model; ``architectures``
+``*ForSequenceClassification`` → a text classifier; ``*ForCausalLM`` → a text LM; anything else →
+a VLM (``AutoModelForImageTextToText``).
 
-Callers that need the checkpoint itself rather than a label (the Space shows probabilities and
-evidence) load it here too: :func:`load_fusion`, :func:`load_sentence_model`, :func:`load_vlm_model`.
+Callers that show more than a label (the Space: probabilities, what the confidence means, sentence
+evidence, a VLM's vote share) load a checkpoint as a predictor, ``predict(item) -> ModelOutput``
+(:mod:`vilbias.models.predictors`), with :func:`load_predictor`; evaluation's classifiers are built
+on the same predictors.
 
-Adding a kind is one loader function and one line in :data:`LOADERS`.
+Adding a kind is one loader function and one line in :data:`LOADERS` (a predictor kind: its class in
+:mod:`vilbias.models.predictors` and one line in :data:`PREDICTORS`).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -44,10 +47,17 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from vilbias.images import grey_image
 from vilbias.models.chat import ChatBackend
 from vilbias.models.chat_local import TransformersBackend, smollm2_backend
 from vilbias.models.chat_openai import OpenAIBackend
+from vilbias.models.predictors import (
+    FusionPredictor,
+    NeedsGPUError,
+    Predictor,
+    SentencePredictor,
+    VLMPredictor,
+    sample_answers,
+)
 from vilbias.task import LABEL_NAMES, Item, classifier_text
 
 # torch and transformers (with vilbias.models.fusion and vlm, built on them) are imported inside
@@ -56,6 +66,9 @@ from vilbias.task import LABEL_NAMES, Item, classifier_text
 logger = logging.getLogger(__name__)
 
 SMOLLM2 = "smollm2"
+SENTENCE_MODEL_TYPE = "vilbias-sentence-bias"
+"""``model_type`` in a sentence model's ``config.json`` (:data:`vilbias.models.sentence_bias.MODEL_TYPE`)."""
+FUSION_MODEL_TYPE = "vilbias-fusion"
 
 
 def looks_local(name: str) -> bool:
@@ -262,11 +275,11 @@ def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
     if config is None:
         raise FileNotFoundError(f"{name} has no config.json or adapter_config.json: not a model checkpoint")
     architectures = config.get("architectures") or []
-    fusion = config.get("model_type") == "vilbias-fusion"
-    if fusion or any(a.endswith("ForSequenceClassification") for a in architectures):
+    ours = {SENTENCE_MODEL_TYPE: _sentence_predictor, FUSION_MODEL_TYPE: _fusion_predictor}.get(config.get("model_type"))
+    if ours or any(a.endswith("ForSequenceClassification") for a in architectures):
         if options.generative_only:
             raise ValueError(f"{name} is a classifier; the judge must be a generative model")
-        return _fusion_classifier(spec) if fusion else _text_classifier(spec, options.batch_size)
+        return _classifier(ours(spec), spec.model) if ours else _text_classifier(spec, options.batch_size)
     if any(a.endswith("ForCausalLM") for a in architectures):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -324,23 +337,10 @@ def _label_order(id2label: dict) -> list[int]:
     return list(range(len(LABEL_NAMES)))
 
 
-def _fusion_classifier(spec: ModelSpec) -> ClassifierModel:
-    from PIL import Image
-
-    model = load_fusion(spec.model, revision=spec.revision)
-
-    def predict(items: list[Item]) -> list[int]:
-        out = []
-        for item in items:
-            image = None
-            if model.config.uses_image:
-                # The fusion head cannot run without an image: a removed image becomes uniform grey.
-                image = Image.open(io.BytesIO(item.image if item.image is not None else grey_image())).convert("RGB")
-            text = classifier_text(item.headline, item.article_text) if model.config.uses_text else None
-            out.append(LABEL_NAMES.index(model.predict(image=image, text=text)["label"]))
-        return out
-
-    return ClassifierModel(predict, name=spec.model, uses_text=model.config.uses_text, uses_image=model.config.uses_image)
+def _classifier(predictor: Predictor, name: str) -> ClassifierModel:
+    """A predictor as evaluation's classifier: its labels, one item at a time."""
+    return ClassifierModel(lambda items: [predictor.predict(item).label_id for item in items], name=name,
+                           uses_text=predictor.reads_text, uses_image=predictor.reads_image)
 
 
 def _text_classifier(spec: ModelSpec, batch_size: int) -> ClassifierModel:
@@ -375,6 +375,70 @@ LOADERS: dict[str, Callable[[ModelSpec, LoadOptions], Model]] = {
 """kind -> loader. A new kind is a loader here and its line in this dict."""
 
 
+# -- predictors: a loaded model behind ``predict(item) -> ModelOutput`` (vilbias.models.predictors) --
+
+
+def _sentence_predictor(spec: ModelSpec, *, split_sentences: Callable[[str], list[str]] | None = None,
+                        max_sentences: int | None = None) -> SentencePredictor:
+    model, folder = load_sentence_model(spec.model, revision=spec.revision)
+    return SentencePredictor(model, folder, split_sentences=split_sentences, max_sentences=max_sentences)
+
+
+def _fusion_predictor(spec: ModelSpec, *, temperature: float = 1.0, calibration: str = "") -> FusionPredictor:
+    return FusionPredictor(load_fusion(spec.model, revision=spec.revision), temperature=temperature, calibration=calibration)
+
+
+def _vlm_predictor(spec: ModelSpec, *, samples: int = 5, max_new_tokens: int = 160, load_in_4bit: bool = False,
+                   generate: Callable[..., list] = sample_answers) -> VLMPredictor:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if load_in_4bit and not cuda:
+        raise NeedsGPUError(f"{spec.model} is a 4-bit model and needs a CUDA GPU")
+    model, processor = load_vlm_model(spec.model, revision=spec.revision, load_in_4bit=load_in_4bit,
+                                      device_map="auto" if cuda else None)
+    return VLMPredictor(model, processor, samples=samples, max_new_tokens=max_new_tokens, generate=generate)
+
+
+PREDICTORS: dict[str, Callable[..., Predictor]] = {
+    "sentence": _sentence_predictor,
+    "fusion": _fusion_predictor,
+    "vlm": _vlm_predictor,
+}
+"""predictor kind -> loader ``(spec, **options) -> Predictor``. A new kind is a class in
+:mod:`vilbias.models.predictors`, its loader here and its line in this dict."""
+
+
+def predictor_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
+    """The key of :data:`PREDICTORS` a checkpoint's files name (as :func:`load_model` reads them)."""
+    spec = ModelSpec.parse(spec)
+    if _config_file(spec.model, "adapter_config.json", spec.revision) is not None:
+        return "vlm"
+    config = _config_file(spec.model, "config.json", spec.revision)
+    if config is None:
+        raise FileNotFoundError(f"{spec.model} has no config.json or adapter_config.json: not a model checkpoint")
+    return {SENTENCE_MODEL_TYPE: "sentence", FUSION_MODEL_TYPE: "fusion"}.get(config.get("model_type"), "vlm")
+
+
+def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None = None, **options: Any) -> Predictor:
+    """The checkpoint ``spec`` names, behind :class:`vilbias.models.predictors.Predictor`.
+
+    Args:
+        spec: A checkpoint (path or Hub id, or its YAML form with ``revision``).
+        kind: A key of :data:`PREDICTORS`; None reads it from the checkpoint's files.
+        **options: The kind's options: ``sentence``: ``split_sentences``, ``max_sentences``;
+            ``fusion``: ``temperature``, ``calibration``; ``vlm``: ``samples``, ``max_new_tokens``,
+            ``load_in_4bit``, ``generate``.
+    """
+    parsed = ModelSpec.parse(spec)
+    if parsed.kind != "checkpoint":
+        raise ValueError(f"{parsed}: a {parsed.kind} model is a chat backend (load_model), not a predictor checkpoint")
+    kind = kind or predictor_kind(parsed)
+    if kind not in PREDICTORS:
+        raise ValueError(f"unknown predictor kind {kind!r}: use {', '.join(PREDICTORS)}")
+    return PREDICTORS[kind](parsed, **options)
+
+
 def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -> ModelSpec:
     """Parse ``spec`` and fail in one sentence, before anything is loaded, when it names a local
     checkpoint folder that does not exist.
@@ -405,6 +469,7 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
 
 
 __all__ = [
-    "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "check_spec",
-    "load_chat_backend", "load_fusion", "load_model", "load_sentence_model", "load_vlm_model", "looks_local",
+    "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec",
+    "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
+    "looks_local", "predictor_kind",
 ]
