@@ -39,11 +39,11 @@ from vilbias.spaces.explain import (
 )
 from vilbias.spaces.inputs import InputError, Item
 
-from vilbias.ingest.text import split_sentences
 from vilbias.models.catalogue import PREDICTORS, ModelSpec, load_predictor
 from vilbias.models.predictors import ModelOutput, NeedsGPUError, NoLabelError, sample_answers
 from vilbias.models.predictors import item_sentences as sentences_read
 from vilbias.task import BIASED_NAME
+from vilbias.text import split_sentences
 
 logger = logging.getLogger(__name__)
 

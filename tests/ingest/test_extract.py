@@ -13,7 +13,8 @@ from vilbias.ingest.feeds import (
     is_google_news_link,
     parse_feed,
 )
-from vilbias.ingest.text import content_hash, count_sentences, decode_html, split_sentences
+from vilbias.ingest.text import content_hash, decode_html
+from vilbias.text import count_sentences, split_sentences
 from vilbias.ingest.urls import canonicalize_url, strip_amp
 
 

@@ -19,7 +19,7 @@ import pytest
 from tests.ingest.real_pages import image_for, ingest_pages
 from tests.real_data import shared_data
 from vilbias.ingest import canonicalize_url
-from vilbias.ingest.text import count_sentences
+from vilbias.text import count_sentences
 from vilbias.workdir import read_articles, read_jsonl
 
 pytestmark = pytest.mark.real_data

@@ -26,7 +26,6 @@ from vilbias.models.predictors import (
     NoLabelError,
     VLMPredictor,
     item_sentences,
-    rough_sentences,
 )
 from vilbias.task import BIASED_NAME, LABEL_NAMES, Answer, Item
 
@@ -84,15 +83,16 @@ def test_the_sentence_predictor_on_the_shipped_model(sentence_predictor):
     assert "held-out BABE sentences" in out.confidence_kind and p.model.config.article_rule.describe() in out.confidence_kind
 
 
-def test_the_sentence_predictor_takes_a_splitter_and_a_sentence_budget():
-    from vilbias.ingest.text import split_sentences
-
+def test_the_sentence_predictor_splits_as_ingest_does_and_takes_a_budget():
+    """The default splitter is pysbd's (vilbias.text, the one ingest counts with): "Dr.", "U.S."
+    and "Jan. 5" end no sentence. Another splitter can be passed."""
     text = "Dr. Smith met the U.S. envoy on Jan. 5. It went badly."
-    assert rough_sentences(text) == ["Dr.", "Smith met the U.S. envoy on Jan.", "5.", "It went badly."]  # rough, as it says
-    p = load_predictor(DEFAULT_MODEL, "sentence", split_sentences=split_sentences, max_sentences=2)
+    p = load_predictor(DEFAULT_MODEL, "sentence", max_sentences=2)
     out = p.predict(_item(text=text))
     assert [s.text for s in out.sentences] == ["Radical scheme rammed through", "Dr. Smith met the U.S. envoy on Jan. 5."]
     assert out.unread_sentences == 1
+    whole = load_predictor(DEFAULT_MODEL, "sentence", split_sentences=lambda t: [t]).predict(_item(text=text))
+    assert [s.text for s in whole.sentences][1:] == [text]
 
 
 def test_sentence_probabilities_are_raw_and_temperature_scaled(sentence_predictor):

@@ -37,8 +37,9 @@ from vilbias.ingest.feeds import (
 )
 from vilbias.ingest.item import PAGE_ACCEPT, NoUsableImage, first_usable_image
 from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
-from vilbias.ingest.text import content_hash, count_sentences, decode_html
+from vilbias.ingest.text import content_hash, decode_html
 from vilbias.ingest.urls import canonicalize_url, host_of, is_http_url
+from vilbias.text import count_sentences
 from vilbias.workdir import (
     ARTICLES,
     INGEST_ERRORS,

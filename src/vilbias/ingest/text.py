@@ -1,8 +1,8 @@
-"""Text helpers of the ingest stage: decoding a page's bytes, counting sentences, hashing content."""
+"""Text helpers of the ingest stage: decoding a page's bytes, hashing content (sentence splitting
+is :mod:`vilbias.text`, which the models layer uses too)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 
@@ -45,39 +45,6 @@ def decode_html(data: bytes, charset: str | None = None) -> str:
         except (LookupError, UnicodeDecodeError):
             continue
     return data.decode("cp1252", errors="replace")
-
-
-@functools.cache
-def _segmenter(language: str):
-    import pysbd
-    from pysbd.languages import LANGUAGE_CODES
-
-    return pysbd.Segmenter(language=language if language in LANGUAGE_CODES else "en", clean=False)
-
-
-def split_sentences(text: str, language: str = "en") -> list[str]:
-    """Split ``text`` into sentences with pysbd's rules for ``language`` (ISO 639-1; English
-    when pysbd has no rules for it): "Dr.", "U.S.", "Jan. 5", decimal numbers and initials do
-    not end a sentence, nor German ordinals ("am 8. März"). Paragraph breaks always end one."""
-    seg = _segmenter(language)
-    out: list[str] = []
-    for para in text.splitlines():
-        if para.strip():
-            out.extend(s.strip() for s in seg.segment(para) if s.strip())
-    return out
-
-
-def count_sentences(text: str, stop_at: int | None = None, language: str = "en") -> int:
-    """Number of sentences in ``text`` (as :func:`split_sentences` splits them); stops counting
-    once ``stop_at`` is reached (the filter only needs to know whether there are enough)."""
-    seg = _segmenter(language)
-    n = 0
-    for para in text.splitlines():
-        if para.strip():
-            n += sum(1 for s in seg.segment(para) if s.strip())
-            if stop_at is not None and n >= stop_at:
-                return n
-    return n
 
 
 def squash(text: str) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from vilbias.task import (
     biased_probability,
     classifier_text,
 )
+from vilbias.text import split_sentences as split_article
 
 
 class ItemLike(Protocol):
@@ -133,17 +133,7 @@ def rgb_image(image: Any) -> Any:
 
 # -- sentence model -------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“'‘(\[]?[A-Z0-9])")
-
-
-def rough_sentences(text: str) -> list[str]:
-    """A rough split (line breaks, then ``.``/``!``/``?`` before a capital). Callers that need
-    abbreviations, initials and dates handled (the Space) pass a real splitter
-    (:func:`vilbias.ingest.text.split_sentences`) as ``split_sentences``."""
-    return [s.strip() for line in text.splitlines() for s in _SENTENCE_END.split(line) if s.strip()]
-
-
-def item_sentences(item: ItemLike, split_sentences: Callable[[str], list[str]] = rough_sentences) -> list[str]:
+def item_sentences(item: ItemLike, split_sentences: Callable[[str], list[str]] = split_article) -> list[str]:
     """Every sentence of ``item`` in reading order, as a sentence model reads them: the headline, then the article's."""
     return ([item.headline] if item.headline else []) + (split_sentences(item.article_text) if item.article_text else [])
 
@@ -154,7 +144,7 @@ class SentencePredictor:
     Args:
         model: A :class:`vilbias.models.sentence_bias.SentenceBiasModel`.
         folder: The folder it was read from (its ``metrics.json`` says how the temperature was fitted).
-        split_sentences: Article text -> its sentences (default :func:`rough_sentences`).
+        split_sentences: Article text -> its sentences (default :func:`vilbias.text.split_sentences`, pysbd's English rules).
         max_sentences: Sentences read per item, headline included (None: all).
     """
 
@@ -166,7 +156,7 @@ class SentencePredictor:
         self.model = model
         metrics = Path(folder) / "metrics.json" if folder is not None else None
         self.metrics = json.loads(metrics.read_text(encoding="utf-8")) if metrics is not None and metrics.is_file() else {}
-        self.split_sentences = split_sentences or rough_sentences
+        self.split_sentences = split_sentences or split_article
         self.max_sentences = max_sentences
 
     @property
@@ -294,5 +284,5 @@ class VLMPredictor:
 
 __all__ = [
     "FusionPredictor", "ItemLike", "ModelOutput", "NeedsGPUError", "NoLabelError", "Predictor", "SentencePredictor",
-    "VLMPredictor", "item_sentences", "rgb_image", "rough_sentences", "sample_answers",
+    "VLMPredictor", "item_sentences", "rgb_image", "sample_answers",
 ]
