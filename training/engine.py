@@ -1,17 +1,21 @@
-"""The training engine: one Hugging Face ``Trainer`` set-up for every classifier the project trains
-(text, fusion), with the paper's settings, early stopping on the validation split, optional focal
-loss and class weights, and the metrics the evaluation reports. :func:`fit` trains one model on
-one split; :func:`probabilities` scores a split with it."""
+"""The training engine: one Hugging Face ``Trainer`` set-up for every model the project trains.
+The classifiers (text, fusion) train through :func:`fit` with the paper's settings, early stopping
+on the validation split, optional focal loss and class weights, and the metrics the evaluation
+reports; :func:`probabilities` scores a split with one. The sentence model
+(:mod:`vilbias.training.sentence_fit`) subclasses the same ``Trainer`` over cached features, with
+:func:`cached_training_arguments`, :func:`warmup_schedule` and :class:`BestEpoch` from here."""
 
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from transformers import TrainerCallback
 from vilbias.training import distant
 from vilbias.training.classifier_config import ClassifierConfig
 from vilbias.training.classifier_data import (
@@ -85,13 +89,20 @@ def _compute_metrics(eval_pred) -> dict:
     return scores
 
 
-def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True):
+def _arguments(output_dir: Path | str, seed: int, **fields):
+    """``TrainingArguments`` with what every run here shares: no reporting integrations, the
+    collator sees every column, data loads in-process, progress bars follow the log level."""
     from transformers import TrainingArguments
 
-    return TrainingArguments(
+    return TrainingArguments(output_dir=str(output_dir), seed=seed, report_to="none", remove_unused_columns=False,
+                             dataloader_num_workers=0, disable_tqdm=not logger.isEnabledFor(logging.INFO), **fields)
+
+
+def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True):
+    return _arguments(
+        run_dir / "checkpoints", seed,
         # Length-grouped batches need token ids to measure (not cached features).
         train_sampling_strategy="group_by_length" if cfg.group_by_length and tokens else "random",
-        output_dir=str(run_dir / "checkpoints"),
         per_device_train_batch_size=cfg.batch_size,
         per_device_eval_batch_size=max(cfg.batch_size, 64),
         num_train_epochs=cfg.epochs,
@@ -108,12 +119,78 @@ def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, token
         greater_is_better=cfg.early_stopping_metric != "loss",
         save_total_limit=1,
         save_only_model=True,
-        seed=seed,
-        report_to="none",
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        disable_tqdm=not logger.isEnabledFor(logging.INFO),
     )
+
+
+def cached_training_arguments(settings, run_dir: Path | str, *, epochs: int, evaluate: bool):
+    """Arguments for a model trained on cached features with its own optimizer and schedule
+    (the sentence model: ``settings`` is its recipe's values): the validation loss each epoch,
+    no checkpoints (:class:`BestEpoch` keeps the best weights in memory), no gradient clipping,
+    on the CPU where its cached features are."""
+    return _arguments(
+        run_dir, settings.seed,
+        per_device_train_batch_size=settings.batch_size,
+        per_device_eval_batch_size=128,
+        num_train_epochs=epochs,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler,
+        warmup_steps=settings.warmup_ratio,
+        weight_decay=settings.weight_decay,
+        eval_strategy="epoch" if evaluate else "no",
+        save_strategy="no",
+        logging_strategy="no",
+        prediction_loss_only=True,
+        max_grad_norm=0.0,
+        use_cpu=True,
+    )
+
+
+def warmup_schedule(optimizer, kind: str, warmup_ratio: float, total: int):
+    """Linear warm-up over ``int(warmup_ratio * total)`` steps from ``1/warm`` of the peak (the
+    first step already learns), then ``constant``, ``cosine`` or ``linear`` decay to 0: the
+    schedule the shipped sentence model was trained with (transformers' own warm-up starts at 0)."""
+    import torch
+
+    warm = int(warmup_ratio * total)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        if kind == "constant":
+            return 1.0
+        progress = (step - warm) / max(1, total - warm)
+        return 0.5 * (1 + math.cos(math.pi * progress)) if kind == "cosine" else max(0.0, 1 - progress)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class BestEpoch(TrainerCallback):
+    """Early stopping on the validation loss, with the best epoch's weights kept in memory and
+    restored when training ends: for models whose trained part is small (an adapter and heads),
+    where writing a checkpoint each epoch would cost more than the epoch.
+
+    Args:
+        patience: Epochs without improvement before stopping (0: never stop early).
+        state_of: Returns the trained weights (a state dict detached from the model).
+        load_state: Puts such a state dict back.
+    """
+
+    def __init__(self, patience: int, state_of, load_state):
+        self.patience, self.state_of, self.load_state = patience, state_of, load_state
+        self.best, self.state, self.waited = math.inf, None, 0
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        loss = metrics["eval_loss"]
+        if loss < self.best:
+            self.best, self.state, self.waited = loss, self.state_of(), 0
+        else:
+            self.waited += 1
+            if self.patience and self.waited >= self.patience:
+                control.should_training_stop = True
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.state is not None:
+            self.load_state(self.state)
 
 
 def make_trainer(cfg: ClassifierConfig, model, tokenizer, data: dict, run_dir: Path, seed: int):

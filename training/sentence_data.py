@@ -126,14 +126,16 @@ def collate(examples: list[Example]) -> dict:
             "labels": torch.tensor([e.label for e in examples]), "opinion_labels": torch.tensor([e.opinion for e in examples])}
 
 
-def length_grouped_batches(examples: list[Example], batch_size: int, rng: random.Random) -> list[list[Example]]:
-    """Shuffled batches of similar-length sentences (sorted within chunks of 50 batches)."""
-    order = examples[:]
+def length_grouped_batches(items: list, batch_size: int, rng: random.Random, key=None) -> list[list]:
+    """Shuffled batches of similar-length items (sorted within chunks of 50 batches); ``key``
+    gives an item's length (default: an :class:`Example`'s token count)."""
+    key = key or (lambda e: e.layer_input.shape[0])
+    order = items[:]
     rng.shuffle(order)
     chunk = 50 * batch_size
     batches = []
     for start in range(0, len(order), chunk):
-        part = sorted(order[start:start + chunk], key=lambda e: e.layer_input.shape[0])
+        part = sorted(order[start:start + chunk], key=key)
         batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
     rng.shuffle(batches)
     return batches

@@ -1,16 +1,29 @@
-"""The sentence model's own training loop: AdamW over the adapter and heads with warm-up, early
-stopping on validation loss (best epoch kept), the SetFit-style contrastive stage, prediction
-through the trained layers, and the temperature fit. (The classifiers train through
-:mod:`vilbias.training.engine`; moving this loop onto it is still to do.)"""
+"""The sentence model's training, through the project's training engine
+(:mod:`vilbias.training.engine`): a Hugging Face ``Trainer`` with the recipe's settings, early
+stopping on validation loss with the best epoch kept (:class:`~vilbias.training.engine.BestEpoch`),
+and what the sentence model needs on top, in one small subclass (:class:`SentenceTrainer`):
+
+- batches of cached frozen-layer outputs (:class:`~vilbias.training.sentence_data.Example`),
+  length-grouped by :func:`~vilbias.training.sentence_data.length_grouped_batches`;
+- AdamW over every trained weight with the recipe's warm-up and schedule
+  (:func:`~vilbias.training.engine.warmup_schedule`);
+- the per-epoch log (sample-weighted training loss, validation loss, seconds);
+- the SetFit-style contrastive stage as a second loss.
+
+Prediction through the trained layers and the temperature fit are here too."""
 
 from __future__ import annotations
 
 import logging
 import math
 import random
+import tempfile
 import time
 from typing import TYPE_CHECKING
 
+from transformers import Trainer, TrainerCallback
+
+from vilbias.training.engine import BestEpoch, cached_training_arguments, warmup_schedule
 from vilbias.training.sentence_data import (
     Example,
     collate,
@@ -29,103 +42,133 @@ if TYPE_CHECKING:  # only types arguments; train_default imports this module
 logger = logging.getLogger(__name__)
 
 
-def _lr_lambda(settings: Settings, total: int):
-    warm = int(settings.warmup_ratio * total)
+class LengthGroupedBatches:
+    """A batch sampler: each epoch, :func:`length_grouped_batches` over the examples' indices,
+    drawn from one ``random.Random(seed)`` that runs on across epochs. ``min_size`` leaves out
+    batches too small for the loss (the contrastive stage needs pairs)."""
 
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / warm
-        if settings.lr_scheduler == "constant":
-            return 1.0
-        progress = (step - warm) / max(1, total - warm)
-        return 0.5 * (1 + math.cos(math.pi * progress)) if settings.lr_scheduler == "cosine" else max(0.0, 1 - progress)
+    def __init__(self, examples: list[Example], batch_size: int, seed: int, min_size: int = 1):
+        self.lengths = [e.layer_input.shape[0] for e in examples]
+        self.batch_size, self.rng, self.min_size = batch_size, random.Random(seed), min_size
 
-    return factor
+    def __iter__(self):
+        batches = length_grouped_batches(list(range(len(self.lengths))), self.batch_size, self.rng, key=self.lengths.__getitem__)
+        return (b for b in batches if len(b) >= self.min_size)
+
+    def __len__(self) -> int:
+        # Every chunk of 50 batches but the last is full, so the count is the plain ceiling.
+        return math.ceil(len(self.lengths) / self.batch_size)
 
 
-def validation_loss(model, examples: list[Example], batch_size: int = 128) -> float:
+def pair_loss(model, batch: dict):
+    """SetFit's CosineSimilarityLoss over every pair in the batch: the mean-pooled embeddings'
+    cosine regressed to 1 (same label) or 0 (different labels). Returns (loss, pairs)."""
     import torch
 
+    hidden = model.run_trained_layers(batch["layer_input"], batch["attention_mask"])
+    emb = torch.nn.functional.normalize(mean_pool(hidden, batch["attention_mask"]), dim=-1)
+    i, j = torch.triu_indices(len(emb), len(emb), 1)
+    target = (batch["labels"][i] == batch["labels"][j]).float()
+    return torch.nn.functional.mse_loss((emb[i] * emb[j]).sum(-1), target), len(i)
+
+
+class EpochLog(TrainerCallback):
+    """The per-epoch log the model's metrics keep: the training loss weighted by examples (or,
+    in the contrastive stage, pairs), the validation loss, and the epoch's seconds."""
+
+    def __init__(self, phase: str | None = None):
+        self.phase, self.rows, self.loss, self.weight, self.started = phase, [], 0.0, 0, 0.0
+
+    def add(self, loss: float, weight: int) -> None:
+        self.loss, self.weight = self.loss + loss * weight, self.weight + weight
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        self.loss, self.weight, self.started = 0.0, 0, time.perf_counter()
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        if self.phase:  # no validation in this phase: the epoch ends here
+            self._row({"phase": self.phase})
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        self._row({"validation_loss": metrics["eval_loss"]})
+
+    def _row(self, extra: dict) -> None:
+        row = {"epoch": len(self.rows) + 1, "train_loss": self.loss / max(self.weight, 1), **extra,
+               "seconds": time.perf_counter() - self.started}
+        self.rows.append({k: row[k] for k in ("epoch", "phase", "train_loss", "validation_loss", "seconds") if k in row})
+        logger.info("%sepoch %d: %s loss %.4f%s (%.0f s)", f"{self.phase} " if self.phase else "", row["epoch"],
+                    "pair" if self.phase == "contrastive" else "train", row["train_loss"],
+                    f", validation loss {row['validation_loss']:.4f}" if "validation_loss" in row else "", row["seconds"])
+
+
+class SentenceTrainer(Trainer):
+    """``Trainer`` over cached examples: length-grouped batches, the model's own loss (or the
+    contrastive pair loss), and the per-epoch log."""
+
+    def __init__(self, *args, batches: LengthGroupedBatches, log: EpochLog, contrastive: bool = False, **kwargs):
+        super().__init__(*args, data_collator=collate, callbacks=[log, *kwargs.pop("callbacks", [])], **kwargs)
+        self.batches, self.epoch_log, self.contrastive = batches, log, contrastive
+
+    # Each loader draws its workers' base seed from its own generator, not torch's global one,
+    # which dropout draws from: the weights then depend on the seed alone.
+    def get_train_dataloader(self):
+        import torch
+        from torch.utils.data import DataLoader
+
+        return self.accelerator.prepare(DataLoader(self.train_dataset, batch_sampler=self.batches, collate_fn=collate,
+                                                   generator=torch.Generator()))
+
+    def get_eval_dataloader(self, eval_dataset=None):
+        import torch
+        from torch.utils.data import DataLoader
+
+        return self.accelerator.prepare(DataLoader(eval_dataset or self.eval_dataset, batch_size=self.args.eval_batch_size,
+                                                   collate_fn=collate, generator=torch.Generator()))
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self.contrastive:
+            (loss, weight), outputs = pair_loss(model, inputs), None
+        else:
+            outputs = model(**inputs)
+            loss, weight = outputs["loss"], len(inputs["labels"])
+        if model.training:
+            self.epoch_log.add(loss.item(), weight)
+        return (loss, outputs) if return_outputs else loss
+
+
+def _train(model, train: list[Example], validation: list[Example] | None, settings: Settings, *, epochs: int,
+           params: list, contrastive: bool = False) -> list[dict]:
+    import torch
+
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    total = epochs * math.ceil(len(train) / settings.batch_size)
+    scheduler = warmup_schedule(optimizer, settings.lr_scheduler, settings.warmup_ratio, total)
+    log = EpochLog("contrastive" if contrastive else None)
+    callbacks = [] if validation is None else [BestEpoch(settings.patience, model.trained_state_dict, model.load_trained_state_dict)]
+    with tempfile.TemporaryDirectory(prefix="vilbias-sentence-") as run_dir:
+        trainer = SentenceTrainer(
+            model=model, args=cached_training_arguments(settings, run_dir, epochs=epochs, evaluate=validation is not None),
+            train_dataset=train, eval_dataset=validation, optimizers=(optimizer, scheduler),
+            batches=LengthGroupedBatches(train, settings.batch_size, settings.seed, min_size=2 if contrastive else 1),
+            log=log, contrastive=contrastive, callbacks=callbacks)
+        trainer.train()
     model.eval()
-    total = 0.0
-    with torch.no_grad():
-        for start in range(0, len(examples), batch_size):
-            chunk = examples[start:start + batch_size]
-            total += float(model(**collate(chunk))["loss"]) * len(chunk)
-    return total / len(examples)
+    return log.rows
 
 
 def fit(model, train: list[Example], validation: list[Example], settings: Settings) -> list[dict]:
     """Train the adapter and heads; stop when the validation loss has not improved for
     ``patience`` epochs and keep the best epoch's weights. Returns the per-epoch log."""
-    import torch
-
-    torch.manual_seed(settings.seed)
-    rng = random.Random(settings.seed)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    total = settings.epochs * math.ceil(len(train) / settings.batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(settings, total))
-    best, best_state, waited, log = math.inf, None, 0, []
-    for epoch in range(1, settings.epochs + 1):
-        model.train()
-        started, train_loss = time.perf_counter(), 0.0
-        for batch in length_grouped_batches(train, settings.batch_size, rng):
-            loss = model(**collate(batch))["loss"]
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            train_loss += loss.item() * len(batch)
-        val = validation_loss(model, validation)
-        log.append({"epoch": epoch, "train_loss": train_loss / len(train), "validation_loss": val, "seconds": time.perf_counter() - started})
-        logger.info("epoch %d: train loss %.4f, validation loss %.4f (%.0f s)", epoch, log[-1]["train_loss"], val, log[-1]["seconds"])
-        if val < best:
-            best, best_state, waited = val, model.trained_state_dict(), 0
-        else:
-            waited += 1
-            if settings.patience and waited >= settings.patience:
-                break
-    model.load_trained_state_dict(best_state)
-    model.eval()
-    return log
+    return _train(model, train, validation, settings, epochs=settings.epochs, params=[p for p in model.parameters() if p.requires_grad])
 
 
 def contrastive_fit(model, train: list[Example], settings: Settings, epochs: int) -> list[dict]:
     """SetFit's first stage (Tunstall et al., 2022, *Efficient Few-Shot Learning Without
-    Prompts*) on the adapter: the mean-pooled sentence embeddings of every pair in a batch are
-    regressed to cosine 1 (same label) or 0 (different labels), SetFit's CosineSimilarityLoss.
-    All pairs within a batch stand in for SetFit's sampled pairs (the same objective, no second
-    pass over the data). Only the LoRA weights move; the heads train afterwards in :func:`fit`."""
-    import torch
-
-
-    rng = random.Random(settings.seed)
+    Prompts*) on the adapter: :func:`pair_loss` over every pair in a batch stands in for SetFit's
+    sampled pairs (the same objective, no second pass over the data). Only the LoRA weights move;
+    the heads train afterwards in :func:`fit`."""
     params = [p for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    total = epochs * math.ceil(len(train) / settings.batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(settings, total))
-    log = []
-    for epoch in range(1, epochs + 1):
-        model.train()
-        started, total_loss, pairs = time.perf_counter(), 0.0, 0
-        for batch in length_grouped_batches(train, settings.batch_size, rng):
-            if len(batch) < 2:
-                continue
-            b = collate(batch)
-            hidden = model.run_trained_layers(b["layer_input"], b["attention_mask"])
-            emb = torch.nn.functional.normalize(mean_pool(hidden, b["attention_mask"]), dim=-1)
-            i, j = torch.triu_indices(len(batch), len(batch), 1)
-            target = (b["labels"][i] == b["labels"][j]).float()
-            loss = torch.nn.functional.mse_loss((emb[i] * emb[j]).sum(-1), target)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            total_loss, pairs = total_loss + loss.item() * len(i), pairs + len(i)
-        log.append({"epoch": epoch, "phase": "contrastive", "train_loss": total_loss / max(pairs, 1), "seconds": time.perf_counter() - started})
-        logger.info("contrastive epoch %d: pair loss %.4f (%.0f s)", epoch, log[-1]["train_loss"], log[-1]["seconds"])
-    return log
+    return _train(model, train, None, settings, epochs=epochs, params=params, contrastive=True)
 
 
 def predict(models, examples: list[Example], batch_size: int = 128):

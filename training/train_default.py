@@ -235,7 +235,7 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, lis
     # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
     training_data = TrainingData.from_ids(
         str(cfg.sentences.resolve()), splits["train"], config=config_name, split="train",
-        built_with="vilbias build --sentences", splits="train_default.article_splits (whole articles by news_link)",
+        built_with="vilbias build --sentences", splits="sentence_data.article_splits (whole articles by news_link)",
         csv_sha256=_sha256(cfg.sentences), validation_rows=len(parts["validation"]),
         validation_ids_sha256=ids_digest(splits["validation"]), test_rows=len(parts["test"]),
         test_ids_sha256=ids_digest(splits["test"]), **extra)
