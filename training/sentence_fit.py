@@ -22,7 +22,6 @@ import time
 from typing import TYPE_CHECKING
 
 from transformers import Trainer, TrainerCallback
-
 from vilbias.training.engine import BestEpoch, cached_training_arguments, warmup_schedule
 from vilbias.training.sentence_data import (
     Example,
@@ -105,8 +104,8 @@ class SentenceTrainer(Trainer):
     """``Trainer`` over cached examples: length-grouped batches, the model's own loss (or the
     contrastive pair loss), and the per-epoch log."""
 
-    def __init__(self, *args, batches: LengthGroupedBatches, log: EpochLog, contrastive: bool = False, **kwargs):
-        super().__init__(*args, data_collator=collate, callbacks=[log, *kwargs.pop("callbacks", [])], **kwargs)
+    def __init__(self, *args, batches: LengthGroupedBatches, log: EpochLog, contrastive: bool = False, callbacks=(), **kwargs):
+        super().__init__(*args, data_collator=collate, callbacks=[log, *callbacks], **kwargs)
         self.batches, self.epoch_log, self.contrastive = batches, log, contrastive
 
     # Each loader draws its workers' base seed from its own generator, not torch's global one,

@@ -69,6 +69,8 @@ SMOLLM2 = "smollm2"
 SENTENCE_MODEL_TYPE = "vilbias-sentence-bias"
 """``model_type`` in a sentence model's ``config.json`` (:data:`vilbias.models.sentence_bias.MODEL_TYPE`)."""
 FUSION_MODEL_TYPE = "vilbias-fusion"
+OUR_MODEL_TYPES = {SENTENCE_MODEL_TYPE: "sentence", FUSION_MODEL_TYPE: "fusion"}
+"""``model_type`` of this project's own checkpoints -> their key in :data:`PREDICTORS`."""
 
 
 def looks_local(name: str) -> bool:
@@ -267,19 +269,27 @@ def _config_file(name_or_path: str, filename: str, revision: str | None) -> dict
     return json.loads(Path(local).read_text(encoding="utf-8"))
 
 
+def _checkpoint_config(spec: ModelSpec) -> dict | None:
+    """A checkpoint's ``config.json``, or None for a PEFT adapter (``adapter_config.json``: a VLM's)."""
+    if _config_file(spec.model, "adapter_config.json", spec.revision) is not None:
+        return None
+    config = _config_file(spec.model, "config.json", spec.revision)
+    if config is None:
+        raise FileNotFoundError(f"{spec.model} has no config.json or adapter_config.json: not a model checkpoint")
+    return config
+
+
 def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
     name, revision = spec.model, spec.revision
-    if _config_file(name, "adapter_config.json", revision) is not None:
-        return _vlm(spec, options)
-    config = _config_file(name, "config.json", revision)
+    config = _checkpoint_config(spec)
     if config is None:
-        raise FileNotFoundError(f"{name} has no config.json or adapter_config.json: not a model checkpoint")
+        return _vlm(spec, options)
     architectures = config.get("architectures") or []
-    ours = {SENTENCE_MODEL_TYPE: _sentence_predictor, FUSION_MODEL_TYPE: _fusion_predictor}.get(config.get("model_type"))
+    ours = OUR_MODEL_TYPES.get(config.get("model_type"))
     if ours or any(a.endswith("ForSequenceClassification") for a in architectures):
         if options.generative_only:
             raise ValueError(f"{name} is a classifier; the judge must be a generative model")
-        return _classifier(ours(spec), spec.model) if ours else _text_classifier(spec, options.batch_size)
+        return _classifier(PREDICTORS[ours](spec), name) if ours else _text_classifier(spec, options.batch_size)
     if any(a.endswith("ForCausalLM") for a in architectures):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -411,13 +421,8 @@ PREDICTORS: dict[str, Callable[..., Predictor]] = {
 
 def predictor_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
     """The key of :data:`PREDICTORS` a checkpoint's files name (as :func:`load_model` reads them)."""
-    spec = ModelSpec.parse(spec)
-    if _config_file(spec.model, "adapter_config.json", spec.revision) is not None:
-        return "vlm"
-    config = _config_file(spec.model, "config.json", spec.revision)
-    if config is None:
-        raise FileNotFoundError(f"{spec.model} has no config.json or adapter_config.json: not a model checkpoint")
-    return {SENTENCE_MODEL_TYPE: "sentence", FUSION_MODEL_TYPE: "fusion"}.get(config.get("model_type"), "vlm")
+    config = _checkpoint_config(ModelSpec.parse(spec))
+    return "vlm" if config is None else OUR_MODEL_TYPES.get(config.get("model_type"), "vlm")
 
 
 def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None = None, **options: Any) -> Predictor:
