@@ -43,7 +43,6 @@ from vilbias.models.catalogue import PREDICTORS, ModelSpec, load_predictor
 from vilbias.models.predictors import ModelOutput, NeedsGPUError, NoLabelError, sample_answers
 from vilbias.models.predictors import item_sentences as sentences_read
 from vilbias.task import BIASED_NAME
-from vilbias.text import split_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +179,7 @@ class Prediction:
 def item_sentences(item: Item) -> list[tuple[str, int, int]]:
     """``(sentence, start, end)`` of the headline and the article's sentences, as the offline
     default reads them, with offsets into :attr:`Item.display_text` (what the UI highlights)."""
-    return sentence_offsets(item.display_text, sentences_read(item, split_sentences))
+    return sentence_offsets(item.display_text, sentences_read(item))
 
 
 def sentence_offsets(text: str, pieces: list[str]) -> list[tuple[str, int, int]]:
@@ -216,10 +215,14 @@ class ModelView:
     def predict(self, item: Item) -> Prediction:
         return self.show(item, self.predictor.predict(item))
 
+    @property
+    def written_by(self) -> str:
+        """Who wrote a model's own reasoning, as the UI credits it."""
+        return f"written by {self.spec.title} (its own answer, shown as it is)"
+
     def show(self, item: Item, out: ModelOutput) -> Prediction:
         return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title,
-                          reads_image=out.reads_image, reasoning=out.reasoning,
-                          rationale_by=f"written by {self.spec.title} (its own answer, shown as it is)" if out.reasoning else None)
+                          reads_image=out.reads_image, reasoning=out.reasoning, rationale_by=self.written_by if out.reasoning else None)
 
 
 class SentenceView(ModelView):
@@ -227,7 +230,7 @@ class SentenceView(ModelView):
     text) and the explanation is built from them."""
 
     def options(self):
-        return {"split_sentences": split_sentences, "max_sentences": MAX_SENTENCES}
+        return {"max_sentences": MAX_SENTENCES}
 
     def show(self, item: Item, out: ModelOutput) -> Prediction:
         placed = sentence_offsets(item.display_text, [s.text for s in out.sentences])
@@ -282,7 +285,7 @@ class VLMView(ModelView):
     def show(self, item: Item, out: ModelOutput) -> Prediction:
         techniques, evidence = parse_techniques_and_evidence(out.reasoning, out.reasoning, item.display_text)
         return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title, reasoning=out.reasoning,
-                          rationale_by=f"written by {self.spec.title} (its own answer, shown as it is)", techniques=techniques, evidence=evidence)
+                          rationale_by=self.written_by, techniques=techniques, evidence=evidence)
 
 
 VIEWS: dict[str, type[ModelView]] = {"sentence": SentenceView, "fusion": FusionView, "vlm": VLMView}
