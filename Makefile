@@ -22,6 +22,7 @@ browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 test: setup browser
+	$(VENV)/bin/ruff check .
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q
 
 lint: setup

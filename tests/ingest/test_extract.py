@@ -14,8 +14,8 @@ from vilbias.ingest.feeds import (
     parse_feed,
 )
 from vilbias.ingest.text import content_hash, decode_html
-from vilbias.text import count_sentences, split_sentences
 from vilbias.ingest.urls import canonicalize_url, strip_amp
+from vilbias.text import count_sentences, split_sentences
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from transformers import TrainerControl, TrainerState, TrainingArguments  # noqa: E402
-
 from vilbias.training.engine import BestEpoch, warmup_schedule  # noqa: E402
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vilbias.annotate.summary import call_rates, item_rates
 from vilbias.annotate.store import AnnotationStore
+from vilbias.annotate.summary import call_rates, item_rates
 from vilbias.metrics.agreement import cohen_kappa, krippendorff_alpha_nominal
 from vilbias.review.sheets import automated_results
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
