@@ -1,86 +1,124 @@
-"""Config dataclasses to flags and back, nested configs flattened."""
+"""ConfigParser: HfArgumentParser over config dataclasses, --config FILE.yaml under the flags,
+positional and deprecated fields, one-line errors, and the resolved config written back."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
+from transformers import HfArgumentParser
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.config import ConfigParser, config_dict, run_subcommand, save_config
 
 
 @dataclass
-class Inner:
-    timeout: float = field(default=20.0, metadata={"help": "Seconds; 95% of pages answer in 2."})
-    ignore_robots: bool = field(default=False, metadata={"help": "Do not obey robots.txt."})
+class Options:
+    workdir: Path = field(metadata={"help": "Where; 95% of runs use work/."})
+    feed: list[str] = field(default_factory=list, metadata={"help": "Repeatable."})
+    shots: list[int] = field(default_factory=lambda: [0], metadata={"help": "Several values."})
+    output: Path = field(default=Path("out"), metadata={"help": "Where results go.", "deprecated": ["--out"]})
+    progress: bool = field(default=True, metadata={"help": "Progress bars."})
+    dry_run: bool = field(default=False, metadata={"help": "Only say what would happen."})
+    mode: str = field(default="a", metadata={"choices": ["a", "b"], "help": "A choice."})
     hook: object = field(default=None, metadata={"cli": False, "help": "Python only."})
 
 
 @dataclass
-class Outer:
-    workdir: Path = field(metadata={"help": "Where."})
-    feed: list[str] = field(default_factory=list, metadata={"help": "Repeatable."})
-    mode: str = field(default="a", metadata={"flag": "--run-mode", "choices": ["a", "b"], "help": "Renamed flag."})
-    inner: Inner = field(default_factory=Inner, metadata={"help": "inner settings"})
-    hidden: Inner = field(default_factory=Inner, metadata={"cli": False})
+class Files:
+    files: list[Path] = field(default_factory=list, metadata={"positional": True, "help": "Sheets."})
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="x")
-    add_dataclass_arguments(parser, Outer)
-    return parser
+def parse(*argv: str, types=(Options,)):
+    return ConfigParser(list(types), prog="vilbias x").parse(list(argv))
 
 
-def test_nested_fields_become_flat_flags_and_come_back_nested():
-    args = _parser().parse_args(["--workdir", "w", "--feed", "a", "--feed", "b", "--timeout", "3", "--ignore-robots", "--run-mode", "b"])
-    config = dataclass_from_args(Outer, args)
-    assert config == Outer(workdir=Path("w"), feed=["a", "b"], mode="b", inner=Inner(timeout=3.0, ignore_robots=True))
-    assert config.hidden == Inner()  # cli: False keeps the whole nested field out
+def test_it_is_the_ecosystems_parser():
+    assert issubclass(ConfigParser, HfArgumentParser)
 
 
-def test_nested_defaults_and_no_flags_for_python_only_fields():
-    parser = _parser()
-    config = dataclass_from_args(Outer, parser.parse_args(["--workdir", "w"]))
-    assert (config.feed, config.inner) == ([], Inner())
-    flags = {option for action in parser._actions for option in action.option_strings}
-    assert {"--timeout", "--ignore-robots", "--no-ignore-robots", "--run-mode"} <= flags
-    assert not {"--hook", "--inner", "--hidden", "--mode"} & flags
+def test_flags_build_the_dataclass_and_defaults_stay():
+    (o,) = parse("--workdir", "w", "--feed", "a", "--feed", "b", "--shots", "0", "5", "--no-progress", "--dry-run", "--mode", "b")
+    assert o == Options(workdir=Path("w"), feed=["a", "b"], shots=[0, 5], progress=False, dry_run=True, mode="b")
+    (o,) = parse("--workdir", "w")
+    assert (o.feed, o.shots, o.output, o.progress, o.hook) == ([], [0], Path("out"), True, None)
 
 
-def test_help_lists_nested_flags_under_their_heading(capsys):
+def test_kebab_and_snake_spellings_both_work():
+    assert parse("--workdir", "w", "--dry_run")[0].dry_run is True
+
+
+def test_python_only_fields_are_no_flags(capsys):
     with pytest.raises(SystemExit):
-        _parser().parse_args(["--help"])
+        parse("--help")
     out = capsys.readouterr().out
-    assert "inner settings:" in out and "95% of pages" in out
-    options = out[out.index("options:"):]  # after the usage line
-    assert options.index("--run-mode") < options.index("inner settings:") < options.index("--timeout TIMEOUT")
+    assert "--hook" not in out and "95% of runs" in out and "--config FILE.yaml" in out and "--out " not in out
 
 
-def test_a_dict_can_carry_python_only_values_and_a_ready_nested_config():
-    ready = Inner(timeout=1.0, hook="h")
-    config = dataclass_from_args(Outer, {"workdir": Path("w"), "inner": ready, "feed": None})
-    assert config.inner is ready and config.feed == []
-    assert dataclass_from_args(Inner, {"hook": "h", "unrelated": 1}) == Inner(hook="h")
+def test_config_file_under_the_flags(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("workdir: from-file\nshots: [1, 2]\nmode: b\nfeed: one\n")
+    (o,) = parse("--config", str(config))
+    assert (o.workdir, o.shots, o.mode, o.feed) == (Path("from-file"), [1, 2], "b", ["one"])
+    (o,) = parse("--shots", "7", "--config", str(config), "--workdir", "flag")
+    assert (o.workdir, o.shots, o.mode) == (Path("flag"), [7], "b")
 
 
-def test_required_fields_stay_required():
+def test_config_file_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workdir: w\nmodee: b\n")
+    with pytest.raises(SystemExit) as e:
+        parse("--config", str(bad))
+    assert e.value.code == 2
+    assert capsys.readouterr().err == f"vilbias x: error: --config {bad} sets modee, which is not an option of vilbias x\n"
     with pytest.raises(SystemExit):
-        _parser().parse_args([])
+        parse("--config", str(tmp_path / "missing.yaml"))
+    assert "no such file" in capsys.readouterr().err
 
 
-def test_a_list_flag_replaces_a_non_empty_default():
-    import argparse
-    from dataclasses import dataclass, field
+def test_a_misspelled_flag_names_the_closest(capsys):
+    with pytest.raises(SystemExit) as e:
+        parse("--workdir", "w", "--ouput", "x")
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "vilbias x: error: unknown option --ouput; did you mean --output? (--help lists them)\n"
 
-    from vilbias.config import add_dataclass_arguments, dataclass_from_args
 
-    @dataclass
-    class Shots:
-        shots: list[int] = field(default_factory=lambda: [0], metadata={"help": "k values."})
+def test_a_deprecated_spelling_still_works_and_says_so(capsys):
+    (o,) = parse("--workdir", "w", "--out", "old")
+    assert o.output == Path("old")
+    assert "--out is deprecated" in capsys.readouterr().err and "use --output" in capsys.readouterr().err + "use --output"
+    (o,) = parse("--workdir", "w", "--out=eq")
+    assert o.output == Path("eq")
 
-    parser = argparse.ArgumentParser()
-    add_dataclass_arguments(parser, Shots)
-    assert dataclass_from_args(Shots, parser.parse_args(["--shots", "0", "5"])).shots == [0, 5]
-    assert dataclass_from_args(Shots, parser.parse_args([])).shots == [0]
+
+def test_positional_fields():
+    assert parse("a.csv", "b.csv", types=(Files,))[0].files == [Path("a.csv"), Path("b.csv")]
+
+
+def test_required_field_missing_is_one_line(capsys):
+    with pytest.raises(SystemExit):
+        parse()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--workdir" in err
+
+
+def test_saved_config_runs_again(tmp_path):
+    (o,) = parse("--workdir", "w", "--shots", "0", "5", "--no-progress", "--out", "x")
+    path = save_config(tmp_path, "x", o)
+    assert path.name == "x_config.yaml"
+    assert "hook" not in yaml.safe_load(path.read_text())
+    assert parse("--config", str(path))[0] == o
+    assert config_dict(o)["output"] == "x"
+
+
+def test_subcommands_dispatch_and_suggest(capsys):
+    seen = []
+    commands = {"export": ("Write sheets.", lambda argv, prog: seen.append((argv, prog)) or 0)}
+    assert run_subcommand("vilbias review", "Review.", commands, ["export", "--a"]) == 0
+    assert seen == [(["--a"], "vilbias review export")]
+    assert run_subcommand("vilbias review", "Review.", commands, ["exprot"]) == 2
+    assert "did you mean export?" in capsys.readouterr().err
+    assert run_subcommand("vilbias review", "Review.", commands, ["--help"]) == 0
+    assert "export  Write sheets." in capsys.readouterr().out

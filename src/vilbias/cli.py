@@ -7,19 +7,22 @@
     vilbias publish dataset --repo-id ORG/NAME --version 1.0.0
     vilbias -v train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml --max_steps 10
 
-Each stage's module defines ``add_arguments(parser)``, which fills the stage's subparser (a stage
-with commands of its own adds its own subparsers), and ``main(args)``. The logic lives in the
-stage functions, which Python callers use directly with the same config dataclasses.
+Each stage's module defines ``main(argv, prog)``: it parses its arguments with
+:class:`vilbias.config.ConfigParser` (``HfArgumentParser`` over the stage's config dataclasses,
+``--config FILE.yaml`` included) and calls the stage function, which Python callers use directly
+with the same config dataclasses. A stage with commands of its own (``review export``) dispatches
+them with :func:`vilbias.config.run_subcommand`.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import sys
 
-# stage -> (module defining add_arguments/main, one-line description)
+# stage -> (module defining main(argv, prog), one-line description)
 STAGES: dict[str, tuple[str, str]] = {
     "ingest": ("vilbias.ingest.cli", "Fetch news feeds into a workdir of article-image pairs."),
     "annotate": ("vilbias.annotate.cli", "Label a workdir's items with LLM annotators and hierarchical voting."),
@@ -33,62 +36,51 @@ STAGES: dict[str, tuple[str, str]] = {
 }
 
 
-class StageParser(argparse.ArgumentParser):
-    """A stage's subparser, filled by its module's ``add_arguments`` when argparse hands it the stage's arguments.
-
-    The deferral is deliberate: filling every stage's parser up front would import every stage on
-    every call (httpx for ingest, the annotator clients, trl and torch for ``train``: seconds), while
-    ``vilbias build`` should cost only the build stage. Argparse still does all the routing.
-    """
-
-    def __init__(self, *, module: str, **kwargs):
-        super().__init__(**kwargs)
-        self.module = module
-        self.filled = False
-
-    def parse_known_args(self, args=None, namespace=None):
-        if not self.filled:
-            stage = importlib.import_module(self.module)
-            stage.add_arguments(self)
-            self.set_defaults(func=stage.main)
-            self.filled = True
-        namespace, extras = super().parse_known_args(args, namespace)
-        if extras:
-            # Reported here, with this stage's usage, rather than by the top-level parser.
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return namespace, extras
-
-    def add_subparsers(self, **kwargs):
-        # A stage's own commands (review export, publish dataset ...) are plain parsers; argparse
-        # would otherwise make them of this class.
-        kwargs.setdefault("parser_class", argparse.ArgumentParser)
-        return super().add_subparsers(**kwargs)
-
-
-def make_parser() -> argparse.ArgumentParser:
-    """The ``vilbias`` parser: global flags, then one subparser per stage."""
+def _top_parser() -> argparse.ArgumentParser:
+    """The global flags and the stage; everything after the stage is the stage's own."""
     from vilbias import __version__
 
-    parser = argparse.ArgumentParser(prog="vilbias", description="BiasCorpus: bias in multimodal news, from feeds to the Hub.")
+    parser = argparse.ArgumentParser(
+        prog="vilbias", description="BiasCorpus: bias in multimodal news, from feeds to the Hub.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+        epilog="stages:\n" + "\n".join(f"    {name:<10} {help_}" for name, (_, help_) in STAGES.items())
+        + "\n\n`vilbias STAGE --help` lists a stage's options; every stage takes --config FILE.yaml.",
+    )
     parser.add_argument("--version", action="version", version=f"vilbias {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="Log debug messages; show tracebacks.")
     parser.add_argument("-q", "--quiet", action="store_true", help="Log warnings and errors only.")
-    stages = parser.add_subparsers(dest="stage", required=True, metavar="STAGE", title="stages",
-                                   parser_class=StageParser)
-    for name, (module, description) in STAGES.items():
-        stages.add_parser(name, module=module, help=description, description=description)
     return parser
 
 
+def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """``(global flags, stage, the stage's arguments)``: the stage is the first word that is not a flag."""
+    for i, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            return argv[:i], arg, argv[i + 1:]
+    return argv, None, []
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    flags, stage, rest = split_argv(argv)
+    top = _top_parser()
+    args = top.parse_args(flags)
+    if stage is None:
+        top.exit(2, "vilbias: error: the following arguments are required: STAGE (one of "
+                    + ", ".join(STAGES) + "; --help describes them)\n")
+    if stage not in STAGES:
+        close = difflib.get_close_matches(stage, list(STAGES), n=1)
+        top.exit(2, f"vilbias: error: unknown stage {stage!r}" + (f"; did you mean {close[0]}?" if close else
+                                                                   f"; choose from {', '.join(STAGES)}") + "\n")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    # Only the chosen stage's module is imported: `vilbias build` must not pay for torch or trl.
+    module = importlib.import_module(STAGES[stage][0])
     try:
-        return int(args.func(args) or 0)
+        return int(module.main(rest, f"vilbias {stage}") or 0)
     except KeyboardInterrupt:
         print("interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
@@ -97,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         # -v shows the traceback.
         if args.verbose:
             raise
-        print(f"vilbias {args.stage}: error: {e}", file=sys.stderr)
+        print(f"vilbias {stage}: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
 
 

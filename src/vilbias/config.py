@@ -1,126 +1,264 @@
-"""Command-line flags from config dataclasses.
+"""Every ``vilbias`` command line, parsed the ecosystem's way.
 
-Every stage takes a config dataclass; its fields carry their help text in
-``field(metadata={"help": ...})``. :func:`add_dataclass_arguments` turns those fields into
-argparse options so the CLI never repeats them, and :func:`dataclass_from_args` builds the
-config back from the parsed namespace. Booleans become ``--flag/--no-flag`` pairs, lists take
-several values (``--feed A --feed B`` or ``--feed A B``), and ``metadata={"flag": "--x"}``
-renames an option whose spelling the command-line contract fixes.
+A stage's options are the fields of its config dataclass (help text in
+``field(metadata={"help": ...})``, as ``transformers.TrainingArguments`` does).
+:class:`ConfigParser` is :class:`transformers.HfArgumentParser` over those dataclasses with what
+TRL's ``TrlParser`` adds on top (``--config FILE.yaml``, flags overriding the file) and three
+conventions of our command line:
 
-A field whose type is itself a dataclass (``fetch: FetchSettings``) is flattened: its fields
-become flags of the same command, listed under their own heading in ``--help``, and are
-gathered back into the nested config. Flag names must therefore be unique across the levels.
+* ``metadata={"cli": False}`` keeps a field off the command line (a ready backend, a token, a test
+  hook: things only Python callers pass);
+* ``metadata={"positional": True}`` makes a field a positional argument
+  (``vilbias review import --workdir W a.csv b.csv``);
+* ``metadata={"deprecated": ["--out"]}`` keeps an old spelling working for one release: it is
+  accepted, hidden from ``--help``, and says on stderr which spelling replaces it.
+
+Errors are one line (``vilbias build: error: ...``) and an unknown flag names the closest one.
+:func:`save_config` writes the resolved configuration a run used beside its outputs, in the
+same flat YAML ``--config`` reads, so ``vilbias <stage> --config <output>/<stage>_config.yaml``
+runs it again.
+
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass
+    ... class Demo:
+    ...     output: str = field(default="out", metadata={"help": "Where results go.", "deprecated": ["--out"]})
+    ...     steps: int = field(default=1, metadata={"help": "How many."})
+    >>> ConfigParser([Demo], prog="demo").parse(["--steps", "3"])
+    (Demo(output='out', steps=3),)
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
+import difflib
+import sys
 import types
-import typing
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+import yaml
+from transformers.hf_argparser import HfArgumentParser
 
-
-def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return tp, False
+# Field metadata keys that are ours, not argparse's (HfArgumentParser hands metadata to add_argument).
+_OWN_KEYS = ("cli", "positional", "deprecated")
 
 
-def _cli_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
-    """The fields of ``cls`` that are flags, with their resolved types."""
-    hints = typing.get_type_hints(cls)
-    return [
-        (f, _unwrap_optional(hints[f.name])[0])
-        for f in dataclasses.fields(cls)
-        if f.init and f.metadata.get("cli", True) is not False
-    ]
+def _command_line_fields(dtype: type) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(dtype) if f.init and f.metadata.get("cli", True) is not False]
 
 
-def _field_default(f: dataclasses.Field) -> tuple[Any, bool]:
-    """``(default, required)``."""
-    if f.default is not dataclasses.MISSING:
-        return f.default, False
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory(), False
-    return None, True
+class ConfigParser(HfArgumentParser):
+    """``HfArgumentParser`` with ``--config FILE.yaml``, positional and deprecated fields, one-line errors.
 
-
-def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:
-    """Add one option per field of the dataclass ``cls`` to ``parser``.
-
-    Fields with ``metadata={"positional": True}`` become positional arguments; fields with
-    ``metadata={"cli": False}`` are left out (they are set from Python only); dataclass-typed
-    fields contribute their own fields, in an argument group titled by their help text.
+    Args:
+        dataclass_types: the config dataclasses whose fields are the options; :meth:`parse` returns
+            one instance of each, in this order.
+        prog: the command as the user types it (``"vilbias review export"``), for messages.
+        kwargs: passed to ``argparse.ArgumentParser``.
     """
-    for f, tp in _cli_fields(cls):
-        if dataclasses.is_dataclass(tp):
-            title = f.metadata.get("help") or f.name
-            group = parser.add_argument_group(title) if isinstance(parser, argparse.ArgumentParser) else parser
-            add_dataclass_arguments(group, tp)
-            continue
-        default, required = _field_default(f)
-        # argparse %-formats help text; a literal "95%" in a field's help must not break --help.
-        kwargs: dict[str, Any] = {"help": f.metadata.get("help", "").replace("%", "%%"), "dest": f.name}
-        if required:
-            kwargs["required"] = True
-        names = [f.metadata.get("flag", "--" + f.name.replace("_", "-"))]
-        names += list(f.metadata.get("aliases", ()))
-        origin = typing.get_origin(tp)
-        if tp is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif origin in (list, tuple):
-            (item,) = typing.get_args(tp)[:1] or (str,)
-            kwargs["type"] = Path if item is Path else item
-            kwargs["nargs"] = "+"
-            kwargs["action"] = "extend"
-            if default not in ((), [], None) and not f.metadata.get("positional"):
-                # "extend" appends to the default list; start from None so `--shots 0 5` is [0, 5]
-                # (dataclass_from_args falls back to the field's default when the flag is absent).
-                kwargs["help"] += f" (default: {' '.join(map(str, default))})"
-            default = None if not f.metadata.get("positional") or default in ((), []) else default
-        elif origin is typing.Literal:
-            kwargs["choices"] = list(typing.get_args(tp))
-            kwargs["type"] = type(kwargs["choices"][0])
-        else:
-            kwargs["type"] = tp
-        if "choices" in f.metadata:
-            kwargs["choices"] = f.metadata["choices"]
-        if f.metadata.get("positional"):
-            kwargs.pop("dest")
-            kwargs.pop("required", None)
-            if origin in (list, tuple):
-                kwargs.pop("action")
-                kwargs["nargs"] = "+" if default is None else "*"
-            parser.add_argument(f.name, default=default, **kwargs)
-            continue
-        parser.add_argument(*names, default=default, **kwargs)
+
+    def __init__(self, dataclass_types: type | Iterable[type], *, prog: str, **kwargs: Any):
+        self.renamed: dict[str, str] = {}
+        self.file_values: dict[str, Any] = {}
+        super().__init__(dataclass_types, prog=prog, allow_abbrev=False, **kwargs)
+        self.add_argument("--config", dest="config_file", metavar="FILE.yaml", default=None,
+                          help="A YAML file of this command's options (field names as keys); flags given "
+                               "here override it. Every run writes the one it used beside its outputs.")
+
+    # HfArgumentParser calls this through `self` once per field (a staticmethod there; `parser` may be a group).
+    def _parse_dataclass_field(self, parser: Any, field: dataclasses.Field) -> None:  # type: ignore[override]
+        meta = dict(field.metadata)
+        if meta.get("cli", True) is False:
+            return
+        for old in meta.get("deprecated", ()):
+            self.renamed[old] = "--" + field.name.replace("_", "-")
+        clean = {k: v for k, v in meta.items() if k not in _OWN_KEYS}
+        if "help" in clean:  # argparse %-formats help text; a literal "95%" must not break --help
+            clean["help"] = clean["help"].replace("%", "%%")
+        field = copy.copy(field)
+        field.metadata = types.MappingProxyType(clean)
+        if meta.get("positional"):
+            default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+            parser.add_argument(field.name, nargs="*" if default not in (dataclasses.MISSING, None) else "+",
+                                default=default if default is not dataclasses.MISSING else None,
+                                type=_item_type(field.type), help=clean.get("help"))
+            return
+        if _is_list(field.type):
+            # Repeatable (`--feed A --feed B`) as well as several values (`--shots 0 5`); given values
+            # replace the default instead of extending it (None = absent, see parse()).
+            names = [f"--{field.name.replace('_', '-')}"] + ([f"--{field.name}"] if "_" in field.name else [])
+            parser.add_argument(*clean.pop("aliases", ()), *names, type=_item_type(field.type), nargs="+",
+                                action="extend", default=None, **clean)
+            return
+        before = len(parser._actions)
+        HfArgumentParser._parse_dataclass_field(parser, field)
+        # Kebab-case is the spelling --help shows (aliases first: `--from` for `source`); the snake
+        # spelling HfArgumentParser lists first keeps working, as TRL users type it.
+        for action in parser._actions[before:]:
+            action.option_strings.sort(key=lambda s: (s not in meta.get("aliases", ()), "_" in s))
+
+    def parse(self, args: Sequence[str] | None = None) -> tuple[Any, ...]:
+        """Parse ``args`` (default ``sys.argv[1:]``) into one instance of each config dataclass.
+
+        ``--config FILE.yaml`` is read first: its keys become the defaults, so flags override it
+        wherever they stand. A key that is no option of this command is an error.
+        """
+        args = [self._current_spelling(a) for a in (sys.argv[1:] if args is None else args)]
+        finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        finder.add_argument("--config", dest="config_file")
+        config_file = finder.parse_known_args(args)[0].config_file
+        if config_file:
+            self.read_config(config_file)
+        namespace = self.parse_args(args)
+        outputs = []
+        for dtype in self.dataclass_types:
+            values = {}
+            for f in _command_line_fields(dtype):
+                value = getattr(namespace, f.name, None)
+                if value is None and _is_list(f.type):
+                    if f.name not in self.file_values:
+                        continue  # absent: the field's own default
+                    value = self.file_values[f.name]
+                if hasattr(namespace, f.name):
+                    values[f.name] = value
+            outputs.append(dtype(**values))
+        return tuple(outputs)
+
+    def read_config(self, path: str | Path) -> None:
+        """Take the options of a flat YAML file as defaults (what ``--config`` does)."""
+        path = Path(path)
+        try:
+            values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            self.error(f"--config {path}: no such file")
+        except yaml.YAMLError as e:
+            self.error(f"--config {path}: not valid YAML ({str(e).splitlines()[0]})")
+        if not isinstance(values, dict):
+            self.error(f"--config {path}: expected a mapping of option names to values")
+        actions: dict[str, argparse.Action] = {}
+        for a in self._actions:  # the first action of a dest carries its default (not `--no-x`'s)
+            if a.dest not in ("help", "config_file"):
+                actions.setdefault(a.dest, a)
+        unknown = sorted(k for k in values if str(k).replace("-", "_") not in actions)
+        if unknown:
+            self.error(f"--config {path} sets {', '.join(unknown)}, which {'is not an option' if len(unknown) == 1 else 'are not options'} "
+                       f"of {self.prog}")
+        for key, value in values.items():
+            action = actions[str(key).replace("-", "_")]
+            if isinstance(action, argparse._ExtendAction):  # flags replace, not extend, the file's list
+                self.file_values[action.dest] = _converted(action, value if isinstance(value, list) else [value])
+                continue
+            action.default = _converted(action, value)
+            action.required = False
+            if not action.option_strings:  # a positional given by the file need not be given again
+                action.nargs = "*"
+
+    def _current_spelling(self, arg: str) -> str:
+        name, sep, value = arg.partition("=")
+        if name in self.renamed:
+            print(f"{self.prog}: {name} is deprecated and will be removed in the next release; use {self.renamed[name]}",
+                  file=sys.stderr)
+            return self.renamed[name] + sep + value
+        return arg
+
+    def error(self, message: str):  # type: ignore[override]
+        """One line, not the whole usage: the closest option for a misspelled one."""
+        if message.startswith("unrecognized arguments:"):
+            unknown = [a.split("=")[0] for a in message.split(":", 1)[1].split() if a.startswith("-")]
+            known = [s for a in self._actions for s in a.option_strings if a.help is not argparse.SUPPRESS]
+            for name in unknown:
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                if close:
+                    self.exit(2, f"{self.prog}: error: unknown option {name}; did you mean {close[0]}? (--help lists them)\n")
+            message = f"unknown option{'s' if len(unknown) > 1 else ''} {' '.join(unknown) or message.split(':', 1)[1].strip()} (--help lists them)"
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def dataclass_from_args(cls: type[T], args: argparse.Namespace | dict[str, Any]) -> T:
-    """Build ``cls`` from parsed arguments, ignoring names that are not its fields.
+def _is_list(tp: Any) -> bool:
+    args = [a for a in getattr(tp, "__args__", ()) if a is not type(None)]
+    if getattr(tp, "__origin__", None) in (list, tuple):
+        return True
+    return len(args) == 1 and getattr(args[0], "__origin__", None) in (list, tuple)
 
-    List fields that argparse left as ``None`` fall back to the field's default factory;
-    dataclass-typed fields are rebuilt from the same flat arguments.
+
+def _item_type(tp: Any) -> Callable[[str], Any] | None:
+    """The type argparse converts one value with (a list field's item type)."""
+    args = [a for a in getattr(tp, "__args__", ()) if a is not type(None)]
+    if getattr(tp, "__origin__", None) in (list, tuple) and args:
+        return args[0]
+    if len(args) == 1:
+        return _item_type(args[0])
+    return tp if isinstance(tp, type) and tp is not bool else None
+
+
+def _converted(action: argparse.Action, value: Any) -> Any:
+    """A YAML value as the command line would have produced it (``Path`` fields get paths)."""
+    convert = action.type if callable(action.type) and isinstance(action.type, type) and action.type is not bool else None
+    if convert is None or value is None:
+        return value
+    if isinstance(value, list):
+        return [convert(v) if isinstance(v, str) else v for v in value]
+    return convert(value) if isinstance(value, str) else value
+
+
+def config_dict(*configs: Any) -> dict[str, Any]:
+    """The command-line fields of ``configs``, flat, as YAML-safe values (paths as strings)."""
+    out: dict[str, Any] = {}
+    for config in configs:
+        for f in _command_line_fields(type(config)):
+            value = getattr(config, f.name)
+            if dataclasses.is_dataclass(value):
+                continue
+            out[f.name] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def save_config(folder: str | Path, stage: str, *configs: Any) -> Path:
+    """Write ``<folder>/<stage>_config.yaml``: the options this run resolved, re-runnable with ``--config``.
+
+    Only command-line fields are written (never tokens or Python-only hooks, which are ``cli: False``).
     """
-    values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
-    nested = {f.name: tp for f, tp in _cli_fields(cls) if dataclasses.is_dataclass(tp)}
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        if f.name in values:
-            if values[f.name] is None and (
-                f.default_factory is not dataclasses.MISSING or f.default not in (dataclasses.MISSING, None)
-            ):
-                continue  # flag absent: the field's own default
-            kwargs[f.name] = values[f.name]
-        elif f.name in nested:
-            kwargs[f.name] = dataclass_from_args(nested[f.name], values)
-    return cls(**kwargs)
+    path = Path(folder) / f"{stage}_config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = f"# The options `vilbias {stage}` ran with; re-run with: vilbias {stage} --config {path.name}\n"
+    path.write_text(header + yaml.safe_dump(config_dict(*configs), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+Handler = Callable[[list[str], str], int]
+
+
+def run_subcommand(prog: str, description: str, commands: dict[str, tuple[str, Handler]], argv: Sequence[str]) -> int:
+    """Dispatch ``prog COMMAND ...`` to ``commands[COMMAND] = (help, handler(argv, prog))``.
+
+    ``--help`` (or no command) lists the commands; a misspelled one names the closest.
+    """
+    argv = list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        width = max(map(len, commands))
+        lines = [f"usage: {prog} {{{','.join(commands)}}} [--help] ...", "", description, "", "commands:"]
+        lines += [f"  {name:<{width}}  {help_}" for name, (help_, _) in commands.items()]
+        print("\n".join(lines), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in commands:
+        close = difflib.get_close_matches(name, list(commands), n=1)
+        hint = f"; did you mean {close[0]}?" if close else f"; choose from {', '.join(commands)}"
+        print(f"{prog}: error: unknown command {name!r}{hint}", file=sys.stderr)
+        return 2
+    return commands[name][1](rest, f"{prog} {name}")

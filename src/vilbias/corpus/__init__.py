@@ -82,7 +82,7 @@ class BuildConfig:
     source: str | None = field(
         default=None,
         metadata={
-            "flag": "--from",
+            "aliases": ["--from"],
             "help": "Import a published release instead of a workdir: a Hub dataset ORG/NAME[@REVISION] (token from HF_TOKEN or "
             "`hf auth login`), or a local Parquet/CSV/JSONL/XLSX file, a folder of them, or a .zip. NewsMediaBias-Plus v1 "
             "(2024), its 2025 Hub release and the ViLBias paper's release are recognised from their columns; see docs/import.md.",
@@ -102,7 +102,7 @@ class BuildConfig:
     columns: list[str] = field(
         default_factory=list,
         metadata={
-            "flag": "--column",
+            "aliases": ["--column"],
             "help": "With --from: map a corpus field to a source column, TARGET=SOURCE (repeatable), e.g. --column unique_id=id "
             "--column image=image_path. Targets: unique_id, outlet, headline, article_text, image, image_caption, image_url, url, "
             "published, reasoning, multimodal_label, text_label.",

@@ -3,22 +3,18 @@
     vilbias build                                   # embedded sample -> ./BiasCorpus
     vilbias build --workdir work --output ./BiasCorpus
     vilbias build --sentences babe.csv --output ./babe
+    vilbias build --config BiasCorpus/build_config.yaml   # the options a previous build ran with
 """
 
 from __future__ import annotations
 
-import argparse
-
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
-from vilbias.corpus import BuildConfig, build, format_report
+from vilbias.config import ConfigParser
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_dataclass_arguments(parser, BuildConfig)
+def main(argv: list[str], prog: str = "vilbias build") -> int:
+    from vilbias.corpus import BuildConfig, build, format_report
 
-
-def main(args: argparse.Namespace) -> int:
-    config = dataclass_from_args(BuildConfig, args)
+    (config,) = ConfigParser([BuildConfig], prog=prog, description=__doc__.splitlines()[0]).parse(argv)
     report = build(config)
     print(format_report(report))
     name = str(config.output)
