@@ -4,7 +4,7 @@ Every image is drawn from a seeded scene description (a skyline, a crowd, wind t
 with Pillow and numpy only, so anyone can rebuild the sample's images bit for bit on the same
 Pillow/libjpeg version::
 
-    python -m vilbias.sample.make_images            # rewrites images/ and image_path in articles.jsonl
+    python tools/sample/make_images.py            # rewrites images/ and image_path in articles.jsonl
 
 Each article's image is given in :data:`ARTICLE_IMAGES`, keyed by the last path segment of the article's
 URL. The images are stored content-addressed (``images/<sha256>.<ext>``, as ingest stores them),
@@ -36,7 +36,8 @@ from vilbias.workdir import ARTICLES, IMAGES, atomic_write, read_jsonl, store_im
 
 logger = logging.getLogger(__name__)
 
-SAMPLE_DIR = Path(__file__).resolve().parent
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "src" / "vilbias" / "sample"
+"""The shipped sample these scripts regenerate (a checkout's; they are not in the wheel)."""
 WIDTH, HEIGHT = 480, 320
 MIN_PHASH_DISTANCE = 16
 """Redraw threshold; the tests require > 12 between distinct scenes, this leaves a margin."""
@@ -704,26 +705,28 @@ def generate(sample_dir: Path = SAMPLE_DIR) -> dict[str, str]:
     return paths
 
 
-def main() -> int:
+def main(sample_dir: Path = SAMPLE_DIR) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    articles_path = SAMPLE_DIR / ARTICLES
+    articles_path = sample_dir / ARTICLES
     records = list(read_jsonl(articles_path))
     missing = [r["url"] for r in records if r["url"].rstrip("/").rsplit("/", 1)[-1] not in ARTICLE_IMAGES]
     if missing:
         raise SystemExit(f"no image spec for {len(missing)} article(s), e.g. {missing[0]}")
-    paths = generate(SAMPLE_DIR)
+    paths = generate(sample_dir)
     for r in records:
         r["image_path"] = paths[r["url"].rstrip("/").rsplit("/", 1)[-1]]
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     atomic_write(articles_path, lines)
     used = set(paths.values())
-    for f in (SAMPLE_DIR / IMAGES).iterdir():
+    for f in (sample_dir / IMAGES).iterdir():
         if f"{IMAGES}/{f.name}" not in used:
             f.unlink()
-    total = sum((SAMPLE_DIR / p).stat().st_size for p in used)
+    total = sum((sample_dir / p).stat().st_size for p in used)
     logger.info("%d articles, %d image files, %.1f KB", len(records), len(used), total / 1024)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import sys
+
+    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else SAMPLE_DIR))

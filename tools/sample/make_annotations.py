@@ -20,7 +20,7 @@ unchanged. Every answer is written in the schema the annotate stage asks for and
 ``status`` :func:`vilbias.annotate.prompts.parse_annotation` gives it; every item's outcome is
 checked with :func:`vilbias.annotate.voting.hierarchical_vote`. Run::
 
-    python -m vilbias.sample.make_annotations        # rewrites annotations.jsonl
+    python tools/sample/make_annotations.py        # rewrites annotations.jsonl
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from vilbias.task import (
 )
 from vilbias.workdir import ARTICLES, atomic_write, read_jsonl
 
-SAMPLE_DIR = Path(__file__).resolve().parent
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "src" / "vilbias" / "sample"
+"""The shipped sample these scripts regenerate (a checkout's; they are not in the wheel)."""
 ANNOTATIONS_FILE = "annotations.jsonl"
 ANNOTATORS = ("sample_annotator_1", "sample_annotator_2", "sample_annotator_3")
 SAMPLES = 3
@@ -687,19 +688,21 @@ def calls_for(article: dict, note: Note) -> list[dict]:
     return rows
 
 
-def main() -> int:
-    articles = list(read_jsonl(SAMPLE_DIR / ARTICLES))
+def main(sample_dir: Path = SAMPLE_DIR) -> int:
+    articles = list(read_jsonl(sample_dir / ARTICLES))
     slugs = {a["url"].rstrip("/").rsplit("/", 1)[-1]: a for a in articles}
     missing = sorted(set(slugs) - set(NOTES))
     unknown = sorted(set(NOTES) - set(slugs))
     if missing or unknown:
         raise SystemExit(f"NOTES and articles.jsonl disagree: no note for {missing}, no article for {unknown}")
     rows = [row for a in articles for row in calls_for(a, NOTES[a["url"].rstrip("/").rsplit("/", 1)[-1]])]
-    atomic_write(SAMPLE_DIR / ANNOTATIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write(sample_dir / ANNOTATIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     abstained = sum(r["label"] is None for r in rows)
     print(f"{len(rows)} calls for {len(articles)} articles, {abstained} abstentions ({abstained / len(rows):.1%})")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import sys
+
+    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else SAMPLE_DIR))
