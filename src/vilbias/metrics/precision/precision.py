@@ -1,7 +1,8 @@
 """Precision for BiasCorpus labels, a local ``evaluate`` module (loads offline by path).
 
     >>> import evaluate
-    >>> metric = evaluate.load("src/vilbias/evaluate/metrics/precision")
+    >>> from importlib.resources import files
+    >>> metric = evaluate.load(str(files("vilbias.metrics") / "precision"))  # or vilbias.metrics.scores.load_metric("precision")
     >>> metric.compute(predictions=[1, 0, 1, 1], references=[1, 1, 0, 1])["precision"]  # binary, pos_label=1: TP=2, FP=1, FN=1
     0.6666666666666666
 

@@ -1,7 +1,8 @@
 """Recall for BiasCorpus labels, a local ``evaluate`` module (loads offline by path).
 
     >>> import evaluate
-    >>> metric = evaluate.load("src/vilbias/evaluate/metrics/recall")
+    >>> from importlib.resources import files
+    >>> metric = evaluate.load(str(files("vilbias.metrics") / "recall"))  # or vilbias.metrics.scores.load_metric("recall")
     >>> metric.compute(predictions=[1, 0, 1, 1], references=[1, 1, 0, 1])["recall"]  # binary, pos_label=1: TP=2, FP=1, FN=1
     0.6666666666666666
 
