@@ -8,10 +8,11 @@ article that is not biased, that no sentence (or too few) was flagged. It cannot
 label because it is written from the same numbers.
 
 A generative model may word the explanation (:func:`rewording_prompt`); its answer is shown only
-if :func:`check_wording` finds nothing wrong: it must not argue for the other label, quote text
-that is not in the article, or name a technique the evidence does not show::
+if :func:`~vilbias.rationale.check_wording` finds nothing wrong: it must not argue for the other
+label, quote text that is not in the article, or name a technique the evidence does not show. The
+check is :func:`vilbias.rationale.check_rationale`, the one the corpus, review and evaluation use::
 
-    from vilbias.spaces.explain import check_wording
+    from vilbias.rationale import check_wording as check_wording  # re-exported: the Space's views use it from here
     check_wording('The article is neutral.', "biased", article_text, allowed_techniques=[])
     # 'argues that the article is not biased'
 
@@ -27,6 +28,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from vilbias.rationale import (
+    check_wording as check_wording,  # re-exported: the Space's views use it from here
+)
 from vilbias.task import ALL_NAMES, ANSWER_LABELS, BIASED_NAME, LABEL_NAMES, TECHNIQUES
 
 MAX_CITED = 3
@@ -165,73 +169,7 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
     return Explanation("\n".join(lines) + note, {})
 
 
-# -- a generated wording, checked ----------------------------------------------------------------
-
-# Technique names that say "biased" by themselves (a neutral article may well have a tone, a
-# framing or statistics).
-_BIAS_NAMED = ("emotional_appeal", "exaggeration", "subjectivity", "selective_presentation", "omission_of_context",
-               "logical_fallacies", "imbalance")
-_BIAS_TERMS = re.compile(
-    r"\b(biased|bias|slant" + _W + r"|one-sided|loaded|emotive|emotional" + _W + r"|hyperbol" + _W + r"|exaggerat" + _W
-    + r"|sensational" + _W + r"|inflammatory|propaganda|manipulat" + _W + r"|partisan|persuasive|subjective|opinionated"
-    + r"|" + "|".join(re.escape(TECHNIQUES[t].lower()) for t in _BIAS_NAMED) + r")\b", re.I)
-_NEUTRAL_TERMS = re.compile(r"\b(unbiased|neutral|balanced|impartial|objective|even-handed|fair|factual)\b", re.I)
-_NEGATORS = re.compile(r"\b(not|no|never|without|free of|lacks?|lacking|avoids?|avoiding|none|neither|nor|little|isn't|is not"
-                       r"|doesn't|does not|wasn't|rather than|instead of)\b|n't\b", re.I)
-_QUOTED = re.compile(r"[\"“]([^\"“”]{3,200})[\"”]")
-
-
-def _negated(text: str, start: int) -> bool:
-    """A negation among the five words before ``start``, within the same sentence."""
-    before = re.split(r"[.!?;:]\s", text[:start])[-1]
-    return bool(_NEGATORS.search(" ".join(before.split()[-5:])))
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[‘’]", "'", text).lower().split())
-
-
-def check_wording(text: str, label: str, item_text: str, allowed_techniques: list[str]) -> str | None:
-    """Why a generated explanation cannot be shown for ``label``, or None when it can.
-
-    Refused: an empty, overlong, unfinished or self-repeating answer; one that argues for the other label (for ``biased``:
-    calls the article neutral/balanced/unbiased or denies bias; for ``not_biased``: calls it
-    biased, loaded, emotional … or names a technique, unless negated); a quotation that is not
-    in ``item_text``; a technique name the evidence does not show.
-    """
-    if label not in LABEL_NAMES:
-        raise ValueError(f"unknown label {label!r}")
-    text = (text or "").strip()
-    if len(text) < 20 or len(text) > 900:
-        return "is empty or too long"
-    if text[-1] not in ".!?\"”":
-        return "is not a complete sentence"
-    sentences = [_norm(x) for x in re.split(r"(?<=[.!?])\s+", text) if x.strip()]
-    words = re.findall(r"\w+", text.lower())
-    trigrams = Counter(zip(words, words[1:], words[2:], strict=False))
-    if len(set(sentences)) < len(sentences) or (trigrams and trigrams.most_common(1)[0][1] > 2):
-        return "repeats itself"
-    item = _norm(item_text)
-    for quoted in _QUOTED.findall(text):
-        if _norm(quoted.strip(" .,;:")) not in item:
-            return "quotes text that is not in the article"
-    if label == BIASED_NAME:
-        for m in _NEUTRAL_TERMS.finditer(text):
-            if not _negated(text, m.start()):
-                return "argues that the article is not biased"
-        for m in _BIAS_TERMS.finditer(text):
-            if _negated(text, m.start()):
-                return "argues that the article is not biased"
-        allowed = {TECHNIQUES[t].lower() for t in allowed_techniques if t in TECHNIQUES}
-        for name in TECHNIQUES.values():
-            if name.lower() in text.lower() and name.lower() not in allowed:
-                return f"names a technique the evidence does not show ({name})"
-        return None
-    for m in _BIAS_TERMS.finditer(text):
-        if not _negated(text, m.start()):
-            return "argues that the article is biased"
-    return None
-
+# -- a generated wording, checked: vilbias.rationale.check_wording (the check every stage uses) ------
 
 def complete_sentences(text: str) -> str:
     """``text`` up to its last full stop (a generation cut at its token budget ends mid-sentence)."""
