@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         # -v shows the traceback.
         if args.verbose:
             raise
-        print(f"vilbias {stage}: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        # The whole message: some list every problem (`review import` names each bad row).
+        print(f"vilbias {stage}: error: {str(e) or type(e).__name__}", file=sys.stderr)
         return 2
 
 

@@ -233,7 +233,7 @@ def save_config(folder: str | Path, stage: str, *configs: Any) -> Path:
 
     Only command-line fields are written (never tokens or Python-only hooks, which are ``cli: False``).
     """
-    path = Path(folder) / f"{stage}_config.yaml"
+    path = Path(folder) / f"{stage.replace(' ', '_')}_config.yaml"  # "review export" -> review_export_config.yaml
     path.parent.mkdir(parents=True, exist_ok=True)
     header = f"# The options `vilbias {stage}` ran with; re-run with: vilbias {stage} --config {path.name}\n"
     path.write_text(header + yaml.safe_dump(config_dict(*configs), sort_keys=False, allow_unicode=True), encoding="utf-8")

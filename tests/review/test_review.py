@@ -48,7 +48,7 @@ def test_assign_overlap_and_round_robin():
 
 def test_export_writes_csv_and_offline_html(annotated, tmp_path):
     out = tmp_path / "sheets"
-    written = export_sheets(ExportConfig(workdir=annotated, out=out, reviewers=2, overlap=3))
+    written = export_sheets(ExportConfig(workdir=annotated, output=out, reviewers=2, overlap=3))
     assert set(written) == {"reviewer_1", "reviewer_2"}
     r1, r2 = read(out / "sheet_reviewer_1.csv"), read(out / "sheet_reviewer_2.csv")
     assert list(r1[0]) == SHEET_COLUMNS
@@ -66,7 +66,7 @@ def test_export_writes_csv_and_offline_html(annotated, tmp_path):
 
 
 def sheet_with(annotated, tmp_path, edits, reviewer="reviewer_1"):
-    export_sheets(ExportConfig(workdir=annotated, out=tmp_path / "s", reviewers=1, reviewer_names=[reviewer]))
+    export_sheets(ExportConfig(workdir=annotated, output=tmp_path / "s", reviewers=1, reviewer_names=[reviewer]))
     rows = read(tmp_path / "s" / f"sheet_{reviewer}.csv")
     for row in rows:
         row.update(edits.get(row["unique_id"], {}))
@@ -187,8 +187,11 @@ def test_stats(annotated, tmp_path):
 def test_cli_round_trip(annotated, tmp_path, capsys):
     from vilbias.cli import main
 
-    assert main(["review", "export", "--workdir", str(annotated), "--out", str(tmp_path / "s"), "--reviewers", "2", "--overlap", "2"]) == 0
+    assert main(["review", "export", "--workdir", str(annotated), "--output", str(tmp_path / "s"), "--reviewers", "2", "--overlap", "2"]) == 0
     path = tmp_path / "s" / "sheet_reviewer_1.csv"
+    assert main(["review", "export", "--config", str(tmp_path / "s" / "review_export_config.yaml"),
+                 "--out", str(tmp_path / "again")]) == 0  # the saved options, with the old spelling of --output
+    assert read(tmp_path / "again" / "sheet_reviewer_1.csv") == read(path)
     rows = read(path)
     rows[0]["verdict"] = "Nope"
     write(path, rows)

@@ -12,7 +12,7 @@ from vilbias.review import ExportConfig, ImportConfig, export_sheets, import_ver
 
 
 def review(annotated, tmp_path, reviewer, edits):
-    export_sheets(ExportConfig(workdir=annotated, out=tmp_path / reviewer, reviewers=1, reviewer_names=[reviewer]))
+    export_sheets(ExportConfig(workdir=annotated, output=tmp_path / reviewer, reviewers=1, reviewer_names=[reviewer]))
     path = tmp_path / reviewer / f"sheet_{reviewer}.csv"
     rows = read(path)
     assert "corrected_rationale" in rows[0]

@@ -1,49 +1,70 @@
 """``vilbias review``: people check the automated labels.
 
-    vilbias review export --workdir work --out sheets --reviewers 3 --overlap 30
+    vilbias review export --workdir work --output sheets --reviewers 3 --overlap 30
     vilbias review import --workdir work sheets/sheet_reviewer_1.csv sheets/sheet_reviewer_2.csv
     vilbias review stats --workdir work
 
 ``export`` writes a CSV and an offline HTML page per reviewer; ``import`` takes the filled-in CSVs
 (all rows valid, or nothing imported); ``stats`` reports Cohen's kappa, Krippendorff's alpha,
-verdict shares, tie rate and per-annotator agreement.
+verdict shares, tie rate and per-annotator agreement. ``export`` writes the options it ran with to
+``<output>/review_export_config.yaml`` and ``stats`` to ``<workdir>/reviews/review_stats_config.yaml``
+(``--config FILE`` takes them back).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.config import ConfigParser, run_subcommand, save_config
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from vilbias.review.sheets import ExportConfig, ImportConfig
-    from vilbias.review.stats import StatsConfig
-
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
-    parsers = {}
-    for name, cls, help_ in (
-        ("export", ExportConfig, "Write one review sheet (CSV + HTML) per reviewer."),
-        ("import", ImportConfig, "Import filled-in sheets (all rows valid or nothing)."),
-        ("stats", StatsConfig, "Agreement figures and a plot."),
-    ):
-        parsers[name] = commands.add_parser(name, help=help_, description=help_)
-        add_dataclass_arguments(parsers[name], cls)
-    parsers["stats"].add_argument("--json", action="store_true", help="Print the figures as JSON.")
+EXPORT_HELP = "Write one review sheet (CSV + HTML) per reviewer."
+IMPORT_HELP = "Import filled-in sheets (all rows valid or nothing)."
+STATS_HELP = "Agreement figures and a plot."
 
 
-def main(args: argparse.Namespace) -> int:
-    from vilbias.review.sheets import ExportConfig, ImportConfig, export_sheets, import_verdicts
-    from vilbias.review.stats import StatsConfig, format_stats, review_stats
+@dataclass
+class StatsPrint:
+    json: bool = field(default=False, metadata={"help": "Print the figures as JSON."})
 
-    if args.command == "export":
-        for reviewer, info in export_sheets(dataclass_from_args(ExportConfig, args)).items():
-            print(f"{reviewer}: {info['items']} items -> {info['csv']}, {info['html']}")
-    elif args.command == "import":
-        result = import_verdicts(dataclass_from_args(ImportConfig, args))
-        print(f"imported {result['imported']} verdicts ({result['skipped']} rows not reviewed yet) into {result['file']}")
-    else:
-        stats = review_stats(dataclass_from_args(StatsConfig, args))
-        print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
+
+def _export(argv: list[str], prog: str) -> int:
+    from vilbias.review.sheets import ExportConfig, export_sheets
+
+    (config,) = ConfigParser([ExportConfig], prog=prog, description=EXPORT_HELP).parse(argv)
+    for reviewer, info in export_sheets(config).items():
+        print(f"{reviewer}: {info['items']} items -> {info['csv']}, {info['html']}")
+    save_config(config.output, "review export", config)
     return 0
+
+
+def _import(argv: list[str], prog: str) -> int:
+    from vilbias.review.sheets import ImportConfig, import_verdicts
+
+    (config,) = ConfigParser([ImportConfig], prog=prog, description=IMPORT_HELP).parse(argv)
+    result = import_verdicts(config)
+    print(f"imported {result['imported']} verdicts ({result['skipped']} rows not reviewed yet) into {result['file']}")
+    return 0
+
+
+def _stats(argv: list[str], prog: str) -> int:
+    from vilbias.review.stats import StatsConfig, format_stats, review_stats
+    from vilbias.workdir import REVIEWS
+
+    config, shown = ConfigParser([StatsConfig, StatsPrint], prog=prog, description=STATS_HELP).parse(argv)
+    stats = review_stats(config)
+    print(json.dumps(stats, indent=2) if shown.json else format_stats(stats))
+    save_config(Path(config.workdir) / REVIEWS, "review stats", config)
+    return 0
+
+
+COMMANDS = {
+    "export": (EXPORT_HELP, _export),
+    "import": (IMPORT_HELP, _import),
+    "stats": (STATS_HELP, _stats),
+}
+
+
+def main(argv: list[str], prog: str = "vilbias review") -> int:
+    return run_subcommand(prog, __doc__.splitlines()[0].split(": ", 1)[1], COMMANDS, argv)

@@ -107,7 +107,7 @@ def assign(item_ids: list[str], reviewers: list[str], overlap: int) -> dict[str,
 @dataclass
 class ExportConfig:
     workdir: Path = field(metadata={"help": "The annotated workdir."})
-    out: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer)."})
+    output: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer).", "deprecated": ["--out"]})
     reviewers: int = field(default=1, metadata={"help": "Number of reviewers, one sheet each."})
     reviewer_names: list[str] = field(default_factory=list, metadata={"help": "Names for the reviewers (default reviewer_1 ...)."})
     overlap: int = field(default=20, metadata={"help": "Items every reviewer gets, for inter-reviewer agreement."})
@@ -145,7 +145,7 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
     if not item_ids:
         raise ValueError("no annotated items to review (run `vilbias annotate` first, or drop --only-unreviewed)")
     sheets = assign(item_ids, names, min(config.overlap, len(item_ids)))
-    out = Path(config.out)
+    out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for reviewer, ids in sheets.items():
