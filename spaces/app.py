@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 ALLOW_PRIVATE_ENV = "VILBIAS_SPACE_ALLOW_PRIVATE"
 EVIDENCE_HEADERS = ["P(biased)", "sentence", "marked words"]
 EVIDENCE_ROWS = 12
+# Gradio's HighlightedText breaks lines anywhere (word-break: break-all), cutting words in two
+# ("wor|king"); the evidence text wraps at word boundaries instead.
+CSS = "#highlighted .textfield, #evidence td { word-break: normal; overflow-wrap: break-word; }"
 """Sentences listed in the evidence table: the flagged ones first, then the highest of the rest."""
 
 HOW_IT_WORKS = """\
@@ -147,6 +150,42 @@ def sample_examples(n: int) -> list[list[str]]:
     return rows
 
 
+def sample_reference_labels() -> dict[str, tuple[str, str]]:
+    """``article_text -> (label, review)`` of every embedded-sample article: the label its build
+    gives the article (the annotators' text+image vote, then the reviewers' verdicts), so an
+    example can show its reference beside the model's label."""
+    from vilbias.annotate.voting import Vote, hierarchical_vote
+    from vilbias.review.verdicts import load_verdicts, resolve_review
+    from vilbias.workdir import read_jsonl
+
+    root = sample_workdir()
+    votes: dict[str, list[Vote]] = {}
+    for call in read_jsonl(root / "annotations.jsonl"):
+        if call["prompt"] == "multimodal":
+            votes.setdefault(call["item_id"], []).append(Vote(call["annotator"], call["sample"], call["label"]))
+    verdicts = load_verdicts(root)
+    out = {}
+    for article in read_jsonl(root / "articles.jsonl"):
+        uid = article["unique_id"]
+        automated = hierarchical_vote(votes.get(uid, []), details=False).label
+        review, label = resolve_review(verdicts.get(uid, []), automated)
+        if label is not None:
+            out[" ".join(article["article_text"].split())] = (label, review)
+    return out
+
+
+def reference_markdown(article_text: str, predicted: str, references: dict[str, tuple[str, str]]) -> str:
+    """The sentence under the label when the item is one of the sample's articles ("" otherwise)."""
+    found = references.get(" ".join((article_text or "").split()))
+    if found is None:
+        return ""
+    label, review = found
+    how = "after human review" if review != "unreviewed" else "its annotators' vote, not reviewed"
+    verdict = ("The model agrees." if label == predicted else
+               f"**The model disagrees**: it says {_label_name(predicted)}, the sample says {_label_name(label)}.")
+    return f"\n\nReference: this example's label in the embedded sample is **{_label_name(label)}** ({how}). {verdict}"
+
+
 def _label_name(label: str) -> str:
     return label.replace("_", " ")
 
@@ -190,6 +229,7 @@ class DemoApp:
         self.specs = load_model_specs(config.models_config)
         self.predictors = Predictors(self.specs)
         self.rationale = RationaleWriter(config.rationale_backend, backend=rationale_backend)
+        self.references = sample_reference_labels()
 
     @property
     def default_model(self) -> str:
@@ -257,12 +297,12 @@ class DemoApp:
             prediction = self.rationale.word(item, prediction)
         yield self._outputs(item, prediction)
 
-    @staticmethod
-    def _outputs(item, p: Prediction, pending: str | None = None):
+    def _outputs(self, item, p: Prediction, pending: str | None = None):
         label = {_label_name(k): v for k, v in p.probabilities.items()}
         confidence = f"**{_label_name(p.label)}**, confidence {p.confidence:.0%} — {p.confidence_kind}. Model: {p.model_title}."
         if not p.reads_image:
             confidence += " This model does not look at the image."
+        confidence += reference_markdown(item.article_text, p.label, self.references)
         text = item.display_text
         spans = highlight_spans(text, evidence_marks(text, p))
         if item.url:
@@ -371,7 +411,7 @@ def _wire(gr, demo, app: DemoApp, inputs, submit, outputs, notes) -> None:
 def launch_kwargs(config: SpaceConfig) -> dict:
     """Arguments for ``demo.launch`` that every way of serving the app shares."""
     # Uploads far past the image limit are refused by Gradio before they reach the handler.
-    return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes}
+    return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes, "css": CSS}
 
 
 @dataclass
