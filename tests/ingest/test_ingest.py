@@ -271,7 +271,8 @@ def test_cli_feeds_file_max_items_and_summary(web, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "items seen       5" in out and "kept             2 (workdir now holds 2)" in out
     assert len(list(read_articles(work))) == 2
-    assert main(argv(4)) == 0
+    # the options the run saved (fetch settings included) run it again; a flag overrides the file
+    assert main(["ingest", "--config", str(work / "ingest_config.yaml"), "--max-items", "4"]) == 0
     assert len(list(read_articles(work))) == 4
     # without --allow-private-addresses the loopback feed is refused, and said so
     assert main(["ingest", "--feeds-file", str(feeds_file), "--workdir", str(tmp_path / "w2"), "--no-progress"]) == 1

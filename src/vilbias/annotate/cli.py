@@ -4,30 +4,33 @@
     vilbias annotate --workdir work --annotators annotators.yaml --samples 3
     vilbias annotate --workdir work                                  # embedded SmolLM2-135M: text prompt, K=3
     vilbias annotate --workdir work --limit 20 --prompts text        # a quick trial
+    vilbias annotate --config work/annotate_config.yaml              # the options the last run used
 
 Re-running asks only what is missing. The annotators file format, the shipped ``paper`` file and
-structured output are in ``docs/annotate.md``.
+structured output are in ``docs/annotate.md``. Each run writes its options to
+``<workdir>/annotate_config.yaml``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass, field
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from vilbias.annotate.pipeline import AnnotateConfig
-
-    add_dataclass_arguments(parser, AnnotateConfig)
-    parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+from vilbias.config import ConfigParser, save_config
 
 
-def main(args: argparse.Namespace) -> int:
+@dataclass
+class SummaryPrint:
+    json: bool = field(default=False, metadata={"help": "Print the summary as JSON."})
+
+
+def main(argv: list[str], prog: str = "vilbias annotate") -> int:
     from vilbias.annotate.pipeline import AnnotateConfig, annotate
     from vilbias.annotate.summary import format_summary
 
-    summary = annotate(dataclass_from_args(AnnotateConfig, args))
-    print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    config, shown = ConfigParser([AnnotateConfig, SummaryPrint], prog=prog,
+                                 description=__doc__.splitlines()[0]).parse(argv)
+    summary = annotate(config)
+    print(json.dumps(summary, indent=2) if shown.json else format_summary(summary))
+    save_config(config.workdir, "annotate", config)
     return 0

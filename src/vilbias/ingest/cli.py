@@ -2,29 +2,30 @@
 
     vilbias ingest --feed "https://news.google.com/rss/search?q=economy&hl=en-US&gl=US&ceid=US:en" \
         --feed https://www.theguardian.com/world/rss --workdir work --max-items 500
+    vilbias ingest --config work/ingest_config.yaml     # the options the last run used
 
 Re-run the same command to resume: kept and dropped items are skipped, transient failures are
 retried (up to --max-attempts runs). The summary at the end counts items by outcome and reason.
+Each run writes its options to ``<workdir>/ingest_config.yaml``.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
-from vilbias.ingest.pipeline import IngestConfig, ingest
+from vilbias.config import ConfigParser, save_config
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_dataclass_arguments(parser, IngestConfig)
+def main(argv: list[str], prog: str = "vilbias ingest") -> int:
+    from vilbias.ingest.net import FetchSettings
+    from vilbias.ingest.pipeline import IngestConfig, ingest
 
-
-def main(args: argparse.Namespace) -> int:
+    config, config.fetch = ConfigParser([IngestConfig, FetchSettings], prog=prog,
+                                        description=__doc__.splitlines()[0]).parse(argv)
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         # httpx logs every request at INFO; the progress bars and summary say enough.
         logging.getLogger("httpx").setLevel(logging.WARNING)
-    config = dataclass_from_args(IngestConfig, args)
     summary = ingest(config)
     print(summary.format())
+    save_config(config.workdir, "ingest", config, config.fetch)
     return 0 if summary.feeds_failed < summary.feeds else 1

@@ -64,8 +64,8 @@ FILTER_REASONS = (
 
 @dataclass
 class IngestConfig:
-    """Settings of ``vilbias ingest``; every field is also a command-line flag (``fetch``'s
-    fields too, flattened: ``--timeout``, ``--per-host``, ``--allow-private-addresses`` ...)."""
+    """Settings of ``vilbias ingest``; every field is also a command-line flag, and so are
+    ``fetch``'s (:class:`FetchSettings`: ``--timeout``, ``--per-host``, ``--allow-private-addresses`` ...)."""
 
     workdir: Path = field(metadata={"help": "Workdir to create or resume (articles.jsonl, images/, ingest_errors.jsonl)."})
     feed: list[str] = field(default_factory=list, metadata={"help": "Feed URL (RSS/Atom, Google News RSS); repeatable."})
@@ -86,7 +86,9 @@ class IngestConfig:
     )
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
     fetch: FetchSettings = field(
-        default_factory=FetchSettings, metadata={"help": "fetching (safety, politeness, retries)"}
+        default_factory=FetchSettings,
+        # Its fields are flags of their own: `vilbias ingest` parses FetchSettings beside this config.
+        metadata={"cli": False, "help": "Fetching: safety, politeness, retries."},
     )
 
     def feed_urls(self) -> list[str]:
