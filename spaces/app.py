@@ -430,11 +430,43 @@ class DemoConfig:
                            limits=Limits(allow_private_addresses=self.allow_private_addresses))
 
 
+# Ports that Chromium and Firefox refuse to open (ERR_UNSAFE_PORT): a server there is unreachable
+# from a browser. From Chromium's net/base/port_util.cc and Firefox's gBadPortList.
+BROWSER_BLOCKED_PORTS = frozenset({
+    1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103,
+    104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513,
+    514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720,
+    1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+})
+
+
+def check_port(host: str, port: int | None) -> None:
+    """Refuse, in one line, a port a browser cannot open or that is not free (before the models load)."""
+    import socket
+
+    if port is None:
+        return
+    if not 1 <= port <= 65535:
+        raise ValueError(f"--port {port} is not a TCP port (1-65535); omit --port to take 7860 or the next free one")
+    if port in BROWSER_BLOCKED_PORTS:
+        raise ValueError(f"--port {port} is one browsers refuse to open (an 'unsafe port'); choose another, e.g. --port 7860")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except PermissionError:
+            raise ValueError(f"--port {port} needs administrator rights on this machine (ports below 1024); "
+                             "choose one above 1023, e.g. --port 7860") from None
+        except OSError as e:
+            raise ValueError(f"--port {port} on {host} is not free ({e.strerror}); choose another --port, "
+                             "or omit it to take 7860 or the next free one") from None
+
+
 def serve(config: DemoConfig, *, block: bool = True):
     """Build, warm up and launch the demo; returns the Blocks (still running when ``block=False``)."""
     space = config.space_config()
     if space.concurrency < 1:
         raise ValueError("--concurrency must be at least 1")
+    check_port(config.host, config.port)
     demo = build_demo(space)
     demo.vilbias_app.warm_up()
     demo.launch(server_name=config.host, server_port=config.port, prevent_thread_lock=not block, **launch_kwargs(space))

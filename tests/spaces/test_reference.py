@@ -35,3 +35,23 @@ def test_the_reference_sentence_says_agreement_and_disagreement():
 def test_evidence_wraps_at_word_boundaries():
     css = launch_kwargs(SpaceConfig())["css"]
     assert css == CSS and "#highlighted .textfield" in css and "word-break: normal" in css
+
+
+def test_a_busy_or_unusable_port_is_one_line_before_anything_loads():
+    import socket
+
+    import pytest
+    from vilbias.spaces.app import check_port
+
+    check_port("127.0.0.1", None)
+    with pytest.raises(ValueError, match=r"^--port 1 is one browsers refuse to open"):
+        check_port("127.0.0.1", 1)
+    with pytest.raises(ValueError, match="not a TCP port"):
+        check_port("127.0.0.1", 70000)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ValueError, match=rf"^--port {port} on 127.0.0.1 is not free"):
+            check_port("127.0.0.1", port)
+    check_port("127.0.0.1", port)  # free again
