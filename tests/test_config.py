@@ -122,3 +122,22 @@ def test_subcommands_dispatch_and_suggest(capsys):
     assert "did you mean export?" in capsys.readouterr().err
     assert run_subcommand("vilbias review", "Review.", commands, ["--help"]) == 0
     assert "export  Write sheets." in capsys.readouterr().out
+
+
+def test_a_missing_optional_dependency_is_one_line(monkeypatch, capsys):
+    import importlib
+
+    from vilbias import cli
+
+    real = importlib.import_module
+
+    def without_gradio(name, *args):
+        if name == "vilbias.spaces.cli":
+            raise ModuleNotFoundError("No module named 'gradio'", name="gradio")
+        return real(name, *args)
+
+    monkeypatch.setattr(cli.importlib, "import_module", without_gradio)
+    assert cli.main(["demo"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("vilbias demo: error: this needs the optional dependency 'gradio', which is not installed; "
+                   "install it with: pip install 'vilbias[space]'\n")

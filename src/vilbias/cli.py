@@ -35,6 +35,12 @@ STAGES: dict[str, tuple[str, str]] = {
     "demo": ("vilbias.spaces.cli", "Run the Gradio demo locally."),
 }
 
+# stage -> the pyproject extra that brings what it imports beyond the core
+EXTRAS: dict[str, str] = {
+    "ingest": "ingest", "annotate": "annotate", "review": "annotate", "train": "train", "evaluate": "evaluate",
+    "audit": "evaluate", "demo": "space",
+}
+
 
 def _top_parser() -> argparse.ArgumentParser:
     """The global flags and the stage; everything after the stage is the stage's own."""
@@ -78,9 +84,17 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     # Only the chosen stage's module is imported: `vilbias build` must not pay for torch or trl.
-    module = importlib.import_module(STAGES[stage][0])
     try:
+        module = importlib.import_module(STAGES[stage][0])
         return int(module.main(rest, f"vilbias {stage}") or 0)
+    except ModuleNotFoundError as e:
+        missing = (e.name or "").split(".")[0]
+        if args.verbose or not missing or missing == "vilbias" or stage not in EXTRAS:
+            raise
+        extra = EXTRAS[stage]
+        print(f"vilbias {stage}: error: this needs the optional dependency {missing!r}, which is not installed; "
+              f"install it with: pip install 'vilbias[{extra}]'", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
