@@ -65,7 +65,7 @@ _TRANSLATE = str.maketrans({
 def normalise(text: str) -> str:
     """``text`` as quotations are compared: NFKC, lower case, one quote style (straight), dashes as
     ``-`` with the spacing around them dropped, runs of whitespace as one space."""
-    text = unicodedata.normalize("NFKC", text or "").translate(_TRANSLATE).lower()
+    text = unicodedata.normalize("NFKC", text or "").translate(_TRANSLATE).casefold()
     text = re.sub(r"\s*-\s*", "-", text)
     return " ".join(text.split())
 
@@ -120,8 +120,8 @@ def _about_a_part(text: str, start: int, end: int) -> bool:
     return bool(_PARTS.search(clause) or re.match(r"^(\s+[\w-]+){0,2}?\s+" + _PARTS.pattern, text[end:], re.I))
 
 
-def _arguments(text: str, label: str) -> list[str]:
-    """Sentences of ``text`` that argue for the label other than ``label``.
+def _arguments(text: str, label: str) -> list[tuple[int, int]]:
+    """Spans of the words of ``text`` that argue for the label other than ``label``.
 
     Under ``biased``: the item called neutral, balanced … (not of one of its parts, not conceded)
     or bias denied; under ``not_biased``: bias asserted, not negated and not conceded."""
@@ -133,14 +133,16 @@ def _arguments(text: str, label: str) -> list[str]:
     else:
         hits += [m for m in _BIAS_TERMS.finditer(text) if not _negated(text, m.start())
                  and not _conceded(text, m.start(), m.end())]
-    return list(dict.fromkeys(_sentence_at(text, m.start(), m.end()) for m in sorted(hits, key=lambda m: m.start())))
+    return sorted(m.span() for m in hits)
 
 
 # -- quotations ----------------------------------------------------------------------------------
 
-# Double quotes of any style; single quotes only where they cannot be an apostrophe (not inside
-# a word on either side).
-_QUOTED = re.compile(r"[\"“”„]([^\"“”„\n]{3,300}?)[\"“”]|(?<!\w)['‘]([^'‘’\n]{3,300}?)['’](?!\w)")
+# Each quote style pairs with its own closing mark (a straight quote closing a curly one would
+# pair the gap between two quotations); single quotes only where they cannot be an apostrophe
+# (not inside a word on either side).
+_QUOTED = re.compile(r"“([^“”]{3,300}?)”|\"([^\"]{3,300}?)\"|„([^„“”]{3,300}?)[“”]"
+                     r"|(?<!\w)'([^'\n]{3,300}?)'(?!\w)|(?<!\w)‘([^‘’\n]{3,300}?)’(?!\w)")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…|\[\s*(?:\.\.\.|…)\s*\])\s*")
 _NOT_QUOTATIONS = {normalise(n) for n in (*ALL_NAMES.values(), *LABEL_NAMES, "not biased")}
 """Quoted words that name a technique or a label are not quotations of the article."""
@@ -150,7 +152,7 @@ def quotations(text: str) -> list[str]:
     """The quoted passages of ``text`` (each part of a quotation elided with an ellipsis separately)."""
     out = []
     for m in _QUOTED.finditer(text):
-        for part in _ELLIPSIS.split(m.group(1) or m.group(2)):
+        for part in _ELLIPSIS.split(m.group(m.lastindex)):
             part = part.strip(" .,;:!?")
             if len(part) >= 3 and normalise(part) not in _NOT_QUOTATIONS:
                 out.append(part)
@@ -191,28 +193,28 @@ def _present(techniques: Iterable[str] | Mapping[str, bool]) -> set[str]:
     return {_BY_NAME.get(normalise(t), t) for t in techniques}
 
 
-def _named_techniques(text: str) -> list[tuple[str, str]]:
-    """``(technique id, passage)`` for each technique ``text`` names without negating it."""
+def _named_techniques(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """``(technique id, span)`` for each technique ``text`` names without negating it."""
     out = []
     for tid, patterns in _TECHNIQUE_PATTERNS.items():
         for pattern in patterns:
             m = next((m for m in pattern.finditer(text) if not _negated(text, m.start())), None)
             if m is not None:
-                out.append((tid, m.group(0)))
+                out.append((tid, m.span()))
                 break
     return out
 
 
 # -- the check -----------------------------------------------------------------------------------
 
-_ENDS = ".!?\"”’"
-_CLOSERS = ")]*_"
+_CLOSERS = ")]*_\"”’'"
 
 
 def _cut_off(text: str) -> str | None:
-    """The unfinished tail of ``text``, or None when it ends a sentence."""
+    """The unfinished tail of ``text``, or None when it ends a sentence (a full stop, ! or ?,
+    perhaps inside a closing quote or bracket; an ellipsis is where a cut text is marked)."""
     end = text.rstrip(_CLOSERS)
-    if end and end[-1] in _ENDS and not end.endswith(("...", "…")):
+    if end and end[-1] in ".!?" and not end.endswith(("...", "…")):
         return None
     stops = [m.end() for m in re.finditer(r"[.!?][\"”’)]*\s", text)]
     tail = text[stops[-1]:] if stops else text
@@ -264,10 +266,14 @@ def check_rationale(reasoning: str | None, *, article_text: str = "", headline: 
     problems += [Problem(REPEATS, p) for p in _repeats(text)]
     source = normalise("\n".join((headline or "", article_text or "", caption or "")))
     problems += [Problem(QUOTE_NOT_IN_ARTICLE, q) for q in dict.fromkeys(quotations(text)) if normalise(q) not in source]
-    problems += [Problem(ARGUES_OTHER_LABEL, s) for s in _arguments(text, label)]
+    # Quoted article words are the article's, not the rationale's argument: blank them out (same
+    # offsets, so passages are cut from ``text``).
+    own = _QUOTED.sub(lambda m: m.group(0)[0] + re.sub(r"[^.!?]", " ", m.group(0)[1:-1]) + m.group(0)[-1], text)
+    problems += [Problem(ARGUES_OTHER_LABEL, s) for s in dict.fromkeys(_sentence_at(text, *span) for span in _arguments(own, label))]
     if techniques is not None:
         present = _present(techniques)
-        problems += [Problem(ABSENT_TECHNIQUE, passage) for tid, passage in _named_techniques(text) if tid not in present]
+        problems += [Problem(ABSENT_TECHNIQUE, text[start:end]) for tid, (start, end) in _named_techniques(own)
+                     if tid not in present]
     return problems
 
 
