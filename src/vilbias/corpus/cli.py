@@ -3,18 +3,20 @@
     vilbias build                                   # embedded sample -> ./BiasCorpus
     vilbias build --workdir work --output ./BiasCorpus
     vilbias build --sentences babe.csv --output ./babe
+    vilbias build --from vector-institute/newsmediabias-plus --output ./nmb-plus
     vilbias build --config BiasCorpus/build_config.yaml   # the options a previous build ran with
 """
 
 from __future__ import annotations
 
 from vilbias.config import ConfigParser
+from vilbias.corpus.config import BuildConfig
 
 
 def main(argv: list[str], prog: str = "vilbias build") -> int:
-    from vilbias.corpus import BuildConfig, build, format_report
-
     (config,) = ConfigParser([BuildConfig], prog=prog, description=__doc__.splitlines()[0]).parse(argv)
+    from vilbias.corpus.pipeline import build, format_report
+
     report = build(config)
     print(format_report(report))
     name = str(config.output)

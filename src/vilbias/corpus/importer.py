@@ -1,4 +1,4 @@
-"""``vilbias build --from``: a published release as an ordinary BiasCorpus repository.
+"""``vilbias build --from``: a published release as a build's source (:class:`ReleaseSource`).
 
     vilbias build --from vector-institute/newsmediabias-plus --output ./nmb-plus       # Hub, 2025 layout
     vilbias build --from nmb_plus_v1.parquet --images nmb_images/ --output ./nmb-plus  # v1 table + images
@@ -16,8 +16,8 @@ batch plus a few small facts per row, whatever the corpus size:
    labels is left out whole and listed.
 2. **write** — :func:`vilbias.corpus.splits.assign_splits` gives every kept row its cell (rows
    of the previous build in the output keep theirs: a newer release of the source moves no
-   row), then the rows are read again and written once into their cells with
-   :class:`~vilbias.corpus.writer.RepoWriter`, image bytes as they are.
+   row), then the rows are read again and handed to the build (:mod:`vilbias.corpus.pipeline`),
+   which writes each once into its cell, image bytes as they are.
 
 Rows are keyed by the source's ``unique_id`` and ordered by it (never by file order, which
 changes between releases). Fields the source lacks stay null or empty: no votes, no agreement,
@@ -27,11 +27,10 @@ changes between releases). Fields the source lacks stay null or empty: no votes,
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
-import time
+import os
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from typing import Any
 from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
-from vilbias import __version__, task
+from vilbias import task
 from vilbias.corpus.card import (
     PLOT_PATH,
     plot_label_by_outlet,
@@ -47,19 +46,20 @@ from vilbias.corpus.card import (
     row_statistics,
     size_category,
 )
+from vilbias.corpus.config import CardNames
 from vilbias.corpus.presets import Layout, resolve_layout, restricted_license
-from vilbias.corpus.release import previous_cells
+from vilbias.corpus.protocol import BuildPlan, CellKey
 from vilbias.corpus.source import Source, open_source
-from vilbias.corpus.splits import SplitItem, assign_splits, story_keys
+from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.corpus.tables import cell_text
-from vilbias.corpus.writer import REPORT, RepoWriter, card_metadata, corpus_views, swap_in
+from vilbias.corpus.writer import card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
 from vilbias.loading_script.biascorpus import (
     IMPORTED_FEATURES,
     IMPORTED_STORED_FEATURES,
     SFT_FEATURES,
 )
-from vilbias.task import ANSWER_LABELS, LABEL_NAMES
+from vilbias.task import ANSWER_LABELS
 from vilbias.workdir import iso_date
 
 logger = logging.getLogger(__name__)
@@ -209,43 +209,17 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
     }
 
 
-def write_rows(source: Source, layout: Layout, scan: _Scan, repo: Path, max_shard_size: str) -> tuple[dict[str, Any], int]:
-    """Pass 2: every kept row once, into its cell's shards. Returns the configs' infos and the bytes written."""
-    writer = RepoWriter(repo, IMPORTED_STORED_FEATURES, corpus_views(IMPORTED_FEATURES, SFT_FEATURES), max_shard_size=max_shard_size)
-    at = {k.position: uid for uid, k in scan.kept.items()}
-    batch: list[tuple[tuple[str, int], dict]] = []
-    with tqdm(total=len(at), desc="writing", unit=" rows") as bar:
-        for position, file, line, record in source.records():
-            uid = at.get(position)
-            if uid is None:
-                continue
-            kept = scan.kept[uid]
-            data, _ = source.images.read(_field(record, layout, "image"))
-            if data is None:
-                raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
-            batch.append(((kept.split, kept.fold), _example(record, layout, uid, kept, data)))
-            if len(batch) >= writer.row_group_size:
-                writer.add_rows(batch)
-                bar.update(len(batch))
-                batch.clear()
-        if batch:
-            writer.add_rows(batch)
-            bar.update(len(batch))
-    infos = writer.close()
-    return infos, writer.corpus_bytes()
-
-
 def label_map_hint(unknown: Counter, layout: Layout) -> str:
     """The ``--label-map`` that would take the unknown values as well (their mapping to fill in)."""
     entries = [f"{k}={v}" for k, v in layout.label_map_spelled.items()] + [f"{value}=biased|not_biased" for value, _ in unknown.most_common()]
     return "--label-map \"" + ",".join(entries) + "\""
 
 
-def _imported(config: Any, source: Source, layout: Layout, scan: _Scan) -> dict[str, Any]:
+def _details(source: Source, layout: Layout, scan: _Scan) -> dict[str, Any]:
+    """The report's ``source`` section of an import: where it came from, its layout and licence, what reading it found."""
     no_rationale = sum(1 for k in scan.kept.values() if not k.has_reasoning)
     return {
-        "source": source.describe(),
-        "kind": source.kind,
+        "origin": source.kind,
         "repo_id": source.repo_id,
         "revision": source.revision,
         "commit": source.commit,
@@ -262,97 +236,98 @@ def _imported(config: Any, source: Source, layout: Layout, scan: _Scan) -> dict[
         "records": scan.records,
         "kept": len(scan.kept),
         "excluded": scan.records - len(scan.kept),
-        "exclusion_counts": dict(scan.reasons),
+        "exclusions_listed": len(scan.exclusions),
         "unknown_labels": dict(scan.unknown_labels),
         "label_map_hint": label_map_hint(scan.unknown_labels, layout) if scan.unknown_labels else None,
         "unknown_text_labels": dict(scan.unknown_text_labels),
         "no_text_label": scan.no_text_label,
         "no_rationale": no_rationale,
         "unparsed_dates": scan.unparsed_dates,
+        "image_bytes": scan.image_bytes,
     }
 
 
-def import_release(config: Any) -> dict[str, Any]:
-    """Import ``config.source`` into ``config.output`` (a :class:`vilbias.corpus.BuildConfig`);
-    return the build report (also written as ``build_report.json``).
+class ReleaseSource:
+    """A published release (a Hub dataset, a file, a folder or a zip) as a build's source.
 
-    Raises:
-        vilbias.corpus.source.SourceError: the source cannot be read or the Hub refused it
-            (nothing is written).
-        ValueError: an unrecognised layout, a bad ``--column`` / ``--label-map``, or nothing left
-            to import.
+    Args:
+        spec: what ``--from`` names (see :func:`vilbias.corpus.source.open_source`).
+        images: ``--images``, the folder the table's image paths are relative to.
+        preset, columns, label_map, license: ``--preset``, ``--column``, ``--label-map`` and
+            ``--source-license`` (:func:`vilbias.corpus.presets.resolve_layout`).
+
+    :meth:`plan` raises :class:`vilbias.corpus.source.SourceError` when the source cannot be read
+    or the Hub refused it, and ``ValueError`` for an unrecognised layout, a bad ``--column`` /
+    ``--label-map``, or nothing left to import (nothing is written).
     """
-    started = time.perf_counter()
-    output = Path(config.output).resolve()
-    with tempfile.TemporaryDirectory(prefix="vilbias-import-") as tmp:
-        source = open_source(config.source, images=config.images, scratch=Path(tmp))
-        try:
-            layout = resolve_layout(
-                source.describe(), source.columns(), preset=config.preset, column_args=config.columns,
-                label_map=config.label_map, license=config.source_license or source.hub_license,
-            )
-            pinned, previous = previous_cells(config.previous, output)
-            logger.info("importing %s as layout %s", source.describe(), layout.name)
-            scan = scan_source(source, layout)
-            if not scan.kept:
-                common = ", ".join(f"{n} {r}" for r, n in scan.reasons.most_common(3))
-                hint = f"; {label_map_hint(scan.unknown_labels, layout)} would map the labels" if scan.unknown_labels else ""
-                raise ValueError(f"nothing to import: all {scan.records} records were excluded ({common}){hint}")
-            cells, split_report = assign_splits(scan.items, pinned=pinned)
-            for uid, cell in cells.items():
-                scan.kept[uid].split, scan.kept[uid].fold = cell.split, cell.fold
-            scan.items = []  # the cells are on the rows now
-            with swap_in(output) as repo:
-                infos, corpus_bytes = write_rows(source, layout, scan, repo, config.max_shard_size)
-                report = _finish(config, repo, source, layout, scan, infos, asdict(split_report), previous, pinned, started)
-                report["corpus_bytes"] = corpus_bytes
-                report["source_image_bytes"] = scan.image_bytes
-                (repo / REPORT).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-            return report
-        finally:
-            source.close()
 
+    kind = "release"
+    features = IMPORTED_STORED_FEATURES
+    views = corpus_views(IMPORTED_FEATURES, SFT_FEATURES)
 
-def _finish(config, repo: Path, source: Source, layout: Layout, scan: _Scan, infos: dict[str, Any], split_report: dict[str, Any],
-            previous: str | None, pinned: dict, started: float) -> dict[str, Any]:
-    """Card, plot and report of an imported corpus."""
-    stats = row_statistics(scan.kept.values(), split_report)
-    imported = _imported(config, source, layout, scan)
-    kept_pinned = sum(1 for uid in scan.kept if uid in pinned)
-    plot_label_by_outlet(scan.kept.values(), repo / PLOT_PATH)
-    card_data = DatasetCardData(
-        pretty_name=config.pretty_name,
-        license=layout.license,
-        language=["en"],
-        task_categories=["image-text-to-text", "image-classification", "text-classification"],
-        tags=["media-bias", "multimodal", "news", "vilbias", "newsmediabias-plus"],
-        size_categories=[size_category(len(scan.kept))],
-        source_datasets=[source.repo_id] if source.repo_id else None,
-    )
-    card_metadata(card_data, corpus_views(IMPORTED_FEATURES, SFT_FEATURES), infos, list(IMPORTED_STORED_FEATURES))
-    changelog = (
-        f"Built against the previous release in `{previous}`: its {kept_pinned} rows still here kept their split and fold."
-        if previous
-        else "First build. `vilbias publish dataset` replaces this section with the rows added, removed and relabelled since the previous release tag."
-    )
-    card = render_card(card_data, {**stats, "imported": imported}, repo_id=config.repo_id, version=config.version,
-                       changelog=changelog, is_sample=False, pretty_name=config.pretty_name)
-    (repo / "README.md").write_text(str(card), encoding="utf-8")
-    shares = {f"{r['config']}/{r['split']}": round(r["share"], 4) for r in stats["split_table"]}
-    return {
-        "vilbias_version": __version__,
-        "source": source.describe(),
-        "imported": imported,
-        "rows": len(scan.kept),
-        "configs": {name: {str(s): info.splits[s].num_examples for s in info.splits} for name, info in infos.items()},
-        "label_share": shares,
-        "label_counts": {name: sum(1 for k in scan.kept.values() if k.label == i) for i, name in enumerate(LABEL_NAMES)},
-        "corpus_biased_share": round(stats["biased_share"], 4),
-        "groups": {k: split_report[k] for k in ("groups", "multi_row_groups", "largest_group", "rows_linked_by", "pinned")},
-        "groups_not_kept_whole": split_report["not_kept_whole"],
-        "exclusions": scan.exclusions,
-        "exclusions_listed": f"{len(scan.exclusions)} of {scan.records - len(scan.kept)}",
-        "exclusion_counts": dict(scan.reasons),
-        "previous_release": {"source": previous, "rows": len(pinned), "kept": kept_pinned, "dropped": len(pinned) - kept_pinned},
-        "seconds": round(time.perf_counter() - started, 2),
-    }
+    def __init__(self, spec: str, *, images: str | os.PathLike | None = None, preset: str | None = None,
+                 columns: list[str] | None = None, label_map: str | None = None, license: str | None = None):
+        self.spec, self.images = spec, images
+        self.preset, self.columns, self.label_map, self.license = preset, list(columns or []), label_map, license
+        self.name = spec
+        self._source: Source | None = None
+        self._layout: Layout | None = None
+        self._scan: _Scan | None = None
+        self._split_report: dict[str, Any] = {}
+
+    def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
+        scratch.mkdir(parents=True, exist_ok=True)
+        source = self._source = open_source(self.spec, images=self.images, scratch=scratch)
+        self.name = source.describe()
+        layout = self._layout = resolve_layout(
+            source.describe(), source.columns(), preset=self.preset, column_args=self.columns,
+            label_map=self.label_map, license=self.license or source.hub_license,
+        )
+        logger.info("importing %s as layout %s", source.describe(), layout.name)
+        scan = self._scan = scan_source(source, layout)
+        if not scan.kept:
+            common = ", ".join(f"{n} {r}" for r, n in scan.reasons.most_common(3))
+            hint = f"; {label_map_hint(scan.unknown_labels, layout)} would map the labels" if scan.unknown_labels else ""
+            raise ValueError(f"nothing to import: all {scan.records} records were excluded ({common}){hint}")
+        cells, split_report = assign_splits(scan.items, pinned=dict(pinned))
+        for uid, cell in cells.items():
+            scan.kept[uid].split, scan.kept[uid].fold = cell.split, cell.fold
+        scan.items = []  # the cells are on the rows now
+        self._split_report = asdict(split_report)
+        return BuildPlan(scan.kept, self._split_report, scan.exclusions, dict(scan.reasons), _details(source, layout, scan))
+
+    def examples(self) -> Iterator[tuple[CellKey, dict[str, Any]]]:
+        """Pass 2: the source read again, every kept row once (its image bytes as they are)."""
+        source, layout, scan = self._source, self._layout, self._scan
+        at = {k.position: uid for uid, k in scan.kept.items()}
+        for position, file, line, record in source.records():
+            uid = at.get(position)
+            if uid is None:
+                continue
+            kept = scan.kept[uid]
+            data, _ = source.images.read(_field(record, layout, "image"))
+            if data is None:
+                raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
+            yield (kept.split, kept.fold), _example(record, layout, uid, kept, data)
+
+    def card(self, repo: Path, infos: dict[str, Any], names: CardNames, changelog: str) -> str:
+        source, layout, scan = self._source, self._layout, self._scan
+        plot_label_by_outlet(scan.kept.values(), repo / PLOT_PATH)
+        card_data = DatasetCardData(
+            pretty_name=names.pretty_name,
+            license=layout.license,
+            language=["en"],
+            task_categories=["image-text-to-text", "image-classification", "text-classification"],
+            tags=["media-bias", "multimodal", "news", "vilbias", "newsmediabias-plus"],
+            size_categories=[size_category(len(scan.kept))],
+            source_datasets=[source.repo_id] if source.repo_id else None,
+        )
+        card_metadata(card_data, self.views, infos, list(self.features))
+        imported = {"source": source.describe(), "kind": source.kind, "exclusion_counts": dict(scan.reasons), **_details(source, layout, scan)}
+        card = render_card(card_data, {**row_statistics(scan.kept.values(), self._split_report), "imported": imported}, repo_id=names.repo_id, version=names.version,
+                           changelog=changelog, is_sample=False, pretty_name=names.pretty_name)
+        return str(card)
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()

@@ -1,6 +1,7 @@
-"""The build plan: which articles become rows, with which labels, in which split and fold.
+"""A workdir as a build's source: which articles become rows, with which labels, in which split and fold.
 
-:func:`make_plan` reads a workdir — votes from ``annotations.sqlite``, verdicts from ``reviews/``,
+:class:`WorkdirSource` is the workdir (or the embedded sample) as one of the build's sources
+(:class:`~vilbias.corpus.protocol.CorpusSource`). :func:`make_plan` reads a workdir — votes from ``annotations.sqlite``, verdicts from ``reviews/``,
 images from ``images/`` — and decides every row once for all configs. Memory stays flat in
 corpus size apart from one small :class:`~vilbias.loading_script.biascorpus.PlanRow` per row:
 votes are streamed from the store and their resolution parked in ``plan_dir/resolved.sqlite``,
@@ -12,24 +13,97 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
 from vilbias.annotate.store import PROMPTS, ActiveAnnotator, AnnotationStore, CallKey
 from vilbias.annotate.voting import VoteResult, hierarchical_vote
+from vilbias.corpus.card import (
+    PLOT_PATH,
+    card_statistics,
+    plot_label_by_outlet,
+    render_card,
+    size_category,
+)
+from vilbias.corpus.config import CardNames
+from vilbias.corpus.protocol import BuildPlan, CellKey
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
+from vilbias.corpus.writer import card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
-from vilbias.loading_script.biascorpus import Plan, PlanRow, Resolutions
+from vilbias.loading_script.biascorpus import (
+    DEFAULT_FEATURES,
+    SFT_FEATURES,
+    STORED_FEATURES,
+    Plan,
+    PlanRow,
+    Resolutions,
+    iter_examples,
+)
 from vilbias.review.verdicts import load_verdicts, review_outcome, settle_rationale
 from vilbias.task import LABEL_NAMES
 from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl, sample_workdir
 
 SAMPLE_ANNOTATIONS = "annotations.jsonl"
 """A workdir may ship its calls as JSONL instead of a store (the embedded sample does)."""
+
+
+class WorkdirSource:
+    """A pipeline workdir, or the embedded sample (``workdir=None``), as a build's source."""
+
+    features = STORED_FEATURES
+    views = corpus_views(DEFAULT_FEATURES, SFT_FEATURES)
+
+    def __init__(self, workdir: str | os.PathLike | None, *, num_proc: int | None = None):
+        self.workdir = Path(workdir) if workdir else None
+        self.kind = "workdir" if workdir else "sample"
+        self.name = str(workdir) if workdir else "embedded sample"
+        self.num_proc = num_proc
+        self._plan: Plan | None = None
+
+    def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
+        plan = self._plan = make_plan(self.workdir, scratch, pinned=dict(pinned), num_proc=self.num_proc)
+        if not plan.rows:
+            reasons = Counter(e["reason"] for e in plan.exclusions).most_common(3)
+            raise ValueError(f"nothing to build: every item was excluded ({len(plan.exclusions)} exclusions: "
+                             + ", ".join(f"{n} {r}" for r, n in reasons) + ")")
+        return BuildPlan(plan.rows, plan.split_report, plan.exclusions, count_reasons(plan.exclusions),
+                         {"annotation": plan.annotation, "flagged_for_review": len(plan.flagged)})
+
+    def examples(self) -> Iterator[tuple[CellKey, dict[str, Any]]]:
+        for row, example in iter_examples(self._plan):
+            yield (row.split, row.fold), example
+
+    def card(self, repo: Path, infos: dict[str, Any], names: CardNames, changelog: str) -> str:
+        plan = self._plan
+        with Resolutions(plan.resolved) as resolutions:  # the annotators' labels before review, for kappa
+            automated = {uid: None if res["label"] is None else LABEL_NAMES.index(res["label"]) for uid, res in resolutions.items()}
+        stats = card_statistics(plan, automated)
+        plot_label_by_outlet(plan.rows.values(), repo / PLOT_PATH)
+        card_data = DatasetCardData(
+            pretty_name=names.pretty_name,
+            license="cc-by-nc-4.0",
+            language=["en"],
+            task_categories=["image-text-to-text", "image-classification", "text-classification"],
+            tags=["media-bias", "multimodal", "news", "rationales", "vilbias"],
+            size_categories=[size_category(len(plan.rows))],
+        )
+        card_metadata(card_data, self.views, infos, list(self.features))
+        return str(render_card(card_data, stats, repo_id=names.repo_id, version=names.version, changelog=changelog,
+                               is_sample=self.workdir is None, pretty_name=names.pretty_name))
+
+    def close(self) -> None:
+        """Nothing to release: the plan's files live in the build's scratch folder."""
+
+
+def count_reasons(exclusions: list[dict[str, str]]) -> dict[str, int]:
+    """Exclusions per reason (a review flag's reason and an image's own error folded into their kind)."""
+    return dict(Counter(e["reason"].split(":")[0] if not e["reason"].startswith("invalid_image") else "invalid_image:" + e["reason"].split(":")[1] for e in exclusions))
 
 
 def make_plan(

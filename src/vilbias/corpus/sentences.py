@@ -48,19 +48,19 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import logging
 import re
-import shutil
-import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from datasets import ClassLabel, Features, List, Value, load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from vilbias.corpus.splits import SplitItem, assign_splits
+from vilbias.corpus.config import CardNames
+from vilbias.corpus.protocol import BuildPlan, CellKey
+from vilbias.corpus.splits import Cell, SplitItem, assign_splits
 from vilbias.corpus.tables import (
     cell_text,
     csv_records,
@@ -68,7 +68,7 @@ from vilbias.corpus.tables import (
     table_records,
     xlsx_records,
 )
-from vilbias.corpus.writer import DATA_DIR, RepoWriter, card_metadata, corpus_views
+from vilbias.corpus.writer import card_metadata, corpus_views
 from vilbias.task import (
     ANSWER_LABELS,
     BIASED,
@@ -271,32 +271,74 @@ def read_sentences(source: str | Path) -> tuple[list[dict], dict, list[dict]]:
     return rows, counts, exclusions
 
 
-# ---------------------------------------------------------------- the repo
+# ---------------------------------------------------------------- the source
 
 
-def write_repo(output_dir: Path, rows: list[dict], cells: dict, features, body: str) -> None:
-    """Write the sentences, each once, into their cells' shards with the shared
-    :class:`~vilbias.corpus.writer.RepoWriter`; ``default`` and ``fold_K`` read those files."""
+@dataclass(slots=True)
+class _Placed:
+    """What the report reads of a kept sentence."""
+
+    label: int
+    outlet: str
+    split: str = ""
+    fold: int = -1
+
+
+class SentenceSource:
+    """Labelled sentences (a BABE-format file, an export of the Hub layout, a dataset folder or
+    ``ORG/NAME``) as a build's source: a text-only corpus, configs ``default`` and ``fold_K``."""
+
+    kind = "sentences"
+    features = _features()
     views = corpus_views(features)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    # Old shards of a previous build would otherwise be picked up by the split globs.
-    shutil.rmtree(output_dir / DATA_DIR, ignore_errors=True)
-    for name in FOLDS:
-        shutil.rmtree(output_dir / name, ignore_errors=True)  # the earlier layout's per-config copies
-    writer = RepoWriter(output_dir, features, views)
-    by_cell: dict[tuple[str, int], list[dict]] = {}
-    for r in rows:
-        cell = cells[r["unique_id"]]
-        by_cell.setdefault((cell.split, cell.fold), []).append({name: r[name] for name in features})
-    for cell, examples in by_cell.items():
-        writer.add(cell, writer.to_table(examples))
-    infos = writer.close()
-    card_data = DatasetCardData()
-    card_metadata(card_data, views, infos, list(features))
-    DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}").save(output_dir / "README.md")
+
+    def __init__(self, source: str | Path):
+        self.source = source
+        self.name = str(source)
+        self._rows: list[dict] = []
+        self._cells: dict[str, Cell] = {}
+        self._details: dict = {}
+
+    def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
+        rows, counts, exclusions = read_sentences(self.source)
+        if not rows:
+            raise ValueError(f"{self.source}: no labelled sentences left after leaving out {len(exclusions)} rows")
+        cells, split_report = _assign(rows, pinned)
+        rows.sort(key=lambda r: r["unique_id"])
+        placed = _placement(rows, cells)
+        self._rows, self._cells = rows, cells
+        self._details = {
+            **counts,
+            "rows_kept": len(rows),
+            "default": {s: _share(labels) for s, labels in placed["default"].items()},
+            "folds": {name: _share(placed[name]["test"]) for name in FOLDS},
+        }
+        planned = {r["unique_id"]: _Placed(r["label"], r["outlet"], cells[r["unique_id"]].split, cells[r["unique_id"]].fold) for r in rows}
+        self._exclusions = exclusions
+        logger.info(
+            "%d sentences kept (%d rows left out, %d duplicates merged)",
+            len(rows), len(exclusions) - counts["duplicates_merged"], counts["duplicates_merged"],
+        )
+        return BuildPlan(planned, asdict(split_report), exclusions, dict(Counter(e["reason"] for e in exclusions)), self._details)
+
+    def examples(self) -> Iterator[tuple[CellKey, dict]]:
+        for r in self._rows:
+            cell = self._cells[r["unique_id"]]
+            yield (cell.split, cell.fold), {name: r[name] for name in self.features}
+
+    def card(self, repo: Path, infos: dict, names: CardNames, changelog: str) -> str:
+        card_data = DatasetCardData()
+        card_metadata(card_data, self.views, infos, list(self.features))
+        source = Path(str(self.source)).name if Path(str(self.source)).exists() else str(self.source)
+        labels = Counter(r["label"] for r in self._rows)
+        body = _card_body(source, self._details, {name: labels[i] for i, name in enumerate(LABEL_NAMES)}, self._exclusions)
+        return str(DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}"))
+
+    def close(self) -> None:
+        """Nothing to release: the sentences are read in :meth:`plan`."""
 
 
-def _assign(rows: list[dict]):
+def _assign(rows: list[dict], pinned: Mapping[str, Cell] | None = None):
     items = [
         SplitItem(
             unique_id=r["unique_id"],
@@ -306,7 +348,7 @@ def _assign(rows: list[dict]):
         )
         for r in rows
     ]
-    return assign_splits(items)
+    return assign_splits(items, pinned=dict(pinned or {}))
 
 
 def _placement(rows: list[dict], cells: dict) -> dict[str, dict[str, list[int]]]:
@@ -326,69 +368,23 @@ def _share(labels: list[int]) -> dict:
     return {"rows": n, "biased_share": round(sum(labels) / n, 4) if n else None}
 
 
-def _report(source, output_dir: Path, rows, counts, exclusions, placed, split_report) -> dict:
-    n = len(rows)
-    return {
-        # The keys `vilbias build` prints (vilbias.corpus.format_report) ...
-        "rows": n,
-        "source": str(source),
-        "configs": {name: {split: len(labels) for split, labels in splits.items()} for name, splits in placed.items()},
-        "corpus_biased_share": round(sum(r["label"] for r in rows) / n, 4),
-        "label_share": {
-            f"{name}/{split}": (sum(labels) / len(labels) if labels else 0.0)
-            for name, splits in placed.items()
-            for split, labels in splits.items()
-        },
-        "groups": {
-            "groups": split_report.groups,
-            "multi_row_groups": split_report.multi_row_groups,
-            "largest_group": split_report.largest_group,
-        },
-        "groups_not_kept_whole": split_report.not_kept_whole,
-        "exclusions": exclusions,
-        "exclusion_counts": dict(Counter(e["reason"] for e in exclusions)),
-        # ... and the sentence corpus's own figures.
-        **counts,
-        "rows_kept": n,
-        "label_counts": {name: sum(1 for r in rows if r["label"] == i) for i, name in enumerate(LABEL_NAMES)},
-        "default": {s: _share(labels) for s, labels in placed["default"].items()},
-        "folds": {name: _share(placed[name]["test"]) for name in FOLDS},
-        "output": str(output_dir),
-    }
-
-
 def build_sentences(source: str | Path, output_dir: str | Path) -> dict:
-    """Build a text-only sentence corpus repo from labelled sentences.
+    """Build a text-only sentence corpus repo from labelled sentences: ``vilbias build --sentences``
+    from Python (:func:`vilbias.corpus.pipeline.build` with ``BuildConfig(sentences=source, output=output_dir)``).
 
     Args:
         source: a BABE-format CSV or XLSX, a Parquet/JSON/CSV export of the Hub layout, a
             dataset folder, or a Hub dataset id ``ORG/NAME`` (see the module docstring).
-        output_dir: where the repo folder is written (created; its ``data/`` and ``fold_K/``
-            folders are replaced).
+        output_dir: where the repo folder is written (replaced when the build succeeds).
 
     Returns:
-        A report (also ``output_dir/build_report.json``): rows read, kept, left out and merged
-        (each with its line and reason), label counts, and per split/fold the row count and
-        biased share.
+        The build report (also ``output_dir/build_report.json``); its ``source`` section has the
+        rows read, kept, left out and merged, and per split and fold the row count and biased share.
     """
-    started = time.monotonic()
-    output_dir = Path(output_dir)
-    rows, counts, exclusions = read_sentences(source)
-    if not rows:
-        raise ValueError(f"{source}: no labelled sentences left after leaving out {len(exclusions)} rows")
-    cells, split_report = _assign(rows)
-    rows.sort(key=lambda r: r["unique_id"])
-    placed = _placement(rows, cells)
-    report = _report(source, output_dir, rows, counts, exclusions, placed, split_report)
-    name = Path(str(source)).name if Path(str(source)).exists() else str(source)
-    write_repo(output_dir, rows, cells, _features(), _card_body(name, report))
-    report["seconds"] = round(time.monotonic() - started, 1)
-    (output_dir / "build_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    logger.info(
-        "built %d sentences into %s (%d rows left out, %d duplicates merged)",
-        len(rows), output_dir, len(exclusions) - counts["duplicates_merged"], counts["duplicates_merged"],
-    )
-    return report
+    from vilbias.corpus.config import BuildConfig
+    from vilbias.corpus.pipeline import build
+
+    return build(BuildConfig(sentences=Path(source), output=Path(output_dir)))
 
 
 REASON_TEXT = {
@@ -399,17 +395,17 @@ REASON_TEXT = {
 }
 
 
-def _card_body(source: str, report: dict) -> str:
+def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusions: list[dict]) -> str:
     lines = [
         "# Sentence-level media bias corpus",
         "",
         f"Built by `vilbias build --sentences {source}` from labelled sentences in BABE's format.",
-        f"{report['rows_read']} rows read; {report['rows_kept']} sentences kept ({report['label_counts'][BIASED_NAME]} {ANSWER_LABELS[BIASED]}, "
-        f"{report['label_counts'][NOT_BIASED_NAME]} {ANSWER_LABELS[1 - BIASED]}).",
+        f"{report['rows_read']} rows read; {report['rows_kept']} sentences kept ({label_counts[BIASED_NAME]} {ANSWER_LABELS[BIASED]}, "
+        f"{label_counts[NOT_BIASED_NAME]} {ANSWER_LABELS[1 - BIASED]}).",
         "",
     ]
     by_reason: dict[str, list[int]] = {}
-    for e in report["exclusions"]:
+    for e in exclusions:
         by_reason.setdefault(e["reason"], []).append(e["line"])
     for reason, at in by_reason.items():
         lines.append(f"- {len(at)} rows: {REASON_TEXT[reason]}; lines {', '.join(map(str, at))}.")

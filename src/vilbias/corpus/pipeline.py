@@ -1,0 +1,169 @@
+"""``vilbias build``: the Hub-layout dataset folder, from any of its three sources.
+
+    vilbias build                              # the embedded sample -> ./BiasCorpus
+    vilbias build --workdir work --output out  # a pipeline workdir
+    vilbias build --workdir work --previous ORG/BiasCorpus@v1.0.0   # keep v1.0.0's splits
+    vilbias build --sentences babe.csv --output babe                # a labelled sentence file
+    vilbias build --from vector-institute/newsmediabias-plus --output nmb  # import a published release
+    vilbias build --config BiasCorpus/build_config.yaml              # again, as that build ran
+
+One path for every source (:class:`~vilbias.corpus.protocol.CorpusSource`): **plan** (the
+source decides its rows; splits and folds from :func:`vilbias.corpus.splits.assign_splits`) →
+**write** (every row once into its cell's shards, :class:`~vilbias.corpus.writer.RepoWriter`) →
+**swap in** (the folder is written next to the output and renamed over it at the end, so a failed
+or killed build leaves the previous folder as it was) → **report** (``build_report.json``, the
+same keys whatever the source; what only one source has sits in its ``source`` section).
+
+The folder is byte-for-byte what ``vilbias publish dataset`` uploads: ``README.md`` (card with
+``configs:`` and ``dataset_info:`` YAML), the rows stored once as
+``data/{split}-fold{k}-NNNNN-of-NNNNN.parquet`` (every config reads its splits from these files),
+``assets/label_by_outlet.png`` (not for sentences), ``build_report.json`` and
+``build_config.yaml`` (the options this build ran with: ``vilbias build --config`` re-runs it).
+
+Splits never move: when the output folder already holds a build, or ``--previous`` names a
+release, every row of that release keeps its split and fold (:mod:`vilbias.corpus.release`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from vilbias import __version__
+from vilbias.config import save_config
+from vilbias.corpus.card import row_statistics
+from vilbias.corpus.config import BuildConfig
+from vilbias.corpus.protocol import BuildPlan, CorpusSource
+from vilbias.corpus.release import previous_cells
+from vilbias.corpus.writer import REPORT, RepoWriter, swap_in
+from vilbias.task import LABEL_NAMES
+
+logger = logging.getLogger(__name__)
+
+GROUP_KEYS = ("groups", "multi_row_groups", "largest_group", "rows_linked_by", "pinned")
+"""The split report's figures the build report states under ``groups``."""
+
+
+def open_source(config: BuildConfig) -> CorpusSource:
+    """The source ``config`` names (:meth:`BuildConfig.origin`), ready to plan. Each source's module
+    is imported here, so a sentence build never loads the image pipeline and the reverse."""
+    origin = config.origin()
+    if origin.kind == "release":
+        from vilbias.corpus.importer import ReleaseSource
+
+        return ReleaseSource(origin.location, images=config.images, preset=config.preset, columns=config.columns,
+                             label_map=config.label_map, license=config.source_license)
+    if origin.kind == "sentences":
+        from vilbias.corpus.sentences import SentenceSource
+
+        return SentenceSource(origin.location)
+    from vilbias.corpus.plan import WorkdirSource
+
+    return WorkdirSource(origin.location, num_proc=config.num_proc)
+
+
+def build(config: BuildConfig) -> dict[str, Any]:
+    """Build the dataset folder ``config.output`` from the source ``config`` names; return the build
+    report (also written as ``build_report.json``, beside ``build_config.yaml``).
+
+    Raises:
+        ValueError: nothing is left to build, or the source cannot be read as asked (nothing is written).
+        FileNotFoundError: the source or ``--previous`` does not exist.
+    """
+    started = time.perf_counter()
+    output = config.output.resolve()
+    with contextlib.closing(open_source(config)) as source:
+        pinned, previous = previous_cells(config.previous, output)
+        with swap_in(output) as repo:
+            plan = source.plan(repo.parent / "plan", pinned)
+            infos, corpus_bytes = write_rows(source, repo, config.max_shard_size)
+            kept = sum(1 for uid in plan.rows if uid in pinned)
+            card = source.card(repo, infos, config.card_names, changelog(previous, kept))
+            (repo / "README.md").write_text(card, encoding="utf-8")
+            report = {
+                "vilbias_version": __version__,
+                "source": {"kind": source.kind, "name": source.name, **plan.details},
+                **plan_figures(plan),
+                "configs": {name: {str(s): info.splits[s].num_examples for s in info.splits} for name, info in infos.items()},
+                "previous_release": {"source": previous, "rows": len(pinned), "kept": kept, "dropped": len(pinned) - kept},
+                "corpus_bytes": corpus_bytes,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+            (repo / REPORT).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            save_config(repo, "build", config)
+    logger.info("built %d rows from %s into %s", report["rows"], source.name, output)
+    return report
+
+
+def write_rows(source: CorpusSource, repo: Path, max_shard_size: str) -> tuple[dict[str, Any], int]:
+    """Every planned row once, into its cell's shards, one row group of examples at a time.
+    Returns the configs' ``DatasetInfo`` and the bytes written (one copy of the corpus)."""
+    writer = RepoWriter(repo, source.features, source.views, max_shard_size=max_shard_size)
+    batch = []
+    with tqdm(desc="writing", unit=" rows") as bar:
+        for item in source.examples():
+            batch.append(item)
+            if len(batch) >= writer.row_group_size:
+                writer.add_rows(batch)
+                bar.update(len(batch))
+                batch.clear()
+        if batch:
+            writer.add_rows(batch)
+            bar.update(len(batch))
+    infos = writer.close()
+    return infos, writer.corpus_bytes()
+
+
+def plan_figures(plan: BuildPlan) -> dict[str, Any]:
+    """The report's figures of a plan: rows, labels, shares per config and split, groups, exclusions."""
+    stats = row_statistics(plan.rows.values(), plan.split_report)
+    labels = Counter(r.label for r in plan.rows.values())
+    return {
+        "rows": len(plan.rows),
+        "label_counts": {name: labels[i] for i, name in enumerate(LABEL_NAMES)},
+        "label_share": {f"{r['config']}/{r['split']}": round(r["share"], 4) for r in stats["split_table"]},
+        "corpus_biased_share": round(stats["biased_share"], 4),
+        "groups": {k: plan.split_report[k] for k in GROUP_KEYS},
+        "groups_not_kept_whole": plan.split_report["not_kept_whole"],
+        "exclusions": plan.exclusions,
+        "exclusion_counts": plan.exclusion_counts,
+    }
+
+
+def changelog(previous: str | None, kept: int) -> str:
+    """The card's changelog before publishing: what the build kept of the previous release."""
+    if previous:
+        return f"Built against the previous release in `{previous}`: its {kept} rows still here kept their split and fold."
+    return "First build. `vilbias publish dataset` replaces this section with the rows added, removed and relabelled since the previous release tag."
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The printed summary of a build report."""
+    source = report["source"]
+    lines = [f"built {report['rows']} rows from {source['name']} in {report['seconds']} s"]
+    for name, splits in report["configs"].items():
+        lines.append(f"  {name:<8} " + "  ".join(f"{s}={n}" for s, n in splits.items()))
+    shares = report["label_share"]
+    lines.append(f"  biased share: corpus {report['corpus_biased_share']:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items() if k.startswith("default/")))
+    g = report["groups"]
+    lines.append(f"  groups: {g['groups']} ({g['multi_row_groups']} with several rows, largest {g['largest_group']}); not kept whole: {len(report['groups_not_kept_whole'])}")
+    if report["exclusions"]:
+        lines.append(f"  excluded {sum(report['exclusion_counts'].values())}: " + ", ".join(f"{k} {v}" for k, v in report["exclusion_counts"].items()))
+        for e in report["exclusions"][:20]:
+            lines.append(f"    {e['unique_id']}: {e['reason']}")
+        if len(report["exclusions"]) > 20:
+            lines.append(f"    … {len(report['exclusions']) - 20} more in build_report.json")
+    if source.get("unknown_labels"):
+        values = ", ".join(f"{v!r} ({n})" for v, n in source["unknown_labels"].items())
+        lines.append(f"  unknown label values: {values}; to take them: {source['label_map_hint']}")
+    if source["kind"] == "release":
+        lines.append(f"  source licence: {source['license'] or 'unknown (pass --source-license)'}"
+                     + (f" (forbids {' and '.join(source['restricted'])}: `vilbias publish dataset` creates the repo private)" if source["restricted"] else ""))
+    return "\n".join(lines)
