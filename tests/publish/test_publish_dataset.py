@@ -250,19 +250,26 @@ def test_a_release_of_nd_or_nc_source_data_is_created_private_and_says_why(hub, 
 
 def test_public_takes_an_explicit_flag_which_the_changelog_records(hub, tmp_path):
     folder = _imported(make_release_folder(tmp_path / "v1", base_rows(20)), "cc-by-nc-2.0")
-    release = _publish(folder, "1.0.0", public=True)
+    release = _publish(folder, "1.0.0", private=False)
     assert hub.repos[("dataset", REPO)].private is False
-    assert "Published **public** with `--public`, although the source licence cc-by-nc-2.0 forbids commercial use" in release.visibility
+    assert "Published **public** with `--private false`, although the source licence cc-by-nc-2.0 forbids commercial use" in release.visibility
     card = hub.tree_at("dataset", REPO, "v1.0.0")["README.md"].decode()
-    assert "with `--public`, although the source licence cc-by-nc-2.0" in changelog_section(card)
-    # The next release into that public repo, without --public, is refused before any upload.
+    assert "with `--private false`, although the source licence cc-by-nc-2.0" in changelog_section(card)
+    # The next release into that public repo, without --private false, is refused before any upload.
     v2 = _imported(make_release_folder(tmp_path / "v2", base_rows(24)), "cc-by-nc-2.0")
     commits = len(hub.repos[("dataset", REPO)].commits)
-    with pytest.raises(ValueError, match=rf"{REPO} is public and the source licence cc-by-nc-2.0 forbids commercial use: .*--public"):
+    with pytest.raises(ValueError, match=rf"{REPO} is public and the source licence cc-by-nc-2.0 forbids commercial use: .*--private false"):
         _publish(v2, "1.1.0")
     assert len(hub.repos[("dataset", REPO)].commits) == commits
-    with pytest.raises(ValueError, match="--public and --private contradict"):
-        _publish(v2, "1.1.0", public=True, private=True)
+
+
+def test_the_old_public_flag_still_means_private_false(hub, tmp_path, capsys):
+    from vilbias.cli import main
+
+    folder = _imported(make_release_folder(tmp_path / "v1", base_rows(20)), "cc-by-nc-2.0")
+    assert main(["publish", "dataset", "--repo-id", REPO, "--version", "1.0.0", "--source", str(folder), "--public"]) == 0
+    assert hub.repos[("dataset", REPO)].private is False
+    assert "--public is deprecated and will be removed in the next release; use --private false" in capsys.readouterr().err
 
 
 def test_a_pipeline_build_or_a_permissive_source_stays_public(hub, tmp_path):

@@ -65,7 +65,7 @@ class Changelog:
     """Rows changed split or fold and the release was published with ``--allow-moved-rows``."""
     visibility: str | None = None
     """Why the repo has the visibility it has, when the data's licence decided or was overridden
-    (a source licence that forbids derivatives or commercial use, and ``--public``)."""
+    (a source licence that forbids derivatives or commercial use, and ``--private false``)."""
 
 
 def compute_changelog(old: Rows | None, new: Rows, *, version: str, previous: str | None = None, moved_allowed: bool = False,

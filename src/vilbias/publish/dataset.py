@@ -15,9 +15,9 @@ changelog then says so). Consumers pin the tag::
 
 The licence travels: a release imported (``vilbias build --from``) from a source whose licence
 forbids derivatives or commercial use (ND or NC, as NewsMediaBias-Plus and the ViLBias paper's
-release are licensed; ``build_report.json`` records it) is created **private**; ``--public`` publishes it public anyway, and the
-changelog records that choice. An existing public repo is not filled with such a release
-without ``--public``: the refusal says why.
+release are licensed; ``build_report.json`` records it) is created **private**; ``--private false`` publishes it public
+anyway, and the changelog records that choice. An existing public repo is not filled with such a
+release without ``--private false``: the refusal says why.
 
 If the connection drops mid-commit, the Hub keeps serving the previous release (a commit is
 atomic and the tag comes after it); re-running the same command completes the release. Without
@@ -54,6 +54,7 @@ from vilbias.publish.changelog import (
     read_release_rows,
     render_changelog,
 )
+from vilbias.publish.config import PublishDatasetConfig
 from vilbias.publish.hub import (
     check_token,
     is_network_error,
@@ -72,30 +73,6 @@ IGNORE_PATTERNS = ["*.py", ".cache/*", ".huggingface/*", "*.lock", "*.tmp", "*/.
 
 
 @dataclass
-class PublishDatasetConfig:
-    """``vilbias publish dataset``."""
-
-    repo_id: str = field(metadata={"help": "Dataset repo on the Hub, ORG/NAME."})
-    version: str = field(metadata={"help": "Semantic version X.Y.Z of this release; tagged vX.Y.Z."})
-    source: Path = field(default=Path("BiasCorpus"), metadata={"help": "The folder `vilbias build` wrote."})
-    dry_run: bool = field(default=False, metadata={"help": "Print what would change; upload nothing (works offline with --previous)."})
-    previous: Path | None = field(
-        default=None,
-        metadata={"help": "A local copy of the previous release to compare against when the Hub cannot be reached (dry runs)."},
-    )
-    allow_moved_rows: bool = field(
-        default=False,
-        metadata={"help": "Publish even if rows of the previous release changed split or fold; the changelog records it."},
-    )
-    private: bool = field(default=False, metadata={"help": "Create the repo private (an existing repo keeps its visibility)."})
-    public: bool = field(
-        default=False,
-        metadata={"help": "Create the repo public even though the imported source's licence forbids derivatives or commercial use (ND/NC: such a release is private by default); the changelog records the choice."},
-    )
-    token: str | None = field(default=None, metadata={"cli": False, "help": "Hub token; HF_TOKEN or the saved login when unset."})
-
-
-@dataclass
 class DatasetRelease:
     """What :func:`publish_dataset` did (or, in a dry run, would do)."""
 
@@ -111,7 +88,7 @@ class DatasetRelease:
     private: bool = False
     """Whether the repo is created private (the flag, or the licence)."""
     visibility: str | None = None
-    """Why, when the data's licence decided it or ``--public`` overrode it."""
+    """Why, when the data's licence decided it or ``--private false`` overrode it."""
     offline: str | None = None
     """Why the Hub was not consulted (a dry run without network), else None."""
 
@@ -228,20 +205,19 @@ def _source_license(source: Path) -> str | None:
 
 
 def _licensed_visibility(config: PublishDatasetConfig, source: Path) -> tuple[PublishDatasetConfig, str | None]:
-    """The config with ``private`` set by the data's licence (a licence forbidding derivatives or
-    commercial use makes the release private unless ``--public`` says otherwise), and the
-    sentence the changelog records about it (None when the licence restricts nothing)."""
-    if config.public and config.private:
-        raise ValueError("--public and --private contradict each other: choose one")
+    """The config with ``private`` decided (unset: by the data's licence, which makes a release of
+    data forbidding derivatives or commercial use private), and the sentence the changelog records
+    about it (None when the licence restricts nothing)."""
     license = _source_license(source)
     forbids = restricted_license(license)
     if not forbids:
-        return config, None
+        return dataclasses.replace(config, private=bool(config.private)), None
     why = f"the source licence {license} forbids {' and '.join(forbids)}"
-    if config.public:
-        return config, f"Published **public** with `--public`, although {why}: the publisher chose this explicitly."
-    logger.info("creating %s private: %s (pass --public to publish it public)", config.repo_id, why)
-    return dataclasses.replace(config, private=True), f"Published **private** because {why}; `--public` would publish it public (and be recorded here)."
+    if config.private is False:
+        return config, f"Published **public** with `--private false`, although {why}: the publisher chose this explicitly."
+    logger.info("creating %s private: %s (pass --private false to publish it public)", config.repo_id, why)
+    return (dataclasses.replace(config, private=True),
+            f"Published **private** because {why}; `--private false` would publish it public (and be recorded here).")
 
 
 def _remote_state(api: HfApi, config: PublishDatasetConfig, tag: str, version: tuple[int, int, int], visibility: str | None) -> dict:
@@ -275,7 +251,7 @@ def _remote_state(api: HfApi, config: PublishDatasetConfig, tag: str, version: t
 def _refuse_public_repo_for_restricted_data(api: HfApi, config: PublishDatasetConfig, token: str, visibility: str | None) -> None:
     """An existing public repo keeps its visibility, so a release its licence makes private must
     not be uploaded there silently."""
-    if not (visibility and config.private and not config.public):
+    if not (visibility and config.private):
         return
     try:
         info = api.repo_info(config.repo_id, repo_type="dataset", token=token)
@@ -284,8 +260,8 @@ def _refuse_public_repo_for_restricted_data(api: HfApi, config: PublishDatasetCo
     if not info.private:
         why = visibility.split(" because ", 1)[1].split(";")[0]
         raise ValueError(
-            f"{config.repo_id} is public and {why}: make the repo private on the Hub, or pass --public to publish "
-            "it public anyway (the changelog records the choice)"
+            f"{config.repo_id} is public and {why}: make the repo private on the Hub, or pass --private false to "
+            "publish it public anyway (the changelog records the choice)"
         )
 
 

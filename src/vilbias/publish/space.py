@@ -10,12 +10,12 @@ pins this package's version (``vilbias==X.Y.Z``) so the Space runs the code it w
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from vilbias import __version__
 from vilbias.publish.changelog import card_metadata
+from vilbias.publish.config import PublishSpaceConfig
 from vilbias.publish.hub import check_token, resolve_token
 
 logger = logging.getLogger(__name__)
@@ -26,18 +26,6 @@ IGNORE_PATTERNS = ["__pycache__/*", "*/__pycache__/*", "*.pyc", "tests/*", ".*"]
 
 def _default_source() -> Path:
     return Path(str(resources.files("vilbias.spaces")))
-
-
-@dataclass
-class PublishSpaceConfig:
-    """``vilbias publish space``."""
-
-    repo_id: str = field(metadata={"help": "Space repo on the Hub, ORG/NAME."})
-    source: Path | None = field(default=None, metadata={"help": "Space folder; the installed vilbias.spaces package when unset."})
-    model: list[str] = field(default_factory=list, metadata={"help": "Model repo(s) the Space loads (YAML `models`)."})
-    dataset: list[str] = field(default_factory=list, metadata={"help": "Dataset repo(s) the Space uses (YAML `datasets`)."})
-    private: bool = field(default=False, metadata={"help": "Create the Space private."})
-    token: str | None = field(default=None, metadata={"cli": False, "help": "Hub token; HF_TOKEN or the saved login when unset."})
 
 
 def render_space_readme(text: str, *, models: list[str], datasets: list[str], sdk_version: str | None) -> str:
