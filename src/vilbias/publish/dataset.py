@@ -67,8 +67,9 @@ from vilbias.publish.hub import (
 logger = logging.getLogger(__name__)
 
 # What a release holds: the card, the Parquet shards of every config, the plot, the
-# build report. Scripts are never uploaded: datasets refuses a repo with <name>.py at its root.
-ALLOW_PATTERNS = ["README.md", "*.parquet", "assets/*", "build_report.json"]
+# build report and the options it was built with (`vilbias build --config build_config.yaml`
+# rebuilds it). Scripts are never uploaded: datasets refuses a repo with <name>.py at its root.
+ALLOW_PATTERNS = ["README.md", "*.parquet", "assets/*", "build_report.json", "build_config.yaml"]
 IGNORE_PATTERNS = ["*.py", ".cache/*", ".huggingface/*", "*.lock", "*.tmp", "*/.ipynb_checkpoints/*"]
 
 
@@ -198,7 +199,9 @@ def _source_license(source: Path) -> str | None:
     if not report.is_file():
         return None
     try:
-        imported = json.loads(report.read_text(encoding="utf-8")).get("imported") or {}
+        built = json.loads(report.read_text(encoding="utf-8"))
+        # The report's `source` section; `imported` in reports written before one build shape.
+        imported = built["source"] if isinstance(built.get("source"), dict) else built.get("imported") or {}
     except (json.JSONDecodeError, AttributeError):
         return None
     return imported.get("license")
