@@ -214,6 +214,7 @@ def ask_missing(
     desc: str = "asking",
     unit: str = "call",
     progress: bool = True,
+    size: Callable[[J], int] | None = None,
 ) -> int:
     """The ask-loop every stage shares: skip what is done, show progress, store each answer.
 
@@ -227,8 +228,11 @@ def ask_missing(
             grouped commit).
         done: Keys already answered; with ``key``, the jobs whose key is in it are skipped.
         key: A job's ledger key.
-        total: The number of pending jobs when ``jobs`` is lazy (for the progress bar).
+        total: The number of pending jobs when ``jobs`` is lazy (for the progress bar); with
+            ``size``, the rows they fill.
         desc, unit, progress: The progress bar's text, unit, and whether it is shown.
+        size: How many ledger rows a job fills (a request for K samples fills K): the progress
+            bar counts rows. Default: one per job.
 
     Returns:
         The number of jobs handed to ``ask``.
@@ -239,10 +243,10 @@ def ask_missing(
         if key is None:
             raise TypeError("ask_missing: done needs key")
         jobs = [j for j in jobs if key(j) not in done]
-        total = len(jobs)
+        total = sum(map(size, jobs)) if size else len(jobs)
     elif total is None:
         jobs = list(jobs)
-        total = len(jobs)
+        total = sum(map(size, jobs)) if size else len(jobs)
     if total == 0:
         return 0
     handed = 0
@@ -257,7 +261,7 @@ def ask_missing(
 
         def on_result(job: J, result: R) -> Any:
             out = record(job, result)
-            bar.update(1)
+            bar.update(size(job) if size else 1)
             return out
 
         ask(pending(), on_result)

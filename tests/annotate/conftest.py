@@ -42,7 +42,9 @@ def answers(label: str, **kw: Any) -> Callable[..., str]:
 class StubBackend:
     """Deterministic backend: ``script(item, prompt, sample, request) -> str | ChatResult | None``
     (None = a failed call). The sample index comes from the ``seed`` param (annotators set seed
-    0). Image-description requests get ``description`` and are kept in ``described``."""
+    0): a request for ``n`` samples answers samples ``seed .. seed + n - 1``, as vLLM seeds them.
+    ``requests`` holds the requests, ``asked`` counts their samples. Image-description requests
+    get ``description`` and are kept in ``described``."""
 
     def __init__(self, script: Callable[[int, str, int, ChatRequest], str | ChatResult | None], description: str = "A photo."):
         self.script = script
@@ -55,8 +57,17 @@ class StubBackend:
             self.described.append(r)
             return ChatResult(self.description)
         self.requests.append(r)
-        out = self.script(item_index(r), prompt_of(r), int(r.params.get("seed", 0)), r)
-        return out if isinstance(out, ChatResult) else ChatResult(out, None if out is not None else "stub failure", 0.001)
+        seed = int(r.params.get("seed", 0))
+        samples = [self.script(item_index(r), prompt_of(r), seed + i, r) for i in range(r.n)]
+        return ChatResult.of_samples([
+            out if isinstance(out, ChatResult) else ChatResult(out, None if out is not None else "stub failure", 0.001)
+            for out in samples
+        ])
+
+    @property
+    def asked(self) -> int:
+        """Samples asked for (a request for n samples counts n)."""
+        return sum(r.n for r in self.requests)
 
     def chat(self, requests: Iterable[ChatRequest], on_result: Callable[[int, ChatResult], None] | None = None) -> list[ChatResult]:
         out = []

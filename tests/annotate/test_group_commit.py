@@ -16,8 +16,8 @@ from vilbias.annotate.store import AnnotationStore, CallKey, call_row
 from vilbias.models.chat import ChatResult
 
 
-def _key(i):
-    return CallKey(f"item-{i}", "text", "a", "fp", 0, "v1")
+def _key(i, sample=0):
+    return (CallKey(f"item-{i}", "text", "a", "fp", sample, "v1"),)
 
 
 def test_results_ready_together_share_one_transaction(tmp_path):
@@ -41,6 +41,15 @@ def test_results_ready_together_share_one_transaction(tmp_path):
         assert rows["item-0"]["label"] == "biased" and rows["item-3"]["raw"] is None and rows["item-3"]["error"] == "HTTP 500"
         assert recorder.counts == {"valid": 3, "failed": 1}
 
+    # A request for K samples is K rows, each with its own status, stored in one group.
+    with AnnotationStore(tmp_path / "k.sqlite") as store:
+        recorder = _Recorder(store, "m")
+        samples = ChatResult.of_samples([ChatResult(answer("biased")), ChatResult("no object here"), ChatResult(None, "malformed response")])
+        assert recorder.call(_key(0) + _key(0, 1) + _key(0, 2), samples) is None
+        rows = sorted(store.iter_calls(), key=lambda r: r["sample"])
+        assert [r["status"] for r in rows] == ["valid", "unparseable", "failed"] and rows[0]["label"] == "biased"
+        assert recorder.counts == {"valid": 1, "unparseable": 1, "failed": 1}
+
     # Without a running loop (local models) every result is stored at once.
     with AnnotationStore(tmp_path / "b.sqlite") as store:
         recorder = _Recorder(store, "m")
@@ -50,11 +59,11 @@ def test_results_ready_together_share_one_transaction(tmp_path):
 
 def test_record_calls_is_all_or_nothing(tmp_path):
     with AnnotationStore(tmp_path / "a.sqlite") as store:
-        good = call_row(_key(0), raw="x")
+        good = call_row(_key(0)[0], raw="x")
         with pytest.raises(sqlite3.Error):
             store.record_calls([good, (1, 2, 3)])  # wrong arity: the whole group is refused
         assert list(store.iter_calls()) == []
-        store.record_calls([good, call_row(_key(1), raw="y")])
+        store.record_calls([good, call_row(_key(1)[0], raw="y")])
         assert len(list(store.iter_calls())) == 2
 
 
@@ -65,8 +74,8 @@ def test_unstored_calls_never_exceed_concurrency(tmp_path):
     lock = threading.Lock()
 
     def responder(body):
-        # Asked so far (read first) minus stored now: the calls a kill -9 would lose.
-        asked = server.count
+        # Samples asked so far (read first) minus stored now: the calls a kill -9 would lose.
+        asked = server.choices
         try:
             con = sqlite3.connect(db, timeout=30)
             stored = con.execute("SELECT COUNT(*) FROM calls WHERE raw IS NOT NULL").fetchone()[0]
@@ -81,7 +90,8 @@ def test_unstored_calls_never_exceed_concurrency(tmp_path):
         spec = AnnotatorSpec(name="fake", kind="openai", model="m", base_url=server.base_url, concurrency=4, params={"seed": 0})
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=6, progress=False))
     assert summary["run"] == {"valid": 60}
-    assert len(gaps) == 60 and max(gaps) <= 4
+    assert len(gaps) == 60 and server.count == 10  # one request per item, for its 6 samples
+    assert max(gaps) <= 4 * 6  # at most `concurrency` requests' samples unstored
 
 
 def test_a_failed_commit_stops_the_run(tmp_path, monkeypatch):

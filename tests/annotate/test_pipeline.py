@@ -44,7 +44,8 @@ def test_end_to_end_votes_ties_and_summary(workdir):
     b = StubBackend(scripted({0: "BBB", 1: "NNB", 2: "NNN", 3: "---"}))
     c = StubBackend(scripted({0: "BBN", 1: "BBB", 2: "---", 3: "x-x"}))
     summary = run(workdir, {"a": a, "b": b, "c": c})
-    assert len(a.requests) == 4 * 2 * 3  # items × prompts × K
+    assert len(a.requests) == 4 * 2 and a.asked == 4 * 2 * 3  # one request per item and prompt, for K samples
+    assert {r.n for r in a.requests} == {3} and {r.params["seed"] for r in a.requests} == {0}
     with AnnotationStore.for_workdir(workdir) as store:
         votes = store.votes()
         calls = list(store.iter_calls())
@@ -86,7 +87,8 @@ def test_invalid_answers_and_refusals_are_stored_as_such_and_abstain(workdir):
     assert hierarchical_vote(votes["item-0"]["text"]).label == B
     c = summary["annotators"]["a"]["text"]
     assert (c["valid"], c["invalid"], c["refused"], c["unparseable"]) == (9, 2, 1, 0)
-    # neither is asked again: they are answers
+    # the other samples of the same request are stored as they came, and none is asked again: they are answers
+    assert [calls[("item-0", k)]["status"] for k in range(3)] == ["valid", "valid", "invalid"]
     again = StubBackend(scripted({i: "BBB" for i in range(4)}))
     assert run(workdir, {"a": again}, prompts=["text"])["run"] == {} and again.requests == []
 
@@ -111,11 +113,11 @@ def test_rerun_asks_only_what_is_missing(workdir):
     flaky[2] = "BxB"
     first = StubBackend(scripted(flaky))
     run(workdir, {"a": first})
-    assert len(first.requests) == 24
+    assert (len(first.requests), first.asked) == (8, 24)
     again = StubBackend(scripted(table))
     summary = run(workdir, {"a": again})
-    # only the two failed calls (item 2, sample 1, both prompts) are asked again
-    assert len(again.requests) == 2 and summary["run"] == {"valid": 2}
+    # only the two failed calls (item 2, sample 1, both prompts) are asked again: n = 1, sample 1's seed
+    assert [(r.n, r.params["seed"]) for r in again.requests] == [(1, 1), (1, 1)] and summary["run"] == {"valid": 2}
     none = StubBackend(scripted(table))
     assert run(workdir, {"a": none})["run"] == {} and none.requests == []
 
@@ -127,8 +129,8 @@ def test_new_prompt_version_or_annotator_reasks_only_that(workdir, monkeypatch):
     monkeypatch.setattr(P, "prompt_version", lambda p: original(p) + ("v2" if p == "text" else ""))
     a2, b = StubBackend(scripted(table)), StubBackend(scripted(table))
     run(workdir, {"a": a2, "b": b})
-    assert len(a2.requests) == 4 * 3 and all("Image description:" not in r.messages[-1]["content"] for r in a2.requests)
-    assert len(b.requests) == 4 * 2 * 3
+    assert a2.asked == 4 * 3 and all("Image description:" not in r.messages[-1]["content"] for r in a2.requests)
+    assert b.asked == 4 * 2 * 3
     with AnnotationStore.for_workdir(workdir) as store:
         votes = store.votes()
     assert {v.annotator for v in votes["item-0"]["text"]} == {"a", "b"} and len(votes["item-0"]["text"]) == 6
@@ -141,7 +143,7 @@ def test_changed_sampling_params_reask(workdir):
     spec.params["temperature"] = 0.2
     again = StubBackend(scripted(table))
     run(workdir, {"a": again}, specs=[spec])
-    assert len(again.requests) == 24
+    assert again.asked == 24
 
 
 def test_vision_annotators_see_the_image_and_one_description_per_image(tmp_path):

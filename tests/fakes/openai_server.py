@@ -21,17 +21,48 @@ queued with :meth:`fail_next` and served to the next requests in arrival order:
 
 ``GET /v1/models`` lists the one model. ``Authorization`` headers are recorded in
 ``auth_headers`` so tests can check the key was sent.
+
+``n`` is served the way vLLM serves it: one request, ``n`` choices (``index`` 0..n-1, the
+responder asked once per choice), the prompt counted once in ``usage.prompt_tokens``.
+``n_support="refuse"`` answers a request for ``n`` > 1 with a 400 (as servers without it do);
+``"ignore"`` answers it with one choice (as llama.cpp's server and Ollama do).
+
+The server counts its work: ``count`` requests, ``prompt_tokens`` prefilled (each answered
+request prefills its prompt once, whatever its ``n``; no prefix cache), ``choices`` generated,
+and ``distinct_prompt_tokens``, the least a server must prefill (each distinct model and prompt
+once). A token is a whitespace-separated word of the messages' text, and an image is
+:data:`IMAGE_TOKENS` tokens. ``GET /v1/stats`` returns these counts (for a server in another
+process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
+
+IMAGE_TOKENS = 576
+"""Prompt tokens an image counts for (LLaVA-1.5's 24 × 24 patches; servers vary)."""
+N_SUPPORT = ("full", "refuse", "ignore")
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """The fake's token count of a prompt: words of its text, :data:`IMAGE_TOKENS` per image."""
+    tokens = 0
+    for m in messages:
+        content = m.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for part in parts:
+            if part.get("type") == "text":
+                tokens += len(part["text"].split())
+            elif part.get("type") == "image_url":
+                tokens += IMAGE_TOKENS
+    return tokens
 
 
 def echo_label_responder(body: dict[str, Any]) -> str:
@@ -47,14 +78,22 @@ class FakeOpenAIServer:
         latency_s: float = 0.0,
         record: bool = True,
         model: str = "fake-model",
+        n_support: str = "full",
     ):
+        if n_support not in N_SUPPORT:
+            raise ValueError(f"n_support must be one of {N_SUPPORT}")
         self.responder = responder
+        self.n_support = n_support
         self.latency_s = latency_s
         self.record = record
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
         self.count = 0
+        self.prompt_tokens = 0
+        self.distinct_prompt_tokens = 0
+        self.choices = 0
+        self._prompts_seen: set[bytes] = set()
         self.faults_served: list[str] = []
         self._faults: deque[tuple[str, dict[str, Any]]] = deque()
         self._lock = threading.Lock()
@@ -63,6 +102,12 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self.port = 0
+
+    def stats(self) -> dict[str, int]:
+        """The server's work so far (see the module docstring)."""
+        with self._lock:
+            return {"requests": self.count, "prompt_tokens": self.prompt_tokens, "choices": self.choices,
+                    "distinct_prompt_tokens": self.distinct_prompt_tokens}
 
     @property
     def base_url(self) -> str:
@@ -145,6 +190,9 @@ class FakeOpenAIServer:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
             return True
+        if method == "GET" and path.rstrip("/").endswith("/stats"):
+            self._send(writer, 200, json.dumps(self.stats()))
+            return True
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             self._send(writer, 404, json.dumps({"error": {"message": f"no route {method} {path}"}}))
             return True
@@ -180,9 +228,24 @@ class FakeOpenAIServer:
                 return True
             if kind == "slow":
                 await asyncio.sleep(options.get("delay_s", 5.0))
+        n = int(payload.get("n") or 1)
+        if n > 1 and self.n_support == "refuse":
+            self._send(writer, 400, json.dumps({"error": {"message": "n > 1 is not supported"}}))
+            return True
+        if self.n_support == "ignore":
+            n = 1
+        tokens = prompt_tokens(payload.get("messages", []))
+        prompt = hashlib.sha256(json.dumps([payload.get("model"), payload.get("messages")], sort_keys=True).encode()).digest()
+        with self._lock:
+            self.prompt_tokens += tokens  # one prefill, whatever n
+            self.choices += n
+            if prompt not in self._prompts_seen:
+                self._prompts_seen.add(prompt)
+                self.distinct_prompt_tokens += tokens
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        content = self.responder(payload)
+        contents = [self.responder(payload) for _ in range(n)]
+        completion = sum(len(c.split()) for c in contents)
         self._send(
             writer,
             200,
@@ -192,8 +255,11 @@ class FakeOpenAIServer:
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": payload.get("model", self.model),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                    "choices": [
+                        {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}
+                        for i, c in enumerate(contents)
+                    ],
+                    "usage": {"prompt_tokens": tokens, "completion_tokens": completion, "total_tokens": tokens + completion},
                 }
             ),
         )
@@ -216,8 +282,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--n-support", choices=N_SUPPORT, default="full", help="how requests for n > 1 samples are served")
     args = parser.parse_args()
-    server = FakeOpenAIServer(latency_s=args.latency, record=False).start()
+    server = FakeOpenAIServer(latency_s=args.latency, record=False, n_support=args.n_support).start()
     print(server.base_url, flush=True)
     try:
         threading.Event().wait()

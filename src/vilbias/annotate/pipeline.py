@@ -2,7 +2,10 @@
 
 :func:`annotate` reads the workdir's ``articles.jsonl``, asks each configured annotator the
 ``text`` and ``multimodal`` prompts K times per item, and records every call in
-``annotations.sqlite`` as it completes. Re-running asks only the calls the store lacks for the
+``annotations.sqlite`` as it completes. The K samples of an item, prompt and annotator are one
+request for K samples (OpenAI's and vLLM's ``n``; local models: ``num_return_sequences``), so the
+server reads the prompt once; each sample is stored, and checked, on its own. A server that does
+not take ``n`` is asked one sample per request (recorded in the store's ``sampling`` table). Re-running asks only the calls the store lacks for the
 current prompt versions and annotators (a changed prompt or annotator re-asks only what it
 changes); a killed run loses at most the calls that were in flight.
 
@@ -133,7 +136,8 @@ def _image(workdir: Path, article: Article) -> tuple[str, bytes, str]:
 
 
 class _Recorder:
-    """Hands requests to a backend lazily and stores each result as it arrives.
+    """Hands requests to a backend lazily and stores each result as it arrives (one row per
+    sample of the request).
 
     Called from inside an event loop (the OpenAI backend), results are committed in groups: a
     result joins the current group, one SQLite transaction stores the group as soon as the loop
@@ -149,21 +153,23 @@ class _Recorder:
         self.model = model
         self.counts: Counter[str] = Counter()
         self.fallback: str | None = None
+        self.sampling_fallback: str | None = None
         self._rows: list[tuple] = []
         self._group: asyncio.Future | None = None
         self._error: BaseException | None = None
 
-    def call(self, key: CallKey, result: ChatResult) -> asyncio.Future | None:
-        row = self._row(key, result)
-        self.counts[row_status(row)] += 1
-        if result.fallback and self.fallback is None:
-            self.fallback = result.fallback
+    def call(self, keys: tuple[CallKey, ...], result: ChatResult) -> asyncio.Future | None:
+        """Store the answers to one request: ``keys`` are its samples, in the order asked."""
+        rows = [self._row(key, sample) for key, sample in zip(keys, result.per_sample(len(keys)), strict=True)]
+        self.counts.update(row_status(row) for row in rows)
+        self.fallback = self.fallback or result.fallback
+        self.sampling_fallback = self.sampling_fallback or result.sampling_fallback
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self.store.record_calls([row])
+            self.store.record_calls(rows)
             return None
-        self._rows.append(row)
+        self._rows.extend(rows)
         if self._group is None:
             # call_soon runs after the steps already ready in this loop iteration: every
             # result that arrived in the same poll goes into one transaction.
@@ -197,6 +203,14 @@ class _Recorder:
         if spec.structured_output == "none":
             return "off", None
         return ("local_grammar" if spec.backend in LOCAL_BACKENDS else "server"), None
+
+    def sampling(self, spec: AnnotatorSpec) -> tuple[str, str | None]:
+        """How this run's samples were asked: ``n`` (K samples in one request),
+        ``num_return_sequences`` (local models), or ``per_sample`` (with the server's answer to
+        ``n`` > 1)."""
+        if self.sampling_fallback is not None:
+            return "per_sample", self.sampling_fallback
+        return ("num_return_sequences" if spec.backend in LOCAL_BACKENDS else "n"), None
 
     def _commit(self) -> None:
         rows, group = self._rows, self._group
@@ -254,12 +268,13 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
                 ask_missing(
                     iter(jobs), total=pending, desc=f"annotate {spec.name}", progress=config.progress,
                     ask=lambda todo, on_result, backend=backend: chat_jobs(backend, todo, lambda job: job[1], on_result),
-                    record=lambda job, result, recorder=recorder: recorder.call(job[0], result),
+                    record=lambda job, result, recorder=recorder: recorder.call(job[0], result), size=lambda job: len(job[0]),
                 )
             finally:
                 recorder.flush()
             run.update(recorder.counts)
             store.set_structured_output(spec.name, fp, spec.structured_output, *recorder.mode(spec))
+            store.set_sampling(spec.name, fp, *recorder.sampling(spec))
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
                 backends.pop(spec.name, None)
@@ -273,10 +288,12 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
 class _Jobs:
     """The missing calls of one annotator, item by item (lazily: memory stays flat).
 
-    Iterating yields ``(CallKey, ChatRequest)``; :meth:`keys` only the keys (the counting pass).
-    The K samples of an item and prompt share one rendered prompt and one message list (the
-    requests are read, never changed), and each sample's parameters (with the structured-output
-    request) are built once per annotator.
+    Iterating yields one ``(keys, ChatRequest)`` per item and prompt: the request asks for the
+    samples the store lacks (``n = len(keys)``, sent with the first missing sample's seed, so a
+    fresh item is asked with the annotator's own seed); :meth:`keys` yields only the keys (the
+    counting pass). Each sample's parameters (with the structured-output request) are built once
+    per annotator. How the samples are requested is not part of the fingerprint: a store
+    annotated one sample per request is complete under ``n`` and the other way round.
     """
 
     def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, prompts: list[str], versions: dict[str, str], describer_key: str | None):
@@ -320,14 +337,14 @@ class _Jobs:
             for p, k in missing:
                 yield CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p])
 
-    def __iter__(self) -> Iterator[tuple[CallKey, ChatRequest]]:
+    def __iter__(self) -> Iterator[tuple[tuple[CallKey, ...], ChatRequest]]:
         for article, description, missing in self._missing():
-            messages: dict[str, list[dict[str, Any]]] = {}
+            by_prompt: dict[str, list[int]] = {}
             for p, k in missing:
-                if p not in messages:
-                    messages[p] = self._messages(article, p, description)
-                key = CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p])
-                yield key, ChatRequest(messages[p], self.params[p][k])
+                by_prompt.setdefault(p, []).append(k)
+            for p, samples in by_prompt.items():
+                keys = tuple(CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p]) for k in samples)
+                yield keys, ChatRequest(self._messages(article, p, description), self.params[p][samples[0]], n=len(samples))
 
     def _messages(self, article: Article, prompt: str, description: str) -> list[dict[str, Any]]:
         text = prompting.render(

@@ -16,6 +16,7 @@ Schema version 2 (see ``docs/workdir.md``)::
     call_status(item_id, prompt, annotator, fingerprint, sample, prompt_version,
                 status, problem, structured)
     structured_output(annotator, fingerprint, requested, mode, detail, updated_at)
+    sampling(annotator, fingerprint, mode, detail, updated_at)
     image_descriptions(image_sha256, annotator, description, created_at)
     active(prompt, prompt_version, annotators_json, samples)
     annotator_audits(annotator, fingerprint, probe_version, modality, questions, answered,
@@ -36,6 +37,12 @@ counts as ``failed`` without ``raw``, ``unparseable`` without ``label``, else ``
 ``structured_output`` records, per annotator, what its latest run got: ``server`` (the server
 decoded under the schema), ``local_grammar`` (llguidance), ``fallback`` (the server rejected the
 request; answers parsed strictly; ``detail`` holds the rejection) or ``off`` (configured).
+``sampling`` records, per annotator, how its latest run asked for the K samples: ``n`` (one request
+for the K samples of an item and prompt: one prefill), ``num_return_sequences`` (local models, the
+same over one ``generate``) or ``per_sample`` (the server rejected ``n`` > 1 or answered with fewer
+choices; ``detail`` says which; one request per sample). The table joined schema 2 without a new
+version: a store without it is read as before, and an older vilbias ignores it. How samples were
+asked is not part of an annotator's fingerprint, so a store annotated either way is complete for the other.
 
 Opening a schema-1 store migrates it: every stored answer is checked again with the strict
 parser (:func:`vilbias.annotate.prompts.parse_annotation`), so a vote stands only if its answer is
@@ -83,6 +90,7 @@ CALL_STATUS = Table(
 STRUCTURED_OUTPUT = Table(
     "structured_output", key=("annotator", "fingerprint"), columns=("requested", "mode", "detail", "updated_at"),
 )
+SAMPLING = Table("sampling", key=("annotator", "fingerprint"), columns=("mode", "detail", "updated_at"))
 IMAGE_DESCRIPTIONS = Table("image_descriptions", key=("image_sha256", "annotator"), columns=("description", "created_at"))
 ACTIVE = Table("active", key=("prompt",), columns=("prompt_version", "annotators_json", "samples"), types={"samples": _INT})
 ANNOTATOR_AUDITS = Table(
@@ -91,7 +99,7 @@ ANNOTATOR_AUDITS = Table(
 )
 """The stereotype audits of the annotators (``vilbias audit annotators``): written through
 :meth:`AnnotationStore.put_annotator_audit`, read by the dataset card."""
-TABLES = (CALLS, CALL_STATUS, STRUCTURED_OUTPUT, IMAGE_DESCRIPTIONS, ACTIVE, ANNOTATOR_AUDITS)
+TABLES = (CALLS, CALL_STATUS, STRUCTURED_OUTPUT, SAMPLING, IMAGE_DESCRIPTIONS, ACTIVE, ANNOTATOR_AUDITS)
 
 
 @dataclass(frozen=True)
@@ -235,6 +243,20 @@ class AnnotationStore(Ledger):
         return {
             r["annotator"]: {k: r[k] for k in ("requested", "mode", "detail", "updated_at")}
             for r in self.rows(STRUCTURED_OUTPUT)
+            if (r["annotator"], r["fingerprint"]) in active
+        }
+
+    def set_sampling(self, annotator: str, fingerprint: str, mode: str, detail: str | None = None) -> None:
+        """Record how an annotator's latest run asked for its samples (``n``,
+        ``num_return_sequences``, ``per_sample``)."""
+        self.put(SAMPLING, [(annotator, fingerprint, mode, detail, utcnow())])
+
+    def sampling(self) -> dict[str, dict[str, Any]]:
+        """``{annotator: {"mode", "detail", "updated_at"}}`` for the active annotators."""
+        active = {(a.name, a.fingerprint) for cfg in self.active().values() for a in cfg["annotators"]}
+        return {
+            r["annotator"]: {k: r[k] for k in ("mode", "detail", "updated_at")}
+            for r in self.rows(SAMPLING)
             if (r["annotator"], r["fingerprint"]) in active
         }
 

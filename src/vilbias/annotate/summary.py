@@ -39,6 +39,8 @@ def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[
         annotators.setdefault(name, {})[prompt] = {**c, **call_rates(c)}
     for name, mode in store.structured_output().items():
         annotators.setdefault(name, {})["structured_output"] = mode
+    for name, mode in store.sampling().items():
+        annotators.setdefault(name, {})["sampling"] = mode
     prompts_out = {}
     for prompt, s in per_prompt.items():
         calls = Counter()
@@ -104,10 +106,10 @@ def format_summary(summary: dict[str, Any]) -> str:
         parts = [
             f"{p} {c['valid']}/{c['calls']} valid, {c['unparseable']} format abstentions, {c['invalid']} invalid, "
             f"{c['refused']} refused, {c['failed']} failed"
-            for p, c in by_prompt.items() if p != "structured_output"
+            for p, c in by_prompt.items() if p not in ("structured_output", "sampling")
         ]
-        mode = by_prompt.get("structured_output")
-        if mode:
-            parts.append(f"structured output: {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
+        for what in ("structured_output", "sampling"):
+            if mode := by_prompt.get(what):
+                parts.append(f"{what.replace('_', ' ')}: {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
         lines.append(f"annotator {name}: " + "; ".join(parts))
     return "\n".join(lines)

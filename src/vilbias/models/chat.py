@@ -34,13 +34,22 @@ models are constrained token by token with `llguidance <https://github.com/guida
 does not allow next, so a complete answer is valid by construction. ``ChatResult.structured`` tells
 whether an answer was decoded under the schema; a refusal (OpenAI's ``message.refusal``) comes back
 in ``refusal``.
+
+**Several samples of one prompt.** A request with ``n`` > 1 asks for ``n`` independent samples of
+one prompt (OpenAI's and vLLM's ``n``): the server prefills the prompt once, however many samples
+it draws. The result carries them in ``samples``. A server that rejects ``n`` > 1 (HTTP 400/422)
+or answers with fewer choices is detected once per backend, and from then on each sample is its
+own request (the result says so in ``sampling_fallback``). Local models draw the samples with
+``num_return_sequences`` over one prefill. Where samples are asked one request each, sample ``i``
+is sent with ``seed + i`` when the parameters carry a seed, the way vLLM seeds the samples of ``n``:
+the samples differ, and each is reproducible.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 STRUCTURED_FIELDS = ("response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice")
@@ -56,6 +65,15 @@ class ChatRequest:
     params: dict[str, Any] = field(default_factory=dict)
     """Sampling parameters for this request (``temperature``, ``max_tokens``, ``top_p``,
     ``seed`` ...), merged over the backend's own defaults."""
+    n: int = 1
+    """How many samples to draw from this prompt (see the module docstring): one prefill,
+    ``n`` answers, in the result's ``samples``."""
+
+    def sample(self, i: int) -> ChatRequest:
+        """Sample ``i`` of this request as a request of its own (``seed + i``, see the module
+        docstring): what a backend sends when it cannot draw several samples from one prompt."""
+        params = self.params if "seed" not in self.params else {**self.params, "seed": int(self.params["seed"]) + i}
+        return ChatRequest(self.messages, params)
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,30 @@ class ChatResult:
     for one but was answered without it (see ``fallback``); None: none was asked for."""
     fallback: str | None = None
     """Why the structured-output request was dropped: the server's rejection."""
+    samples: tuple[ChatResult, ...] = ()
+    """The answers of a request for ``n`` > 1 samples, one result each (this result's own fields
+    are the first one's). Empty for a single-sample request and for a request that failed as a
+    whole (``error`` says why)."""
+    sampling_fallback: str | None = None
+    """Why the samples were asked one request each: the server's rejection of ``n`` > 1, or its
+    answer with fewer choices than asked."""
+
+    def per_sample(self, n: int) -> list[ChatResult]:
+        """The ``n`` samples this result answers: its ``samples``; ``n`` copies of a failure; and
+        for a backend that answered one sample only, that one and ``n - 1`` failures."""
+        if self.samples:
+            got = list(self.samples[:n])
+        elif self.text is None and self.refusal is None:
+            return [self] * n
+        else:
+            got = [self]
+        missing = ChatResult(None, f"the backend returned {len(got)} of {n} samples", self.latency_s)
+        return got + [missing] * (n - len(got))
+
+    @classmethod
+    def of_samples(cls, samples: list[ChatResult]) -> ChatResult:
+        """One result for several samples (its own fields are the first sample's)."""
+        return samples[0] if len(samples) == 1 else replace(samples[0], samples=tuple(samples))
 
 
 OnResult = Callable[[int, ChatResult], Awaitable[None] | None]

@@ -1,6 +1,8 @@
 """The local chat backends: a transformers text LM or VLM (``transformers``) and the embedded
 SmolLM2-135M-Instruct GGUF (``smollm2``), batched, with answers constrained to a JSON schema by
-llguidance when a request asks for one (see :mod:`vilbias.models.chat`)."""
+llguidance when a request asks for one (see :mod:`vilbias.models.chat`). A request for ``n``
+samples is one prompt in the batch, generated ``n`` times from one prefill
+(``num_return_sequences``)."""
 
 from __future__ import annotations
 
@@ -90,10 +92,10 @@ class TransformersBackend:
     def _run(self, requests: Iterable[ChatRequest], on_result: OnResult) -> None:
         source = enumerate(requests)
         while batch := list(islice(source, self.batch_size)):
-            # Requests with different parameters cannot share a generate() call.
+            # Requests with different parameters (or numbers of samples) cannot share a generate() call.
             groups: dict[str, list[tuple[int, ChatRequest]]] = {}
             for index, request in batch:
-                groups.setdefault(repr(sorted({**self.params, **request.params}.items())), []).append((index, request))
+                groups.setdefault(repr((request.n, sorted({**self.params, **request.params}.items()))), []).append((index, request))
             for group in groups.values():
                 start = time.perf_counter()
                 try:
@@ -104,8 +106,9 @@ class TransformersBackend:
                         on_result(index, ChatResult(None, f"{type(e).__name__}: {e}", time.perf_counter() - start))
                     continue
                 latency = (time.perf_counter() - start) / len(group)
-                for (index, _), (text, finish, structured) in zip(group, answers, strict=True):
-                    on_result(index, ChatResult(text, None, latency, finish_reason=finish, structured=structured))
+                for (index, _), samples in zip(group, answers, strict=True):
+                    results = [ChatResult(text, None, latency, finish_reason=finish, structured=structured) for text, finish, structured in samples]
+                    on_result(index, ChatResult.of_samples(results))
 
     def _messages(self, request: ChatRequest) -> tuple[list[dict[str, Any]], list[Any]]:
         """OpenAI messages -> the model's chat-template messages and the images, in order."""
@@ -129,11 +132,13 @@ class TransformersBackend:
             messages.append({"role": m["role"], "content": parts})
         return messages, images
 
-    def _generate(self, requests: list[ChatRequest]) -> list[tuple[str, str, bool | None]]:
-        """Generate one batch; ``(text, finish_reason, structured)`` per request."""
+    def _generate(self, requests: list[ChatRequest]) -> list[list[tuple[str, str, bool | None]]]:
+        """Generate one batch of requests that share their parameters and ``n``; per request, its
+        ``n`` samples as ``(text, finish_reason, structured)``."""
         import torch
 
         params = {**self.params, **requests[0].params}
+        n = requests[0].n
         inputs = self._encode([self._messages(r) for r in requests]).to(self.model.device)
         temperature = float(params.get("temperature", 0.0) or 0.0)
         gen: dict[str, Any] = {
@@ -141,12 +146,16 @@ class TransformersBackend:
             "do_sample": temperature > 0,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
+        # Sampling draws the n samples over one prefill; greedy decoding has one answer, which
+        # is then every sample's (generate refuses num_return_sequences without sampling).
+        drawn = n if temperature > 0 else 1
         if temperature > 0:
             gen["temperature"] = temperature
             gen["top_p"] = float(params.get("top_p", 1.0))
+            gen["num_return_sequences"] = drawn
         if "seed" in params:
             torch.manual_seed(int(params["seed"]))
-        constraint = self._constraint(params.get("response_format"), len(requests))
+        constraint = self._constraint(params.get("response_format"), len(requests) * drawn)
         if constraint is not None:
             gen["logits_processor"] = [constraint]
         with torch.inference_mode():
@@ -154,9 +163,12 @@ class TransformersBackend:
         new = out[:, inputs["input_ids"].shape[1] :]
         texts = [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
         if constraint is not None:
-            return [(t, "stop" if done else "length", True) for t, done in zip(texts, constraint.finished(), strict=True)]
-        ended = (new == self.tokenizer.eos_token_id).any(dim=1).tolist()
-        return [(t, "stop" if e else "length", None) for t, e in zip(texts, ended, strict=True)]
+            rows = [(t, "stop" if done else "length", True) for t, done in zip(texts, constraint.finished(), strict=True)]
+        else:
+            ended = (new == self.tokenizer.eos_token_id).any(dim=1).tolist()
+            rows = [(t, "stop" if e else "length", None) for t, e in zip(texts, ended, strict=True)]
+        # generate returns the samples of a prompt next to each other.
+        return [rows[i * drawn:(i + 1) * drawn] * (n // drawn) for i in range(len(requests))]
 
     def _encode(self, converted: list[tuple[list[dict[str, Any]], list[Any]]]) -> Any:
         if self.vision:

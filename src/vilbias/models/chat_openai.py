@@ -1,6 +1,6 @@
 """The ``openai`` chat backend: any chat-completions server (vLLM, SGLang, llama.cpp, Ollama, TGI,
 OpenAI), async with bounded concurrency, per-call timeouts, retries with backoff and jitter, and
-the structured-output fallback described in :mod:`vilbias.models.chat`."""
+the structured-output and ``n`` fallbacks described in :mod:`vilbias.models.chat`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 REJECTED_STATUS = {400, 422}
 """How a server says it does not take a request field: the request is retried once without
-its structured-output fields."""
+its structured-output fields (or, for ``n`` > 1, one sample per request)."""
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -80,6 +80,11 @@ class OpenAIBackend:
         self.structured_rejected: str | None = None
         """The server's rejection of a structured-output request, once it has rejected one:
         later requests are sent without those fields."""
+        self.n_rejected: str | None = None
+        """Why the server does not draw ``n`` > 1 samples per request (its rejection, or its answer
+        with fewer choices), once known: later samples are asked one request each."""
+        self._n_accepted = False
+        self._probe: asyncio.Lock | None = None
         self._model_json = json.dumps(model).encode()
         self._encoded: dict[tuple[int, bool], tuple[Any, bytes]] = {}
 
@@ -99,6 +104,9 @@ class OpenAIBackend:
         connector = aiohttp.TCPConnector(limit=self.concurrency)
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         source = enumerate(requests)
+        # Until the server has answered one request for n > 1 samples, such requests go one at a
+        # time: a server that does not take n is found out by one request, not by `concurrency`.
+        self._probe = asyncio.Lock()
         async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as session:
 
             async def worker() -> None:
@@ -114,13 +122,14 @@ class OpenAIBackend:
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
 
     def _body(self, request: ChatRequest, *, plain: bool = False) -> bytes:
-        """The JSON body ``{"model", "messages", **params}``; ``plain`` leaves out the
+        """The JSON body ``{"model", "messages", **params, "n"}``; ``plain`` leaves out the
         structured-output fields. Message lists and parameter dicts are encoded once per object:
-        the K samples of an item share both, and the answer schema in the parameters is the
+        requests of one item share its messages, and the answer schema in the parameters is the
         largest part of a body, so a run encodes it once per prompt and sample, not per call."""
         messages = self._encode(request.messages, False, json.dumps)
         params = self._encode(request.params, plain, lambda p: self._params_json(p, plain))
-        return b'{"model": ' + self._model_json + b', "messages": ' + messages + params + b"}"
+        n = b', "n": %d' % request.n if request.n > 1 else b""
+        return b'{"model": ' + self._model_json + b', "messages": ' + messages + params + n + b"}"
 
     def _params_json(self, params: dict[str, Any], plain: bool) -> str:
         merged = {k: v for k, v in {**self.params, **params}.items() if not (plain and k in STRUCTURED_FIELDS)}
@@ -140,29 +149,72 @@ class OpenAIBackend:
         return data
 
     async def _call(self, session: Any, request: ChatRequest) -> ChatResult:
+        if request.n == 1:
+            return (await self._ask(session, request))[0]
+        if self.n_rejected is None and not self._n_accepted:
+            assert self._probe is not None
+            async with self._probe:
+                if self.n_rejected is None and not self._n_accepted:
+                    return await self._probe_n(session, request)
+        if self.n_rejected is not None:
+            return await self._one_by_one(session, request, [])
+        return (await self._ask(session, request))[0]
+
+    async def _probe_n(self, session: Any, request: ChatRequest) -> ChatResult:
+        """Ask for ``n`` samples in one request, and learn from the answer whether the server
+        takes ``n``: all the choices (it does), a rejection or fewer choices (it does not: the
+        samples still missing are asked one request each, and so are all later ones)."""
+        result, status = await self._ask(session, request)
+        got = list(result.samples) or ([result] if _answered(result) else [])
+        if len(got) >= request.n:
+            self._n_accepted = True
+            return result
+        if status in REJECTED_STATUS:
+            # Whether n was what the server refused shows when one sample alone is answered.
+            first, _ = await self._ask(session, request.sample(0))
+            if not _answered(first):
+                return result
+            reason, got = result.error, [first]
+        elif got:
+            reason = f"asked for n={request.n}, the server returned {len(got)} choice(s)"
+        else:
+            return result  # failed for another reason (timeouts, 5xx): nothing learnt
+        logger.warning("%s does not take n > 1 (%s); asking one sample per request", self.url, reason)
+        self.n_rejected = reason
+        return await self._one_by_one(session, request, got)
+
+    async def _one_by_one(self, session: Any, request: ChatRequest, got: list[ChatResult]) -> ChatResult:
+        """The samples of ``request`` not in ``got``, one request each (``seed + i``)."""
+        rest = await asyncio.gather(*(self._ask(session, request.sample(i)) for i in range(len(got), request.n)))
+        samples = [replace(r, sampling_fallback=self.n_rejected) for r in [*got, *(r for r, _ in rest)]]
+        return ChatResult.of_samples(samples)
+
+    async def _ask(self, session: Any, request: ChatRequest) -> tuple[ChatResult, int | None]:
+        """One request (its ``n`` samples), with the structured-output fallback; the result and
+        the HTTP status of the request as sent."""
         if not any(k in request.params or k in self.params for k in STRUCTURED_FIELDS):
-            return (await self._post(session, self._body(request)))[0]
+            return await self._post(session, self._body(request), request.n)
         if self.structured_rejected is not None:
-            result, _ = await self._post(session, self._body(request, plain=True))
-            return replace(result, structured=False, fallback=self.structured_rejected)
-        result, status = await self._post(session, self._body(request))
+            result, status = await self._post(session, self._body(request, plain=True), request.n)
+            return _each(result, structured=False, fallback=self.structured_rejected), status
+        result, status = await self._post(session, self._body(request), request.n)
         if status not in REJECTED_STATUS:
-            return replace(result, structured=True) if result.text is not None or result.refusal else result
+            return (_each(result, structured=True) if _answered(result) else result), status
         # The server refused the request: if it answers without the structured-output fields,
         # they were what it refused. Then the answer is parsed strictly, and the backend stops
         # sending them.
-        retry, _ = await self._post(session, self._body(request, plain=True))
-        if retry.text is None and retry.refusal is None:
-            return result
+        retry, _ = await self._post(session, self._body(request, plain=True), request.n)
+        if not _answered(retry):
+            return result, status
         if self.structured_rejected is None:
             logger.warning("%s rejected structured output (%s); asking without it and parsing strictly", self.url, result.error)
             self.structured_rejected = result.error
-        return replace(
+        return _each(
             retry, structured=False, fallback=result.error,
             attempts=result.attempts + retry.attempts, latency_s=result.latency_s + retry.latency_s,
-        )
+        ), 200
 
-    async def _post(self, session: Any, data: bytes) -> tuple[ChatResult, int | None]:
+    async def _post(self, session: Any, data: bytes, n: int = 1) -> tuple[ChatResult, int | None]:
         """One request with retries; returns the result and the last HTTP status (None when no
         response came)."""
         import aiohttp
@@ -184,7 +236,7 @@ class OpenAIBackend:
                 error = f"connection error: {type(e).__name__}: {e}"
             else:
                 if status == 200:
-                    return self._parse(body, start, attempt + 1), status
+                    return self._parse(body, start, attempt + 1, n), status
                 error = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
                 if status not in RETRY_STATUS and status < 500:
                     break  # a bad request stays bad
@@ -200,18 +252,44 @@ class OpenAIBackend:
         return ChatResult(None, error, time.perf_counter() - start, attempt + 1), status
 
     @staticmethod
-    def _parse(body: bytes, start: float, attempts: int) -> ChatResult:
+    def _parse(body: bytes, start: float, attempts: int, n: int = 1) -> ChatResult:
         latency = time.perf_counter() - start
         try:
-            choice = json.loads(body)["choices"][0]
-            message = choice["message"]
-            content, refusal = message.get("content"), message.get("refusal")
+            choices = json.loads(body)["choices"]
+            first = choices[0]
+            if n > 1:
+                choices = sorted(choices, key=lambda c: c.get("index", 0))[:n]
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             snippet = body[:200].decode("utf-8", "replace")
             return ChatResult(None, f"malformed response: {type(e).__name__}: {snippet}", latency, attempts)
-        finish = choice.get("finish_reason")
-        if isinstance(refusal, str) and refusal and not content:
-            return ChatResult(None, f"refusal: {refusal}", latency, attempts, refusal=refusal, finish_reason=finish)
-        if not isinstance(content, str):
-            return ChatResult(None, f"malformed response: content is {type(content).__name__}", latency, attempts)
-        return ChatResult(content, None, latency, attempts, finish_reason=finish)
+        if n == 1:
+            return _choice(first, latency, attempts)
+        # Each choice is its own sample: one malformed choice does not discard the others.
+        return ChatResult.of_samples([_choice(c, latency, attempts) for c in choices])
+
+
+def _choice(choice: Any, latency: float, attempts: int) -> ChatResult:
+    """One choice of a chat completion as a result."""
+    try:
+        message = choice["message"]
+        content, refusal = message.get("content"), message.get("refusal")
+    except (KeyError, TypeError, AttributeError) as e:
+        return ChatResult(None, f"malformed response: {type(e).__name__} in a choice", latency, attempts)
+    finish = choice.get("finish_reason")
+    if isinstance(refusal, str) and refusal and not content:
+        return ChatResult(None, f"refusal: {refusal}", latency, attempts, refusal=refusal, finish_reason=finish)
+    if not isinstance(content, str):
+        return ChatResult(None, f"malformed response: content is {type(content).__name__}", latency, attempts)
+    return ChatResult(content, None, latency, attempts, finish_reason=finish)
+
+
+def _answered(result: ChatResult) -> bool:
+    """Did the server answer (some of) the request: text, a refusal, or several samples?"""
+    return bool(result.samples) or result.text is not None or result.refusal is not None
+
+
+def _each(result: ChatResult, **fields: Any) -> ChatResult:
+    """``result`` with ``fields`` replaced, in it and in each of its samples."""
+    if not result.samples:
+        return replace(result, **fields)
+    return ChatResult.of_samples([replace(r, **fields) for r in result.samples])
