@@ -5,12 +5,16 @@
 images inline as data URLs, no external CSS or JS) showing each item's image, text, votes,
 labels and rationale. An overlap set of items goes to every reviewer, so their agreement can be
 measured; the rest is dealt out round-robin. Assignment is deterministic (by a hash of the item
-id), so re-exporting gives each reviewer the same items.
+id), so re-exporting gives each reviewer the same items. Within a sheet, items whose rationale
+fails :func:`vilbias.rationale.check_rationale` come first, their problems in the
+``rationale_problems`` column and on the page, so a reviewer's time goes where the annotators were
+wrong.
 
 ``import_verdicts`` validates every row of every file first and imports nothing if any row is
 wrong, naming each bad row; otherwise it rewrites ``reviews/verdicts.jsonl`` atomically with the
 new verdicts appended (see :mod:`vilbias.review.verdicts`). A row with an empty verdict (and no
-corrected label or comment) is an item not reviewed yet and is skipped.
+corrected label or comment) is an item not reviewed yet and is skipped. A corrected rationale is
+checked the same way: its problems are logged as warnings and counted, never refused.
 
 The verdict concerns the ``multimodal_label`` (the task label) and its rationale. ``Incorrect``
 needs a corrected label different from it; an item without a majority (flagged) needs a corrected
@@ -38,6 +42,7 @@ from typing import Any
 
 from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.voting import Vote, VoteResult, hierarchical_vote
+from vilbias.rationale import Problem, check_rationale, codes, describe
 from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, load_verdicts
 from vilbias.task import LABEL_NAMES, label_name, read_label
 from vilbias.workdir import (
@@ -54,7 +59,7 @@ logger = logging.getLogger(__name__)
 
 SHEET_COLUMNS = [
     "unique_id", "reviewer", "outlet", "headline", "url", "text_label", "multimodal_label", "flagged",
-    "agreement", "techniques", "rationale", "votes", "verdict", "corrected_label", "corrected_rationale", "comment",
+    "agreement", "techniques", "rationale", "rationale_problems", "votes", "verdict", "corrected_label", "corrected_rationale", "comment",
 ]
 _BALLOT_MARK = {name: name[0].upper() for name in LABEL_NAMES}
 """A ballot in the sheet: B(iased), N(ot biased); an abstention is ``-``."""
@@ -148,18 +153,33 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
     out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
+    problems = {i: rationale_problems(articles[i], results[i]) for i in item_ids}
     for reviewer, ids in sheets.items():
-        rows = [_row(articles[i], results[i], reviewer) for i in ids]
+        ids = sorted(ids, key=lambda i: not problems[i])  # failing rationales first, otherwise in assignment order
+        rows = [_row(articles[i], results[i], reviewer, problems[i]) for i in ids]
         csv_path = out / f"sheet_{reviewer}.csv"
         html_path = out / f"sheet_{reviewer}.html"
         atomic_write(csv_path, _csv_text(rows))
-        atomic_write(html_path, _html(reviewer, rows, [articles[i] for i in ids], [results[i] for i in ids], config))
-        written[reviewer] = {"items": len(ids), "csv": str(csv_path), "html": str(html_path)}
-    logger.info("wrote %d sheets to %s (%d items, %d shared)", len(sheets), out, len(item_ids), min(config.overlap, len(item_ids)))
+        atomic_write(html_path, _html(reviewer, rows, [articles[i] for i in ids], [results[i] for i in ids],
+                                      [problems[i] for i in ids], config))
+        written[reviewer] = {"items": len(ids), "csv": str(csv_path), "html": str(html_path),
+                             "failing_rationales": sum(bool(problems[i]) for i in ids)}
+    logger.info("wrote %d sheets to %s (%d items, %d shared, %d with a failing rationale first)", len(sheets), out,
+                len(item_ids), min(config.overlap, len(item_ids)), sum(bool(p) for p in problems.values()))
     return written
 
 
-def _row(article: Article, result: ItemVotes, reviewer: str) -> dict[str, Any]:
+def rationale_problems(article: Article, result: ItemVotes) -> list[Problem]:
+    """What the rationale check finds in an item's automated rationale (none for an item with no
+    majority label: there is no label for it to argue)."""
+    mm = result.multimodal
+    if mm.label is None:
+        return []
+    return check_rationale(mm.rationale, article_text=article.article_text, headline=article.headline,
+                           caption=article.image_caption, label=mm.label, techniques=mm.techniques)
+
+
+def _row(article: Article, result: ItemVotes, reviewer: str, problems: list[Problem]) -> dict[str, Any]:
     mm = result.multimodal
     return {
         "unique_id": article.unique_id,
@@ -173,6 +193,7 @@ def _row(article: Article, result: ItemVotes, reviewer: str) -> dict[str, Any]:
         "agreement": f"{mm.agreement:.2f}" if mm.agreement is not None else "",
         "techniques": ", ".join(mm.techniques),
         "rationale": mm.rationale,
+        "rationale_problems": describe(problems),
         "votes": _votes_text(result.multimodal_votes),
         "verdict": "",
         "corrected_label": "",
@@ -195,7 +216,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 article{border:1px solid #ccc;border-radius:8px;padding:1rem;margin:1.5rem 0}
 img{max-width:100%;max-height:24rem;display:block;margin:.5rem 0}
-.label{font-weight:bold}.flagged{color:#b00}.meta{color:#666;font-size:.9em}
+.label{font-weight:bold}.flagged,.problems{color:#b00}.meta{color:#666;font-size:.9em}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}
 pre{white-space:pre-wrap;font-family:inherit}
 """
@@ -206,7 +227,8 @@ def _data_url(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], results: list[ItemVotes], config: ExportConfig) -> str:
+def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], results: list[ItemVotes],
+          problems: list[list[Problem]], config: ExportConfig) -> str:
     e = html.escape
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -218,8 +240,11 @@ def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], re
         "and with a label you correct or settle) "
         f"and <code>comment</code> in <code>sheet_{e(reviewer)}.csv</code>, then run "
         "<code>vilbias review import --workdir DIR sheet.csv</code>.</p>",
+        f"<p>{sum(map(bool, problems))} of {len(rows)} items come first because their rationale fails the rationale "
+        "check (a quotation not in the article, an argument for the other label, a technique marked absent, an empty, "
+        "cut-off or repeating text); their problems are listed under the rationale.</p>",
     ]
-    for n, (row, article, result) in enumerate(zip(rows, articles, results, strict=True), 1):
+    for n, (row, article, result, found) in enumerate(zip(rows, articles, results, problems, strict=True), 1):
         image = Path(config.workdir) / article.image_path
         img = f"<img src='{_data_url(image)}' alt='{e(article.image_caption)}'>" if image.is_file() else "<p>(image missing)</p>"
         text = article.article_text
@@ -240,7 +265,9 @@ def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], re
             f"<p>Multimodal label: {label} · text label: {e(result.text.label or 'no majority')}"
             f" · agreement: {e(row['agreement'] or '-')}</p>"
             f"<p>Rationale: {e(mm.rationale or '(none)')}</p>"
-            f"<p>Techniques: {e(row['techniques'] or '(none)')}</p>"
+            + (f"<ul class='problems'>{''.join(f'<li><code>{e(p.code)}</code> {e(p.passage)}</li>' for p in found)}</ul>"
+               if found else "")
+            + f"<p>Techniques: {e(row['techniques'] or '(none)')}</p>"
             f"<table><tr><th>prompt</th><th>votes (B biased, N not biased, - abstained)</th></tr>{vote_rows}</table>"
             f"<details><summary>Article text</summary><pre>{e(text)}</pre></details></article>"
         )
@@ -267,8 +294,10 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     """
     if not config.files:
         raise ValueError("give at least one sheet file to import")
-    automated = {i: r.multimodal.label for i, r in automated_results(config.workdir).items()}
-    known = {a.unique_id for a in read_articles(config.workdir)}
+    results = automated_results(config.workdir)
+    automated = {i: r.multimodal.label for i, r in results.items()}
+    articles = {a.unique_id: a for a in read_articles(config.workdir)}
+    known = set(articles)
     errors: list[str] = []
     records: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], str] = {}
@@ -301,13 +330,40 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
                 records.append({**record, "sheet": path.name, "imported_at": now})
     if errors:
         raise ValueError(f"nothing imported; {len(errors)} problem(s):\n" + "\n".join(errors))
+    failing = _check_corrected_rationales(records, articles, results)
     target = Path(config.workdir) / REVIEWS / VERDICTS_FILE
     existing = [json.dumps(r, ensure_ascii=False) for r in read_jsonl(target)]
     lines = existing + [json.dumps(r, ensure_ascii=False) for r in records]
     atomic_write(target, "".join(line + "\n" for line in lines))
     counts = Counter(r["verdict"] for r in records)
     logger.info("imported %d verdicts (%d rows not reviewed yet)", len(records), skipped)
-    return {"imported": len(records), "skipped": skipped, "verdicts": dict(counts), "file": str(target)}
+    return {"imported": len(records), "skipped": skipped, "verdicts": dict(counts), "file": str(target),
+            "corrected_rationales": sum(bool(r["corrected_rationale"]) for r in records),
+            "failing_corrected_rationales": len(failing),
+            "rationale_problems": dict(Counter(c for found in failing.values() for c in codes(found)))}
+
+
+def _check_corrected_rationales(records: list[dict[str, Any]], articles: dict[str, Article],
+                                results: dict[str, ItemVotes]) -> dict[tuple[str, str], list[Problem]]:
+    """Check each corrected rationale against its article and the label it is written for (the
+    reviewer's corrected label, else the automated one); warn about each one that fails. The
+    annotators' techniques are compared only when the label is theirs."""
+    failing = {}
+    for r in records:
+        result = results.get(r["unique_id"])
+        automated = result.multimodal.label if result else None
+        label = r["corrected_label"] or automated
+        if not r["corrected_rationale"] or label is None:
+            continue
+        article = articles[r["unique_id"]]
+        found = check_rationale(r["corrected_rationale"], article_text=article.article_text, headline=article.headline,
+                                caption=article.image_caption, label=label,
+                                techniques=result.multimodal.techniques if result and label == automated else None)
+        if found:
+            failing[(r["unique_id"], r["reviewer"])] = found
+            logger.warning("%s: %s's corrected rationale for %s fails the rationale check (imported anyway): %s",
+                           r["sheet"], r["reviewer"], r["unique_id"], describe(found))
+    return failing
 
 
 def _check_row(row: dict[str, str], known: set[str], automated: dict[str, str | None]) -> tuple[dict[str, Any] | None, list[str]]:
