@@ -90,7 +90,8 @@ class ConfigParser(HfArgumentParser):
             # Repeatable (`--feed A --feed B`) as well as several values (`--shots 0 5`); given values
             # replace the default instead of extending it (None = absent, see parse()).
             names = [f"--{field.name.replace('_', '-')}"] + ([f"--{field.name}"] if "_" in field.name else [])
-            parser.add_argument(*clean.pop("aliases", ()), *names, type=_item_type(field.type), nargs="+",
+            # dest: an alias listed first (`--column` for `columns`) would otherwise name the value.
+            parser.add_argument(*clean.pop("aliases", ()), *names, dest=field.name, type=_item_type(field.type), nargs="+",
                                 action="extend", default=None, **clean)
             return
         before = len(parser._actions)
