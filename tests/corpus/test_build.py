@@ -34,7 +34,7 @@ def card_yaml(folder: Path) -> dict:
 
 def test_layout_card_yaml_and_report(built):
     _, out, report = built
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "assets", "build_report.json", "data"]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "assets", "build_config.yaml", "build_report.json", "data"]
     assert sorted(p.name for p in (out / "data").iterdir()) == sorted(
         f"{s}-fold{k}-00000-of-00001.parquet" for s in ("train", "validation", "test") for k in range(5)
     )
@@ -171,7 +171,7 @@ def test_bad_images_and_ties_are_excluded_and_reported(tmp_path):
     assert reasons[articles[2].unique_id].startswith("invalid_image:decompression_bomb")
     assert reasons[articles[3].unique_id].startswith("invalid_image:not_an_image")
     assert reasons[articles[6].unique_id] == "flagged_for_review:tie"
-    assert report["rows"] == 7 and report["flagged_for_review"] == 1
+    assert report["rows"] == 7 and report["source"]["flagged_for_review"] == 1
     ds = load_dataset(str(tmp_path / "out"), split="train+validation+test")
     modes = {r["unique_id"]: r["image"].mode for r in ds}
     assert modes[articles[4].unique_id] == "CMYK" and modes[articles[5].unique_id] == "P"
@@ -197,7 +197,7 @@ def test_review_settles_a_tie_and_overrules_a_label(tmp_path):
     ]:
         append_jsonl(work / "reviews" / "verdicts.jsonl", v)
     report = build(BuildConfig(workdir=work, output=tmp_path / "out"))
-    assert report["rows"] == 10 and report["flagged_for_review"] == 0
+    assert report["rows"] == 10 and report["source"]["flagged_for_review"] == 0
     rows = {r["unique_id"]: r for r in load_dataset(str(tmp_path / "out"), split="train+validation+test")}
     names = ["not_biased", "biased"]
     assert names[rows[articles[0].unique_id]["multimodal_label"]] == "biased"

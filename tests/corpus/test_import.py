@@ -48,7 +48,7 @@ def test_v1_layout_with_an_images_folder(tmp_path):
     rows = items(30)
     table = write_v1(tmp_path / "nmb/table.parquet", rows, images=tmp_path / "nmb/images")
     report = build(BuildConfig(source=str(table), output=tmp_path / "out"))
-    assert report["rows"] == 30 and report["imported"]["layout"] == "nmb-plus-v1"
+    assert report["rows"] == 30 and report["source"]["layout"] == "nmb-plus-v1"
     got = _rows(tmp_path / "out")
     assert set(got) == {it.unique_id for it in rows}
     for it in rows:
@@ -73,7 +73,7 @@ def test_2025_hub_layout_embedded_images_and_sft_without_rationale(tmp_path):
     rows = items(25)
     write_2025(tmp_path / "hub/data/dataset_cleaned.parquet", rows)
     report = build(BuildConfig(source=str(tmp_path / "hub"), output=tmp_path / "out"))
-    assert report["imported"]["layout"] == "nmb-plus-2025" and report["imported"]["no_rationale"] == 25
+    assert report["source"]["layout"] == "nmb-plus-2025" and report["source"]["no_rationale"] == 25
     got = _rows(tmp_path / "out")
     it = rows[3]
     r = got[it.unique_id]
@@ -91,7 +91,7 @@ def test_paper_zip_with_images_inside_and_rationales(tmp_path):
     rows = items(20)
     write_paper_zip(tmp_path / "Datasets/dataset.zip", rows)
     report = build(BuildConfig(source=str(tmp_path / "Datasets/dataset.zip"), output=tmp_path / "out"))
-    assert report["imported"]["layout"] == "vilbias-paper" and report["rows"] == 20
+    assert report["source"]["layout"] == "vilbias-paper" and report["rows"] == 20
     got = _rows(tmp_path / "out")
     it = rows[0]
     assert got[it.unique_id]["reasoning"] == it.reasoning and got[it.unique_id]["source_label"] == PAPER_LABELS[it.label]
@@ -198,7 +198,7 @@ def test_bad_rows_are_excluded_by_reason_and_the_rest_kept(tmp_path, monkeypatch
     assert report["rows"] == 30 - 8
     conflict = [e for e in report["exclusions"] if e["reason"] == "conflicting_labels"]
     assert {e["unique_id"] for e in conflict} == {rows[0].unique_id} and {e["where"] for e in conflict} == {"nmb.parquet:1", "nmb.parquet:31"}
-    imported = report["imported"]
+    imported = report["source"]
     assert imported["unknown_labels"] == {"Maybe": 2}
     assert imported["label_map_hint"] == '--label-map "Likely=biased,Unlikely=not_biased,Maybe=biased|not_biased"'
     printed = format_report(report)
@@ -234,7 +234,7 @@ def test_any_table_with_column_and_label_map_flags_xlsx_and_csv(tmp_path):
     # The v1 layout exported as CSV (lists as their string form) is recognised as v1.
     write_v1(tmp_path / "v1.csv", rows, images=tmp_path / "v1imgs")
     report = build(BuildConfig(source=str(tmp_path / "v1.csv"), images=tmp_path / "v1imgs", output=tmp_path / "out2"))
-    assert report["imported"]["layout"] == "nmb-plus-v1" and report["rows"] == 15
+    assert report["source"]["layout"] == "nmb-plus-v1" and report["rows"] == 15
 
 
 def test_unrecognised_layout_is_one_error_listing_columns_and_flags(tmp_path):
@@ -314,8 +314,8 @@ def test_hub_source_downloads_and_names_its_revision(tmp_path, monkeypatch):
         _push_2025(tmp_path, hub, "vector-institute/newsmediabias-plus", rows)
         HfApi(token=hub.token).create_tag("vector-institute/newsmediabias-plus", tag="v1", repo_type="dataset")
         report = build(BuildConfig(source="vector-institute/newsmediabias-plus@v1", output=tmp_path / "out"))
-    imported = report["imported"]
-    assert report["rows"] == 15 and imported["kind"] == "hub" and imported["revision"] == "v1" and len(imported["commit"]) == 40
+    imported = report["source"]
+    assert report["rows"] == 15 and imported["origin"] == "hub" and imported["revision"] == "v1" and len(imported["commit"]) == 40
     card = _card(tmp_path / "out")
     assert "`vector-institute/newsmediabias-plus`](https://huggingface.co/datasets/vector-institute/newsmediabias-plus) at revision `v1`" in card
     assert "source_datasets:\n- vector-institute/newsmediabias-plus" in card

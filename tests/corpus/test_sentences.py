@@ -37,10 +37,10 @@ QUIRKS = [
 
 def test_quirks_are_merged_or_left_out_with_their_lines(tmp_path):
     report = build_sentences(_csv(tmp_path / "q.csv", QUIRKS), tmp_path / "out")
-    assert report["rows_read"] == 8 and report["rows_kept"] == 4
+    assert report["source"]["rows_read"] == 8 and report["source"]["rows_kept"] == 4
     got = {(e["line"], e["reason"]) for e in report["exclusions"]}
     assert got == {(5, "duplicate"), (6, "conflicting_labels"), (7, "no_agreement"), (8, "conflicting_labels")}
-    assert report["duplicates_merged"] == 1 and report["excluded_conflicting"] == 2 and report["excluded_no_agreement"] == 1
+    assert report["source"]["duplicates_merged"] == 1 and report["source"]["excluded_conflicting"] == 2 and report["source"]["excluded_no_agreement"] == 1
     on_disk = json.loads((tmp_path / "out" / "build_report.json").read_text())
     assert on_disk["exclusions"] == report["exclusions"]
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
@@ -71,7 +71,7 @@ def test_xlsx_with_its_own_column_names(tmp_path):
     sheet.append([None] * 8)  # trailing empty rows, as saved sheets have
     book.save(tmp_path / "sg.xlsx")
     report = build_sentences(tmp_path / "sg.xlsx", tmp_path / "out")
-    assert report["rows_kept"] == 2 and report["label_counts"] == {"not_biased": 1, "biased": 1}
+    assert report["source"]["rows_kept"] == 2 and report["label_counts"] == {"not_biased": 1, "biased": 1}
     assert [(e["line"], e["reason"]) for e in report["exclusions"]] == [(5, "no_label")]
 
 
@@ -93,7 +93,7 @@ def test_hub_layout_as_folder_parquet_jsonl_and_csv_exports(tmp_path):
     Dataset.from_list(records[9:]).to_parquet(str(folder / "data" / "test-00000-of-00001.parquet"))
     # A local copy of the Hub repo goes through datasets.load_dataset, as `--sentences ORG/NAME` does.
     report = build_sentences(folder, tmp_path / "from-folder")
-    assert report["rows_kept"] == 12 and report["label_counts"] == {"not_biased": 6, "biased": 6}
+    assert report["source"]["rows_kept"] == 12 and report["label_counts"] == {"not_biased": 6, "biased": 6}
     expected = sorted(r["unique_id"] for r in read_sentences(folder)[0])
 
     pd.DataFrame(records).to_parquet(tmp_path / "babe.parquet")
@@ -135,7 +135,7 @@ def test_unreadable_files_and_missing_label_column(tmp_path):
     no_label.write_text("text;outlet\nA sentence;o\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no label_bias or label column"):
         build_sentences(no_label, tmp_path / "out")
-    with pytest.raises(FileNotFoundError, match="neither a file"):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
         build_sentences(tmp_path / "missing.csv", tmp_path / "out")
 
 
@@ -143,7 +143,7 @@ def test_layout_folds_and_determinism(tmp_path, babe_csv):
     from datasets import load_dataset
 
     report = build_sentences(babe_csv, tmp_path / "babe")
-    assert report["rows_read"] == 54 and report["excluded_no_agreement"] == 4 and report["rows_kept"] == 50
+    assert report["source"]["rows_read"] == 54 and report["source"]["excluded_no_agreement"] == 4 and report["source"]["rows_kept"] == 50
     assert report["label_counts"] == {"not_biased": 20, "biased": 30}
     out = tmp_path / "babe"
     assert (out / "data" / "train-fold0-00000-of-00001.parquet").is_file()
@@ -177,10 +177,10 @@ def test_build_cli_sentences(tmp_path, babe_csv, capsys):
 @pytest.mark.real_data
 def test_real_sg1_rows_kept_merged_and_left_out(tmp_path):
     report = build_sentences(shared_data("babe", "final_labels_SG1.csv"), tmp_path / "sg1")
-    assert report["rows_read"] == 1700
-    assert report["excluded_no_agreement"] == 154 and report["excluded_conflicting"] == 0 and report["duplicates_merged"] == 0
-    assert report["rows_kept"] == 1546 and report["label_counts"] == {"not_biased": 800, "biased": 746}
+    assert report["source"]["rows_read"] == 1700
+    assert report["source"]["excluded_no_agreement"] == 154 and report["source"]["excluded_conflicting"] == 0 and report["source"]["duplicates_merged"] == 0
+    assert report["source"]["rows_kept"] == 1546 and report["label_counts"] == {"not_biased": 800, "biased": 746}
     # The published file's first `No agreement` row (Ingraham, Breitbart) sits on line 4.
     assert report["exclusions"][0] == {"unique_id": report["exclusions"][0]["unique_id"], "line": 4, "reason": "no_agreement"}
     assert sum(report["configs"][f"fold_{k}"]["test"] for k in range(5)) == 1546
-    assert all(abs(s["biased_share"] - 746 / 1546) < 0.015 for s in report["folds"].values())
+    assert all(abs(s["biased_share"] - 746 / 1546) < 0.015 for s in report["source"]["folds"].values())
