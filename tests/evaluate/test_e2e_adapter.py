@@ -62,7 +62,7 @@ def test_tiny_adapter_end_to_end(sample_dataset_dir, adapter, tmp_path):
 
 def test_tiny_adapter_is_refused_on_a_fold_it_trained_on(sample_dataset_dir, adapter, tmp_path):
     """The documented old usage (the sft adapter scored on a fold's test split) stops before the model loads."""
-    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(adapter), config="fold_1", output=tmp_path / "run")
+    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(adapter), dataset_config="fold_1", output=tmp_path / "run")
     with pytest.raises(ValueError, match=r"^refused: 10 of the 13 rows to score \(fold_1/test\) are rows .*adapter trained on "
                                          r"\(49 rows of .*, config `sft`, split `train`"):
         evaluate(cfg)

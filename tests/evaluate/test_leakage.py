@@ -24,7 +24,7 @@ def default_train_model(sample_dataset_dir, tmp_path):
 
 def test_overlap_is_refused_before_the_model_is_asked(sample_dataset_dir, default_train_model, tmp_path):
     backend = _asked_nothing()
-    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(default_train_model), config="fold_0",
+    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(default_train_model), dataset_config="fold_0",
                          output=tmp_path / "run")
     with pytest.raises(ValueError) as e:
         evaluate(cfg, model=GenerativeModel(backend, name="adapter"))
@@ -36,7 +36,7 @@ def test_overlap_is_refused_before_the_model_is_asked(sample_dataset_dir, defaul
 
 
 def test_allow_overlap_scores_them_and_says_so(sample_dataset_dir, default_train_model, tmp_path):
-    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(default_train_model), config="fold_0",
+    cfg = EvaluateConfig(dataset=str(sample_dataset_dir), model=str(default_train_model), dataset_config="fold_0",
                          output=tmp_path / "run", allow_overlap=True)
     results = evaluate(cfg, model=GenerativeModel(ScriptedBackend(lambda m: "biased"), name="adapter"))
     (check,) = results["training_data"]
@@ -73,7 +73,10 @@ def test_cli_refuses_the_documented_old_usage(sample_dataset_dir, default_train_
     assert main([*base, "--cv", "--output", str(tmp_path / "cv")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("vilbias evaluate: error: refused: --cv evaluates one model per fold") and "lacks fold_0" in err
-    assert main([*base, "--config", "fold_3", "--output", str(tmp_path / "f3")]) == 2
+    assert main([*base, "--config", "fold_3", "--output", str(tmp_path / "f3")]) == 2  # --config is the YAML file now
+    assert capsys.readouterr().err == ("vilbias evaluate: error: --config reads a YAML file of options now; the dataset "
+                                       "config is --dataset-config fold_3\n")
+    assert main([*base, "--dataset-config", "fold_3", "--output", str(tmp_path / "f3")]) == 2
     err = capsys.readouterr().err.strip().split("\n")[-1]  # after the datasets progress bars of loading the split
     assert err.startswith("vilbias evaluate: error: refused: 9 of the 13 rows to score (fold_3/test)")
     assert not (tmp_path / "cv").exists() and not (tmp_path / "f3").exists()

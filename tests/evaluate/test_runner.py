@@ -161,8 +161,8 @@ def test_config_checks():
         EvaluateConfig(dataset="d", model="m", probes=["blur"])
     with pytest.raises(ValueError, match="one or more RUN_DIR"):
         CompareConfig(run_dirs=[])
-    with pytest.raises(ValueError, match="drop --config and --split"):
-        EvaluateConfig(dataset="d", model="m", cv=True, config="fold_1")
+    with pytest.raises(ValueError, match="drop --dataset-config and --split"):
+        EvaluateConfig(dataset="d", model="m", cv=True, dataset_config="fold_1")
     with pytest.raises(ValueError, match="a server's closed answers are generated"):
         EvaluateConfig(dataset="d", model="openai:m@http://h/v1", closed_answers="constrained")
 
@@ -201,9 +201,7 @@ def test_cli_against_openai_compatible_servers(sample_dataset_dir, test_items, t
         assert results["model"]["id"] == f"openai:stub-vlm@{model_server.base_url}"
         assert "sk-test-secret" not in (out / "results.json").read_text() + (out / "report.md").read_text()
         n_model = len(model_server.requests)
-        assert main(["evaluate", "--dataset", str(sample_dataset_dir), "--model", f"openai:stub-vlm@{model_server.base_url}",
-                     "--judge", f"openai:stub-judge@{judge_server.base_url}", "--judge-retries", "1",
-                     "--output", str(out), "--bootstrap", "100"]) == 0
+        assert main(["evaluate", "--config", str(out / "evaluate_config.yaml")]) == 0  # the options the run saved
         assert len(model_server.requests) == n_model and len(judge_server.requests) == 10  # resumed: nothing asked
 
 

@@ -4,29 +4,25 @@
     vilbias evaluate --dataset ./BiasCorpus --model outputs/smolvlm-lora --judge openai:judge@http://localhost:8000/v1 \\
         --shots 0 5 --probes all
     vilbias evaluate --dataset ./BiasCorpus --model outputs/classifier-cv --cv      # per-fold models
+    vilbias evaluate --dataset ./BiasCorpus --model training/default_model --dataset-config fold_3
+    vilbias evaluate --config results/default_model-default-test/evaluate_config.yaml   # that run again
     vilbias evaluate compare results/a results/b results/c --output results/analysis
 
 Without a command it evaluates one model (or, with ``--cv``, one model per fold); ``compare``
 analyses finished runs instead (Pearson r between closed and open-ended scores, training-data
-scaling, modality gap).
+scaling, modality gap). Both write the options they ran with into their output folder.
 """
 
 from __future__ import annotations
 
-import argparse
+import re
+import sys
+from pathlib import Path
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
-from vilbias.evaluate.config import CompareConfig, EvaluateConfig, compare
-from vilbias.evaluate.runner import evaluate
+from vilbias.config import ConfigParser, save_config
+from vilbias.evaluate.config import CompareConfig, EvaluateConfig
 
 COMPARE_HELP = "Analyse finished runs: closed vs open-ended Pearson r, data-size scaling, modality gap."
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_dataclass_arguments(parser, EvaluateConfig)
-    # Optional, so that `vilbias evaluate --dataset D --model M` stays the way to evaluate one model.
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands (optional)")
-    add_dataclass_arguments(commands.add_parser("compare", help=COMPARE_HELP, description=COMPARE_HELP), CompareConfig)
 
 
 def _summary_line(s: dict) -> str:
@@ -39,14 +35,39 @@ def _summary_line(s: dict) -> str:
     return line
 
 
-def main(args: argparse.Namespace) -> int:
-    if args.command == "compare":
-        cfg = dataclass_from_args(CompareConfig, args)
-        analysis = compare(cfg)
-        print(f"analysis of {len(analysis['runs'])} runs written to {cfg.output}/analysis.md")
-        return 0
-    cfg = dataclass_from_args(EvaluateConfig, args)
+def _dataset_config_given_as_config(argv: list[str]) -> str | None:
+    """The value of an old-style ``--config fold_3`` (the dataset config, before --config became the YAML file)."""
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--config" and re.fullmatch(r"default|fold_\d+|sft", value) and not Path(value).exists():
+            return value
+    return None
+
+
+def _compare(argv: list[str], prog: str) -> int:
+    from vilbias.evaluate.config import compare
+
+    (cfg,) = ConfigParser([CompareConfig], prog=prog, description=COMPARE_HELP).parse(argv)
+    analysis = compare(cfg)
+    save_config(cfg.output, "evaluate compare", cfg)
+    print(f"analysis of {len(analysis['runs'])} runs written to {cfg.output}/analysis.md")
+    return 0
+
+
+def main(argv: list[str], prog: str = "vilbias evaluate") -> int:
+    if argv[:1] == ["compare"]:
+        return _compare(argv[1:], f"{prog} compare")
+    old = _dataset_config_given_as_config(argv)
+    if old:
+        print(f"{prog}: error: --config reads a YAML file of options now; the dataset config is "
+              f"--dataset-config {old}", file=sys.stderr)
+        return 2
+    parser = ConfigParser([EvaluateConfig], prog=prog, description=__doc__.splitlines()[0],
+                          epilog=f"command: `{prog} compare RUN_DIR [RUN_DIR ...] [--output DIR]`: {COMPARE_HELP}")
+    (cfg,) = parser.parse(argv)
+    from vilbias.evaluate.runner import evaluate
+
     results = evaluate(cfg)
+    save_config(cfg.output_dir, "evaluate", cfg)
     for warning in results["warnings"]:
         print(f"warning: {warning}")
     for s in results["summary"]:

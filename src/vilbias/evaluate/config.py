@@ -1,5 +1,9 @@
 """What ``vilbias evaluate`` and ``vilbias evaluate compare`` are told: their configs, checked before
-anything is loaded or asked (see :mod:`vilbias.evaluate.runner` for the run itself)."""
+anything is loaded or asked (see :mod:`vilbias.evaluate.runner` for the run itself).
+
+This module imports nothing heavy at load time (``datasets``, the analysis plots), so that parsing a
+command line and ``--help`` stay fast.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vilbias.evaluate.analysis import compare_runs
-from vilbias.evaluate.data import PROBES
-from vilbias.models.catalogue import ModelSpec
 from vilbias.task import ANSWER_LABELS, LABEL_NAMES
 
 STORE_FILE = "evaluation.sqlite"
@@ -25,9 +26,11 @@ class EvaluateConfig:
     model: str | None = field(default=None, metadata={
         "help": "Checkpoint folder, Hub id, openai:<model>@<base_url> (key from OPENAI_API_KEY) or smollm2; "
                 "with --cv, a folder holding one model per fold (fold_0 ... fold_4)."})
-    config: str = field(default="default", metadata={"help": "Dataset config to evaluate: default or fold_K."})
+    # Not `config`: --config is every command's YAML file of options.
+    dataset_config: str = field(default="default", metadata={"help": "Dataset config to evaluate: default or fold_K."})
     split: str = field(default="test", metadata={"help": "Split to evaluate (k-shot examples always come from train)."})
-    revision: str | None = field(default=None, metadata={"help": "Dataset revision (tag such as v1.0.0)."})
+    dataset_revision: str | None = field(default=None, metadata={
+        "help": "Dataset revision (tag such as v1.0.0).", "deprecated": ["--revision"]})
     model_revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --model."})
     cv: bool = field(default=False, metadata={
         "help": "Cross-validated evaluation of per-fold models: --model is a folder of fold_0..fold_4 (as "
@@ -46,7 +49,8 @@ class EvaluateConfig:
                 "Without one, generative models answer the closed question only."})
     judge_revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --judge."})
     judge_retries: int = field(default=2, metadata={"help": "Times an invalid judge reply is asked again before it counts as a failure."})
-    output: Path | None = field(default=None, metadata={"help": "Results folder (default ./results/<run>)."})
+    output: Path | None = field(default=None, metadata={
+        "help": "Results folder (default ./results/<run>).", "deprecated": ["--output-dir", "--output_dir"]})
     run_name: str | None = field(default=None, metadata={"help": "Name of the run (default: from model and config)."})
     seed: int = field(default=0, metadata={"help": "Seed for k-shot draws, image swaps and bootstrap (paper: 0)."})
     bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the open-ended 95% intervals."})
@@ -68,14 +72,17 @@ class EvaluateConfig:
         "help": "Name pairing a text-only and a text+image run for the modality-gap analysis."})
 
     def __post_init__(self):
+        from vilbias.evaluate.data import PROBES
+        from vilbias.models.catalogue import ModelSpec
+
         if self.output is not None:
             self.output = Path(self.output)
         # Checked here, not by argparse: `vilbias evaluate compare` goes through the same parser without them.
         if not self.dataset or not self.model:
             raise ValueError("--dataset and --model are required "
                              "(or `vilbias evaluate compare RUN_DIR ...` to analyse finished runs)")
-        if self.cv and (self.config != "default" or self.split != "test"):
-            raise ValueError("--cv scores each fold's model on its own fold's test split; drop --config and --split")
+        if self.cv and (self.dataset_config != "default" or self.split != "test"):
+            raise ValueError("--cv scores each fold's model on its own fold's test split; drop --dataset-config and --split")
         if "all" in self.probes:
             self.probes = list(PROBES[1:])
         unknown = set(self.probes) - set(PROBES[1:])
@@ -97,7 +104,7 @@ class EvaluateConfig:
             return self.run_name
         model = re.sub(r"^openai:", "", self.model or "").split("@")[0].rstrip("/")
         model = Path(model).name or "model"
-        return re.sub(r"[^A-Za-z0-9._+-]+", "-", f"{model}-{'cv' if self.cv else self.config}-{self.split}")
+        return re.sub(r"[^A-Za-z0-9._+-]+", "-", f"{model}-{'cv' if self.cv else self.dataset_config}-{self.split}")
 
     @property
     def output_dir(self) -> Path:
@@ -124,4 +131,6 @@ def compare(cfg: CompareConfig) -> dict:
     Returns:
         The analysis dict also written to ``analysis.json`` in ``cfg.output``.
     """
+    from vilbias.evaluate.analysis import compare_runs
+
     return compare_runs(cfg.run_dirs, cfg.output)

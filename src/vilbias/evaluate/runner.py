@@ -44,6 +44,7 @@ from vilbias.evaluate.judge import (
     JudgeJob,
     judge_messages,
     judge_prompt_version,
+    rationale_check_scores,
     rule_verdict,
     run_judge,
 )
@@ -113,10 +114,10 @@ def plan_views(cfg: EvaluateConfig) -> list[View]:
     check_spec(cfg.model)
     if cfg.judge:
         check_spec(cfg.judge, "judge")
-    targets = _fold_models(cfg) if cfg.cv else [(cfg.config, cfg.split, cfg.model)]
+    targets = _fold_models(cfg) if cfg.cv else [(cfg.dataset_config, cfg.split, cfg.model)]
     views = []
     for config, split, model in targets:
-        items = load_split(cfg.dataset, config, split, revision=cfg.revision, label_column=cfg.label_column)
+        items = load_split(cfg.dataset, config, split, revision=cfg.dataset_revision, label_column=cfg.label_column)
         items = items[:cfg.limit] if cfg.limit else items
         if not items:
             raise ValueError(f"{cfg.dataset} [{config}/{split}] has no items")
@@ -128,7 +129,7 @@ def plan_views(cfg: EvaluateConfig) -> list[View]:
 def _identity(cfg: EvaluateConfig) -> dict[str, Any]:
     """What one results folder holds; another setup in the same folder is refused."""
     return {
-        "dataset": cfg.dataset, "revision": cfg.revision, "model": cfg.model, "model_revision": cfg.model_revision,
+        "dataset": cfg.dataset, "revision": cfg.dataset_revision, "model": cfg.model, "model_revision": cfg.model_revision,
         "cv": cfg.cv, "closed_answers": cfg.closed_answers,
         "judge": cfg.judge, "judge_prompt": judge_prompt_version() if cfg.judge else None,
         "prompts": prompt_versions(), "modality": cfg.modality, "seed": cfg.seed, "label_column": cfg.label_column,
@@ -255,9 +256,10 @@ def _judge(judge: GenerativeModel, store: EvaluationStore, setting: Setting, ite
 
 def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: bool, cfg: EvaluateConfig
            ) -> tuple[dict | None, int]:
-    """Closed metrics from the closed answers and judge scores of the oVQA answers of one setting,
-    or None and the number of answers or verdicts still missing."""
+    """Closed metrics from the closed answers, judge scores and the rationale check of the oVQA
+    answers of one setting, or None and the number of answers or verdicts still missing."""
     closed = store.predictions(*setting, "closed")
+    answers = store.predictions(*setting, "ovqa") if judged else {}
     verdicts = store.verdicts(*setting) if judged else {}
     missing = sum((i.unique_id, 0) not in closed for i in items)
     missing += sum((i.unique_id, 0) not in verdicts for i in items) if judged else 0
@@ -269,6 +271,9 @@ def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: 
         "closed": closed_metrics([i.label for i in items], [closed[(i.unique_id, 0)]["label"] for i in items]),
         "open": open_scores([verdicts[(i.unique_id, 0)] for i in items], resamples=cfg.bootstrap, seed=cfg.seed)
         if judged else None,
+        # the model-free check on the same rationales, beside the judge's faithfulness
+        "rationale_check": rationale_check_scores(items, [answers[(i.unique_id, 0)] for i in items],
+                                                  [verdicts[(i.unique_id, 0)] for i in items]) if judged else None,
     }
     return record, 0
 
@@ -310,7 +315,7 @@ class _Run:
         cfg, judged = self.cfg, self._settings(model)
         self.model = model
         needs_pool = isinstance(model, GenerativeModel) and any(k > 0 for k in cfg.shots)
-        pool = load_split(cfg.dataset, view.config, "train", revision=cfg.revision,
+        pool = load_split(cfg.dataset, view.config, "train", revision=cfg.dataset_revision,
                           label_column=cfg.label_column) if needs_pool else []
         evaluated = {i.unique_id for i in view.items}
         for regime in self.regimes:
@@ -339,8 +344,8 @@ class _Run:
         return {
             "run": cfg.name,
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "dataset": {"id": cfg.dataset, "config": "fold_0..fold_4" if cfg.cv else cfg.config, "split": cfg.split,
-                        "revision": cfg.revision},
+            "dataset": {"id": cfg.dataset, "config": "fold_0..fold_4" if cfg.cv else cfg.dataset_config, "split": cfg.split,
+                        "revision": cfg.dataset_revision},
             "model": {"id": cfg.model, "revision": cfg.model_revision, "kind": model.kind, "modality": modality},
             "training_data": [v.seen.as_dict(cfg.allow_overlap) for v in views],
             "judge": {"id": cfg.judge or self.judge.name, "revision": cfg.judge_revision, "retries": cfg.judge_retries}
