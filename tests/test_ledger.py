@@ -116,3 +116,30 @@ def test_ask_missing_hands_records_return_value_back_and_takes_lazy_jobs():
     assert handed == 3 and returned == [11, 21, 31]
     with pytest.raises(TypeError, match="done needs key"):
         ask_missing([1], done=set(), ask=ask, record=lambda j, r: None)
+
+
+def test_ask_missing_progress_counts_rows_when_jobs_fill_several(monkeypatch):
+    # A job asking for K samples fills K rows: the bar's total and steps are rows, not jobs.
+    import tqdm.auto
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kw):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def update(self, k):
+            self.n += k
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    jobs = [("a", 3), ("b", 1), ("c", 2)]
+    handed = ask_missing(jobs, done={("b", 1)}, key=lambda j: j, size=lambda j: j[1],
+                         ask=lambda pending, on_result: [on_result(j, None) for j in pending], record=lambda j, r: None)
+    assert handed == 2 and (bars[0].total, bars[0].n) == (5, 5)

@@ -142,8 +142,9 @@ def test_local_decoding_is_valid_by_construction(tiny_bytelevel, params):
     backend = TransformersBackend(model, tokenizer, params={"max_tokens": 400}, batch_size=3)
     for prompt in ("text", "multimodal"):
         rf = P.response_format(prompt, max_rationale_chars=24)
-        results = backend.chat([ChatRequest([{"role": "user", "content": f"item {i}"}], {**params, "response_format": rf}) for i in range(3)])
-        for r in results:
+        # two samples per prompt (one prefill, num_return_sequences): each row has its own matcher
+        results = backend.chat([ChatRequest([{"role": "user", "content": f"item {i}"}], {**params, "response_format": rf}, n=2) for i in range(3)])
+        for r in (s for result in results for s in result.per_sample(2)):
             assert (r.error, r.structured, r.finish_reason) == (None, True, "stop")
             a = P.parse_annotation(r.text, prompt)
             assert a.status == "valid", (r.text, a.problem)

@@ -72,3 +72,27 @@ def test_a_failing_batch_is_reported_per_request(tiny):
     backend = TransformersBackend(model, tokenizer, params={"max_tokens": 2, "temperature": -1.0, "top_p": "x"})
     [r] = backend.chat([req("the news", temperature=0.5)])
     assert r.text is None and r.error
+
+
+def test_n_samples_are_drawn_over_one_prefill(tiny, monkeypatch):
+    model, tokenizer = tiny
+    calls = []
+    original = model.generate
+
+    def generate(**kw):
+        calls.append((kw["input_ids"].shape[0], kw.get("num_return_sequences", 1)))
+        return original(**kw)
+
+    monkeypatch.setattr(model, "generate", generate)
+    backend = TransformersBackend(model, tokenizer, params={"max_tokens": 6}, batch_size=4)
+    sampled, single = backend.chat([ChatRequest(req("the news").messages, {"temperature": 1.0, "seed": 1}, n=3),
+                                    ChatRequest(req("label").messages, {"temperature": 1.0, "seed": 1})])
+    # two parameter groups (n = 3 and n = 1): each prompt is encoded once, n rows are drawn from it
+    assert sorted(calls) == [(1, 1), (1, 3)]
+    texts = [s.text for s in sampled.per_sample(3)]
+    assert len(texts) == 3 and all(isinstance(t, str) for t in texts) and len(set(texts)) > 1
+    assert single.samples == () and isinstance(single.text, str)
+    # greedy decoding has one answer: every sample is it, from one generate row
+    calls.clear()
+    [greedy] = backend.chat([ChatRequest(req("the news").messages, {}, n=3)])
+    assert calls == [(1, 1)] and len({s.text for s in greedy.per_sample(3)}) == 1 and len(greedy.samples) == 3
