@@ -14,6 +14,11 @@ with no rationale at all (unparseable, empty) get 0/0 by rule without asking the
 A reply that is not the JSON object (prose, a refusal, missing keys, scores other than 0/1) is
 asked again, with the reply and a reminder of the format added to the conversation, at most
 ``retries`` times; then the verdict is a failure, counted and reported, never a guess.
+
+Beside the judge, every oVQA rationale also goes through the model-free rationale check
+(:func:`vilbias.rationale.check_rationale`): :func:`rationale_check_scores` gives its pass rate,
+its problems and how often it disagrees with the judge's faithfulness — a faithfulness figure that
+needs no judge and runs offline.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -29,6 +35,7 @@ from typing import Any
 
 from vilbias.annotate.prompts import defuse
 from vilbias.models.chat import ChatRequest, image_mime, image_part
+from vilbias.rationale import CODES, check_rationale, codes
 from vilbias.task import ANSWER_LABELS, Item, text_version, truncate_words
 
 logger = logging.getLogger(__name__)
@@ -155,3 +162,35 @@ def run_judge(backend, jobs: Iterable[JudgeJob], on_verdict: OnVerdict, *, retri
 
         backend.chat((ChatRequest(messages, params) for _, messages, _ in pending), on_result=settle)
         pending = retry
+
+
+def rationale_check_scores(items: Sequence[Item], answers: Sequence[dict], verdicts: Sequence[dict | None]) -> dict:
+    """The rationale check over one setting's oVQA answers, beside the judge's faithfulness.
+
+    Args:
+        items: the evaluated items (the article a rationale may quote).
+        answers: their stored oVQA answers (``label``, ``reasoning``); a rationale is checked for the
+            label the model gave (the gold label when it gave none).
+        verdicts: the judge's verdict per answer, or None; only ``ok`` ones are compared.
+
+    Returns:
+        ``{"n", "passed", "pass_percent", "problems": {code: answers}, "judged", "agreement_percent",
+        "check_passes_judge_unfaithful", "check_fails_judge_faithful"}``; agreement is over answers the
+        judge scored (check pass ↔ faithfulness 1), None when there are none.
+    """
+    found = [codes(check_rationale(a.get("reasoning"), article_text=item.article_text, headline=item.headline,
+                                   caption=item.image_caption, label=item.label if a.get("label") is None else a["label"]))
+             for item, a in zip(items, answers, strict=True)]
+    passed = [not f for f in found]
+    counts = Counter(c for f in found for c in f)
+    pairs = [(ok, v["faithfulness"]) for ok, v in zip(passed, verdicts, strict=True) if v and v.get("status") == "ok"]
+    return {
+        "n": len(found),
+        "passed": sum(passed),
+        "pass_percent": 100.0 * sum(passed) / len(found) if found else None,
+        "problems": {c: counts[c] for c in CODES if counts[c]},
+        "judged": len(pairs),
+        "agreement_percent": 100.0 * sum(ok == bool(f) for ok, f in pairs) / len(pairs) if pairs else None,
+        "check_passes_judge_unfaithful": sum(ok and not f for ok, f in pairs),
+        "check_fails_judge_faithful": sum(not ok and bool(f) for ok, f in pairs),
+    }

@@ -2,8 +2,9 @@
 ``model-index``.
 
 ``results.json`` has one shape for every run (one model or per-fold models, classifier or
-generative): ``evaluations`` (one record per view × regime × probe, each with ``closed`` metrics
-and ``open`` judge scores or None), ``summary`` (mean ± std over views), ``training_data`` (per
+generative): ``evaluations`` (one record per view × regime × probe, each with ``closed`` metrics,
+``open`` judge scores and ``rationale_check`` — the model-free check's pass rate, problems and
+agreement with the judge's faithfulness — or None), ``summary`` (mean ± std over views), ``training_data`` (per
 view: what the model trained on and the seen-row check), ``warnings``, ``closed_vs_open``.
 
     from vilbias.evaluate.report import write_model_index
@@ -169,11 +170,33 @@ def _open_section(results: dict) -> list[str]:
     return lines + [""]
 
 
+def _rationale_check_section(results: dict) -> list[str]:
+    lines = ["## Rationale check (model-free)", "",
+             "The oVQA rationales through `vilbias.rationale.check_rationale` (no model, offline; see docs/rationale.md): "
+             "a rationale passes when it quotes only the article, argues for the label the model gave, and is complete and "
+             "not repetitive. Beside it, the judge's faithfulness on the same answers and how often the two agree "
+             "(check pass ↔ faithful).", "",
+             "| view | regime | probe | passes % | judge faithfulness % | agreement % | passes, judge unfaithful "
+             "| fails, judge faithful | problems (answers) |", "|---|---|---|---|---|---|---|---|---|"]
+    for e in results["evaluations"]:
+        c = e.get("rationale_check")
+        if not c:
+            continue
+        faithful = e["open"]["faithfulness"]["percent"] if e["open"] else None
+        cells = [f"{v:.1f}" if v is not None else "—" for v in (c["pass_percent"], faithful, c["agreement_percent"])]
+        problems = ", ".join(f"{code} {n}" for code, n in c["problems"].items()) or "none"
+        lines.append(f"| {e['view']} | {e['regime']} | {e['probe']} | {cells[0]} | {cells[1]} | {cells[2]} | "
+                     f"{c['check_passes_judge_unfaithful']} | {c['check_fails_judge_faithful']} | {problems} |")
+    return lines + [""]
+
+
 def render_report(results: dict) -> str:
     """The markdown report of one run."""
     lines = _header(results) + _training_data_section(results) + _closed_section(results)
     if any(s["open"] for s in results["summary"]):
         lines += _open_section(results)
+    if any(e.get("rationale_check") for e in results["evaluations"]):
+        lines += _rationale_check_section(results)
     if results["probe_deltas"]:
         lines += ["## Robustness probes", "",
                   "ΔF1 = F1 under the probe − F1 on the plain input. Near zero for `no_image`/`swap_image` means "
