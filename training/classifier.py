@@ -22,7 +22,13 @@ Input text is the headline, a blank line, then the article text (``text`` for se
 corpora), truncated *from the end* to ``--max-length`` tokens (default: the model's limit,
 at most 512), so the headline is always kept and the article's tail is what gets cut.
 
-Outputs in ``--output-dir`` (one folder per fold with ``--cv``): the model
+Settings are ``transformers.TrainingArguments`` fields under their own names (``--per-device-train-batch-size``,
+``--num-train-epochs``, ``--lr-scheduler-type``, ``--warmup-steps``, ``--metric-for-best-model`` ...;
+:class:`~vilbias.training.classifier_config.ClassifierConfig`); ``--config FILE.yaml`` reads them
+from a file, and every run writes the ones it used to ``<output>/train_config.yaml``, so
+``vilbias train classifier --config outputs/x/train_config.yaml`` runs it again.
+
+Outputs in ``--output`` (one folder per fold with ``--cv``): the model
 (``save_pretrained``), ``metrics.json`` (validation and test metrics, training log),
 ``predictions.jsonl``, ``confusion_matrix.png``, ``training_curves.png``, the provenance
 record (``training_data.json`` + ``training_ids.txt``, :mod:`vilbias.provenance`) and
@@ -39,13 +45,15 @@ import argparse
 import dataclasses
 import json
 import logging
+import re
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 from datasets import load_dataset
 from vilbias.training import distant
-from vilbias.training.classifier_config import ClassifierConfig
+from vilbias.training.classifier_config import ClassifierConfig, read_recipe
 from vilbias.training.classifier_data import (
     VALIDATION_SHARE,
     Collator,
@@ -55,8 +63,9 @@ from vilbias.training.classifier_data import (
     train_subset,
 )
 from vilbias.training.engine import Fitted, build_model, fit, probabilities
+from vilbias.training.recipe import resolve_recipe as recipes_path
 
-from vilbias.config import add_dataclass_arguments
+from vilbias.config import ConfigParser, config_dict, save_config
 from vilbias.metrics.plots import plot_confusion_matrix, pyplot
 from vilbias.metrics.scores import (
     CLOSED_KEYS,
@@ -69,9 +78,12 @@ from vilbias.provenance import TrainingData, ids_digest
 from vilbias.publish.model import ModelCardInfo, push_model, render_section
 from vilbias.task import FOLDS, LABEL_NAMES
 
-__all__ = ["ClassifierConfig", "VALIDATION_SHARE", "Collator", "build_model", "featurize", "fit", "train_classifier", "train_one"]
+__all__ = ["ClassifierConfig", "VALIDATION_SHARE", "Collator", "build_model", "featurize", "fit", "parse_config", "train_classifier", "train_one"]
 
 logger = logging.getLogger(__name__)
+
+SMALL_TRAINING_SET = 500
+"""Fewer training rows than this are named as a small set before training starts."""
 
 
 # ---------------------------------------------------------------- model
@@ -108,7 +120,8 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path, *, fractio
 
     Returns the metrics dict also written to ``run_dir/metrics.json``.
     """
-    splits, label = load_splits(cfg.dataset, config_name, revision=cfg.revision, label=cfg.label_column, seed=cfg.seed)
+    splits, label = load_splits(cfg.dataset, config_name, revision=cfg.dataset_revision, label=cfg.label_column, seed=cfg.seed)
+    _name_a_small_training_set(cfg, config_name, splits["train"], label)
     splits["train"] = train_subset(splits["train"], label, fraction, cfg.seed)
     init_encoder, distant_record = _distant_init(cfg, splits)
     seeds = cfg.ensemble_seeds or [cfg.seed]
@@ -120,7 +133,7 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path, *, fractio
         members.append((member_dir, fitted))
     mean_probs = np.mean(probs, axis=0)
     training_data = TrainingData.from_ids(
-        cfg.dataset, row_ids(splits["train"]), revision=cfg.revision, config=config_name, split="train",
+        cfg.dataset, row_ids(splits["train"]), revision=cfg.dataset_revision, config=config_name, split="train",
         fraction=fraction, validation_rows=len(splits["validation"]), validation_ids_sha256=ids_digest(row_ids(splits["validation"])),
         **({"distant": distant_record} if distant_record else {}), **({"ensemble_seeds": seeds} if len(seeds) > 1 else {}),
     )
@@ -135,8 +148,11 @@ def _member_metrics(cfg: ClassifierConfig, config_name: str, fitted: Fitted) -> 
     return {
         "dataset": cfg.dataset,
         "config": config_name,
-        "revision": cfg.revision,
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(cfg).items()},
+        "revision": cfg.dataset_revision,
+        # What was trained (the text architecture reads text, whatever a fusion default would be).
+        "architecture": cfg.architecture,
+        "modality": cfg.modality,
+        "settings": config_dict(cfg),
         "max_length": fitted.max_length,
         "rows": {name: len(d) for name, d in fitted.data.items()},
         "best_checkpoint_metric": fitted.trainer.state.best_metric,
@@ -153,7 +169,7 @@ def _save_member(cfg: ClassifierConfig, config_name: str, member_dir: Path, fitt
         fitted.tokenizer.save_pretrained(str(member_dir))
     # What the checkpoint trained on, beside its weights (vilbias evaluate refuses those rows).
     training_data.write(member_dir)
-    plot_training_curves(fitted.trainer.state.log_history, member_dir / "training_curves.png", metric=cfg.early_stopping_metric)
+    plot_training_curves(fitted.trainer.state.log_history, member_dir / "training_curves.png", metric=cfg.metric_for_best_model)
 
 
 def _write_run(cfg: ClassifierConfig, config_name: str, run_dir: Path, members: list, probs: np.ndarray, training_data: TrainingData) -> dict:
@@ -166,6 +182,8 @@ def _write_run(cfg: ClassifierConfig, config_name: str, run_dir: Path, members: 
         metrics["members"] = [{"seed": s, "validation": _member_metrics(cfg, config_name, f)["validation"]} for s, (_, f) in zip(cfg.ensemble_seeds, members, strict=True)]
         metrics["train_runtime_s"] = sum(f.train_runtime_s for _, f in members)
     metrics["test"] = test_metrics
+    # A model that answers one class for every test row has learned nothing to tell them apart.
+    metrics["single_class_prediction"] = LABEL_NAMES[int(preds[0])] if len(set(preds.tolist())) == 1 else None
     metrics["training_data"] = dataclasses.asdict(training_data) | {"ids": None}
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / "predictions.jsonl", "w", encoding="utf-8") as f:
@@ -175,7 +193,7 @@ def _write_run(cfg: ClassifierConfig, config_name: str, run_dir: Path, members: 
     training_data.write(run_dir)
     # What `vilbias publish model` needs to render the card later, from this folder alone.
     card_info(cfg, config_name, metrics, members[0][1].model, training_data).save(run_dir)
-    plot_confusion_matrix(test_metrics["confusion_matrix"], run_dir / "confusion_matrix.png", title=f"{cfg.model} [{config_name}] test")
+    plot_confusion_matrix(test_metrics["confusion_matrix"], run_dir / "confusion_matrix.png", title=f"{_model_name(cfg)} [{config_name}] test")
     return metrics
 
 
@@ -203,20 +221,23 @@ def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_
 
 def run_cv(cfg: ClassifierConfig, output_dir: Path, *, fraction: float = 1.0) -> dict:
     """One model per fold; per-fold test metrics and mean ± std (``output_dir/cv_metrics.json``)."""
-    per_fold = []
+    per_fold, single = [], []
     for k, name in enumerate(FOLDS):
         logger.info("fold %d/%d", k + 1, len(FOLDS))
-        per_fold.append(train_one(cfg, name, output_dir / name, fraction=fraction)["test"])
+        metrics = train_one(cfg, name, output_dir / name, fraction=fraction)
+        per_fold.append(metrics["test"])
+        single.append(metrics["single_class_prediction"])
     summary = summarize_folds(per_fold)
     result = {
         "dataset": cfg.dataset,
-        "revision": cfg.revision,
+        "revision": cfg.dataset_revision,
         "recipe": cfg.recipe,
         "model": cfg.model,
         "architecture": cfg.architecture,
-        "modality": cfg.modality if cfg.architecture == "fusion" else "text",
+        "modality": cfg.modality,
         "summary": summary,
         "per_fold": per_fold,
+        "single_class_folds": [name for name, label in zip(FOLDS, single, strict=True) if label],
         "table": format_table(summary, per_fold),
     }
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -228,18 +249,18 @@ def run_fractions(cfg: ClassifierConfig) -> dict:
     """F1 against training-set size: nested subsets, each scored on the same test split(s)."""
     points = []
     for fraction in sorted(cfg.train_fractions):
-        out = cfg.output_dir / f"fraction_{fraction:g}"
+        out = cfg.output_path / f"fraction_{fraction:g}"
         if cfg.cv:
             result = run_cv(cfg, out, fraction=fraction)
             rows = [json.loads((out / f / "metrics.json").read_text())["rows"]["train"] for f in FOLDS]
             points.append({"fraction": fraction, "train_rows": mean_std(rows)["mean"], "summary": result["summary"]})
         else:
-            metrics = train_one(cfg, cfg.config, out, fraction=fraction)
+            metrics = train_one(cfg, cfg.dataset_config, out, fraction=fraction)
             summary = {k: {"mean": metrics["test"][k], "std": 0.0} for k in CLOSED_KEYS}
             points.append({"fraction": fraction, "train_rows": metrics["rows"]["train"], "summary": summary})
-    result = {"dataset": cfg.dataset, "config": "cv" if cfg.cv else cfg.config, "points": points}
-    (cfg.output_dir / "train_fractions.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
-    plot_fractions(points, cfg.output_dir / "train_fractions.png")
+    result = {"dataset": cfg.dataset, "config": "cv" if cfg.cv else cfg.dataset_config, "points": points}
+    (cfg.output_path / "train_fractions.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    plot_fractions(points, cfg.output_path / "train_fractions.png")
     return result
 
 
@@ -259,31 +280,33 @@ def plot_fractions(points: list[dict], path: Path) -> None:
 
 def run_distant_only(cfg: ClassifierConfig) -> dict:
     """Pre-train once, leaving out every row of ``--dataset``; the encoder goes to ``output_dir/encoder``."""
-    splits = load_dataset(cfg.dataset, cfg.config, revision=cfg.revision)
+    splits = load_dataset(cfg.dataset, cfg.dataset_config, revision=cfg.dataset_revision)
     encoder, record = pretrain_distant(cfg, *distant.held_out_of(*splits.values()))
-    target = cfg.output_dir / "encoder"
+    target = cfg.output_path / "encoder"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(encoder, target)
-    (cfg.output_dir / "distant.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (cfg.output_path / "distant.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return {"encoder": str(target), "distant": record}
 
 
 def train_classifier(cfg: ClassifierConfig) -> dict:
-    """Train one model (``cfg.config``), one per fold (``cfg.cv``), one per training fraction
-    (``cfg.train_fractions``), or only the distant pre-training (``cfg.distant_only``).
+    """Train one model (``cfg.dataset_config``), one per fold (``cfg.cv``), one per training fraction
+    (``cfg.train_fractions``), or only the distant pre-training (``cfg.distant_only``). The
+    resolved config goes to ``<output_dir>/train_config.yaml`` first (re-run it with ``--config``).
 
     Returns:
         The single run's metrics; for CV ``{"per_fold": [test metrics...], "summary":
         {metric: {"mean", "std"}}, "table": str}`` (also in ``output_dir/cv_metrics.json``);
         for fractions ``{"points": [...]}`` (``train_fractions.json``).
     """
+    save_config(cfg.output_dir, "train", cfg, command="vilbias train classifier")
     if cfg.distant_only:
         return run_distant_only(cfg)
     if cfg.train_fractions:
         return run_fractions(cfg)
     if cfg.cv:
-        return run_cv(cfg, cfg.output_dir)
-    metrics = train_one(cfg, cfg.config, cfg.output_dir)
+        return run_cv(cfg, cfg.output_path)
+    metrics = train_one(cfg, cfg.dataset_config, cfg.output_path)
     if cfg.push_to_hub:
         metrics["pushed"] = push(cfg, metrics)
     return metrics
@@ -297,8 +320,8 @@ def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model, tra
     fusion = cfg.architecture == "fusion"
     method = f"classifier-fusion-{cfg.modality}" if fusion else "classifier-full"
     hyper = {k: metrics["settings"][k] for k in (
-        "recipe", "batch_size", "epochs", "learning_rate", "lr_scheduler", "warmup_ratio", "weight_decay", "patience",
-        "early_stopping_metric", "loss", "class_weighting", "seed")}
+        "recipe", "per_device_train_batch_size", "num_train_epochs", "learning_rate", "lr_scheduler_type", "warmup_steps",
+        "weight_decay", "patience", "metric_for_best_model", "loss", "class_weighting", "seed")}
     hyper["max_length"] = metrics["max_length"]
     if cfg.loss == "focal":
         hyper.update(focal_alpha=cfg.focal_alpha, focal_gamma=cfg.focal_gamma)
@@ -309,7 +332,7 @@ def card_info(cfg: ClassifierConfig, config_name: str, metrics: dict, model, tra
         base_model=cfg.model,
         dataset=cfg.dataset,
         dataset_config=config_name,
-        dataset_revision=cfg.revision,
+        dataset_revision=cfg.dataset_revision,
         method=method,
         task="text-classification",
         hyperparameters=hyper,
@@ -343,48 +366,129 @@ def _card_summary(cfg: ClassifierConfig, training_data: TrainingData) -> str:
 
 def _usage_snippet(cfg: ClassifierConfig) -> str:
     """``templates/classifier/usage_fusion.py.jinja``: load the fusion model and label one item."""
-    return render_section("classifier/usage_fusion.py.jinja", repo_id=cfg.hub_model_id or str(cfg.output_dir))
+    return render_section("classifier/usage_fusion.py.jinja", repo_id=cfg.hub_model_id or cfg.output_dir)
 
 
 def push(cfg: ClassifierConfig, metrics: dict) -> str:
     """Publish ``cfg.output_dir`` to ``cfg.hub_model_id`` with its model card; returns the commit."""
-    return push_model(cfg.output_dir, cfg.hub_model_id, info=ModelCardInfo.load(cfg.output_dir))
+    return push_model(cfg.output_path, cfg.hub_model_id, info=ModelCardInfo.load(cfg.output_path))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_dataclass_arguments(parser, ClassifierConfig)
-    # Flags not given stay out of the namespace, so a recipe's value fills them and a flag given
-    # explicitly always wins, even when it equals the built-in default. (parser.set_defaults
-    # would put the SUPPRESS marker itself into the namespace.)
-    names = {f.name for f in dataclasses.fields(ClassifierConfig)}
-    for action in parser._actions:
-        if action.dest in names and not action.required:
-            action.default = argparse.SUPPRESS
+# Spellings of the release before the TrainingArguments fields: `--config NAME` named the dataset
+# config (now --dataset-config; --config is the YAML file) and --[no-]group-by-length the sampler.
+_FOLD_OR_DEFAULT = re.compile(r"^(default|fold_\d+|sft)$")
 
 
-def config_from_args(args: argparse.Namespace | dict) -> ClassifierConfig:
-    """The config of a parsed command line: its recipe, then the flags given on top."""
-    values = dict(vars(args) if isinstance(args, argparse.Namespace) else args)
-    names = {f.name for f in dataclasses.fields(ClassifierConfig)} - {"recipe"}
-    return ClassifierConfig.from_recipe(values.get("recipe"), **{k: v for k, v in values.items() if k in names})
+def _current_spellings(argv: list[str], prog: str) -> list[str]:
+    """``argv`` with the old spellings ConfigParser's ``deprecated`` cannot express rewritten (with a line each)."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name == "--config" and (eq or i + 1 < len(argv)):
+            value = value if eq else argv[i + 1]
+            if _FOLD_OR_DEFAULT.match(value) and not Path(value).is_file():
+                print(f"{prog}: --config {value} (a dataset config) is deprecated and will be removed in the next release; "
+                      f"use --dataset-config {value} (--config now reads a YAML file of options)", file=sys.stderr)
+                out += ["--dataset-config", value]
+                i += 1 if eq else 2
+                continue
+        if name in ("--group-by-length", "--group_by_length", "--no-group-by-length", "--no_group_by_length"):
+            on = not name.startswith("--no")
+            if not eq and i + 1 < len(argv) and argv[i + 1].lower() in ("true", "false", "yes", "no", "1", "0"):
+                value, i = argv[i + 1], i + 1
+            if eq or value:
+                on = on == (value.lower() in ("true", "yes", "1"))
+            strategy = "group_by_length" if on else "random"
+            print(f"{prog}: {name} is deprecated and will be removed in the next release; use --train-sampling-strategy {strategy}",
+                  file=sys.stderr)
+            out += ["--train-sampling-strategy", strategy]
+            i += 1
+            continue
+        out.append(arg)
+        i += 1
+    return out
 
 
-def main(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
+def _given(argv: list[str], *names: str) -> str | None:
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    finder.add_argument(*names, dest="value")
+    return finder.parse_known_args(argv)[0].value
+
+
+def parse_config(argv: list[str], prog: str = "vilbias train classifier") -> ClassifierConfig:
+    """The config of a command line: the recipe's values, then ``--config FILE.yaml``'s, then the flags given.
+
+    Raises:
+        SystemExit: a one-line usage error (unknown flag, bad value, unknown recipe).
+    """
+    parser = ConfigParser([ClassifierConfig], prog=prog, description=(__doc__ or "").strip().splitlines()[0])
+    recipe = _given(argv, "--recipe")
+    if recipe:
+        try:
+            path = recipes_path(recipe)
+            values = read_recipe(recipe)
+        except (FileNotFoundError, ValueError) as e:
+            parser.error(str(e))
+        parser.set_file_defaults(values, f"recipe {path}")
+    (cfg,) = parser.parse(argv)
+    return cfg
+
+
+def _name_a_small_training_set(cfg: ClassifierConfig, config_name: str, train, label: str) -> None:
+    """Say so, before training, when the training split is too small to teach a model much."""
+    if len(train) >= SMALL_TRAINING_SET:
+        return
+    counts = {name: sum(1 for y in train[label] if y == i) for i, name in enumerate(LABEL_NAMES)}
+    logger.warning(
+        "%s [%s] trains on %d rows (%s): a small set, from which a model learns little and whose scores mean little. "
+        "A real corpus comes from `vilbias build --from SOURCE` (an existing release such as BABE) or the pipeline "
+        "(vilbias ingest, annotate, review, build).", cfg.dataset, config_name, len(train),
+        ", ".join(f"{n} {name}" for name, n in counts.items()))
+
+
+def _model_name(cfg: ClassifierConfig) -> str:
+    """The model a run scores, as a plot title names it."""
+    if cfg.architecture == "text":
+        return cfg.model
+    encoders = [e for e, used in ((cfg.model, "text" in cfg.modality), (cfg.image_encoder, "image" in cfg.modality)) if used]
+    return f"fusion ({cfg.modality}: {' + '.join(encoders)})"
+
+
+def _single_class_line(result: dict, cfg: ClassifierConfig) -> str | None:
+    """The last line for a run whose model predicts one class for every test row (None otherwise)."""
+    if cfg.cv:
+        folds = result.get("single_class_folds") or []
+        if not folds:
+            return None
+        return (f"in {len(folds)} of {len(FOLDS)} folds ({', '.join(folds)}) the model predicts one class for every test row: "
+                f"it learned nothing to tell biased from not_biased there (per-fold metrics: {cfg.output_path / 'cv_metrics.json'})")
+    label = result.get("single_class_prediction")
+    if not label:
+        return None
+    return (f"the model predicts {label} for every test row: it learned nothing to tell biased from not_biased "
+            f"(F1 {result['test']['f1_binary']:.4f}, macro-F1 {result['test']['f1_macro']:.4f}; model and metrics: {cfg.output_path})")
+
+
+def main(argv: list[str], prog: str = "vilbias train classifier") -> int:
+    cfg = parse_config(_current_spellings(list(argv), prog), prog)
     result = train_classifier(cfg)
     if cfg.distant_only:
         print(f"pre-trained encoder: {result['encoder']} ({result['distant']['rows']} headlines)")
     elif cfg.train_fractions:
         for p in result["points"]:
             print(f"fraction {p['fraction']:<5g} rows {p['train_rows']:>7.0f}  f1_macro {p['summary']['f1_macro']['mean']:.4f} ± {p['summary']['f1_macro']['std']:.4f}")
-        print(f"\nF1 against training size: {cfg.output_dir / 'train_fractions.json'} and train_fractions.png")
+        print(f"\nF1 against training size: {cfg.output_path / 'train_fractions.json'} and train_fractions.png")
     elif cfg.cv:
         print(result["table"])
-        print(f"\nper-fold and summary metrics: {cfg.output_dir / 'cv_metrics.json'}")
+        print(f"\nper-fold and summary metrics: {cfg.output_path / 'cv_metrics.json'}")
     else:
         for key in CLOSED_KEYS:
             print(f"{key:<20} {result['test'][key]:.4f}")
-        print(f"\nmodel and metrics: {cfg.output_dir}")
         if result.get("pushed"):
             print(f"pushed: {result['pushed']}")
+        print(f"\nmodel and metrics: {cfg.output_path}")
+    single = None if cfg.distant_only or cfg.train_fractions else _single_class_line(result, cfg)
+    if single:
+        print(single)
     return 0

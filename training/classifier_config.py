@@ -1,5 +1,14 @@
-"""What ``vilbias train classifier`` is told: :class:`ClassifierConfig` (the paper's settings by default,
-a recipe's values on top, flags on top of those), checked before any expensive work starts."""
+"""What ``vilbias train classifier`` is told: :class:`ClassifierConfig`, a
+``transformers.TrainingArguments`` (as TRL's ``SFTConfig`` is) with the paper's settings as its
+defaults and vilbias's own fields added, checked before any expensive work starts.
+
+Every ``Trainer`` setting is the ``TrainingArguments`` field of that name (``--per-device-train-batch-size``,
+``--num-train-epochs``, ``--lr-scheduler-type``, ``--warmup-steps`` (below 1: a share of the steps),
+``--metric-for-best-model``, ``--output`` (``output_dir``), ``--push-to-hub`` ...) and reaches the
+``Trainer`` as it is; the fields whose defaults the paper sets are redeclared with the new default
+and the same help, as TRL does. A recipe (``--recipe babe``) and ``--config FILE.yaml`` give
+defaults; flags override both.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +18,56 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vilbias.training import recipe as recipes
+from vilbias.training.preflight import check_dataset, quiet_bitsandbytes
+
+quiet_bitsandbytes()  # transformers' Trainer imports PEFT and with it bitsandbytes; no 4-bit here
+from transformers import TrainingArguments  # noqa: E402
+
+_HELP = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(TrainingArguments)}
+
+
+def _redeclared(name: str, default: Any, **metadata: Any) -> Any:
+    """A ``TrainingArguments`` field with vilbias's default, transformers' help, and ``metadata`` (aliases)."""
+    return field(default=default, metadata={"help": _HELP[name], **metadata})
 
 
 @dataclass
-class ClassifierConfig:
-    dataset: str = field(metadata={"help": "Dataset folder or Hub repo id (as `vilbias build` writes it)."})
+class ClassifierConfig(TrainingArguments):
+    """``TrainingArguments`` for the classifier baselines, with the ViLBias paper's settings as defaults."""
+
+    # -- TrainingArguments fields with the paper's defaults (batch 32, 15 epochs, AdamW lr 2e-5 with
+    # linear decay, weight decay 0.01, seed 0) and what every classifier run does: evaluate and save
+    # each epoch, keep the best validation checkpoint only, let the collator see every column.
+    output_dir: str | None = _redeclared("output_dir", "outputs/classifier", aliases=["--output"], deprecated=["--output-dir"])
+    per_device_train_batch_size: int = _redeclared("per_device_train_batch_size", 32, deprecated=["--batch-size"])
+    per_device_eval_batch_size: int = _redeclared("per_device_eval_batch_size", 64)
+    num_train_epochs: float = _redeclared("num_train_epochs", 15.0, deprecated=["--epochs"])
+    learning_rate: float = _redeclared("learning_rate", 2e-5)
+    lr_scheduler_type: str = _redeclared("lr_scheduler_type", "linear", deprecated=["--lr-scheduler"])
+    warmup_steps: float = _redeclared("warmup_steps", 0.0, deprecated=["--warmup-ratio"])
+    weight_decay: float = _redeclared("weight_decay", 0.01)
+    seed: int = _redeclared("seed", 0)
+    eval_strategy: str = _redeclared("eval_strategy", "epoch")
+    save_strategy: str = _redeclared("save_strategy", "epoch")
+    logging_strategy: str = _redeclared("logging_strategy", "epoch")
+    load_best_model_at_end: bool = _redeclared("load_best_model_at_end", True)
+    metric_for_best_model: str | None = _redeclared(
+        "metric_for_best_model", "f1_binary", deprecated=["--early-stopping-metric"],
+        choices=["loss", "f1_binary", "f1_macro", "f1_weighted", "accuracy"])
+    save_total_limit: int | None = _redeclared("save_total_limit", 1)
+    save_only_model: bool = _redeclared("save_only_model", True)
+    remove_unused_columns: bool = _redeclared("remove_unused_columns", False)
+    train_sampling_strategy: str = _redeclared("train_sampling_strategy", "group_by_length")
+
+    # -- vilbias's own fields
+    dataset: str = field(kw_only=True, metadata={"help": "Dataset folder or Hub repo id (as `vilbias build` writes it)."})
     recipe: str | None = field(
         default=None, metadata={"help": "Recipe name (babe, babe-minilm, vilbias-paper) or YAML path: its values are the defaults, flags override them."}
     )
-    config: str = field(default="default", metadata={"help": "Dataset config: default or fold_K."})
-    revision: str | None = field(default=None, metadata={"help": "Dataset revision (tag such as v1.0.0)."})
+    dataset_config: str = field(default="default", metadata={"help": "Dataset config: default or fold_K."})
+    dataset_revision: str | None = field(
+        default=None, metadata={"help": "Dataset revision (tag such as v1.0.0).", "deprecated": ["--revision"]}
+    )
     cv: bool = field(default=False, metadata={"help": "Train on fold_0..fold_4 and report mean ± std."})
     architecture: Literal["text", "fusion"] = field(
         default="text", metadata={"help": "text: AutoModelForSequenceClassification; fusion: text+image encoders + MLP."}
@@ -31,8 +80,10 @@ class ClassifierConfig:
         default="efficientnet-lite0",
         metadata={"help": "Fusion image encoder: efficientnet-lite0 (packaged) or a CLIP Hub id/folder."},
     )
-    modality: Literal["text+image", "text", "image"] = field(
-        default="text+image", metadata={"help": "Fusion inputs; text or image alone are the unimodal controls (text = a mean-pooled text classifier)."}
+    modality: Literal["text+image", "text", "image"] | None = field(
+        default=None,
+        metadata={"help": "What the model reads. Fusion: text+image (its default), or text or image alone, the unimodal controls "
+                          "(text = a mean-pooled text classifier); the text architecture reads text."},
     )
     freeze_text_encoder: bool = field(default=False, metadata={"help": "Fusion: keep the text encoder frozen."})
     freeze_image_encoder: bool = field(
@@ -45,29 +96,12 @@ class ClassifierConfig:
     label_column: str | None = field(
         default=None, metadata={"help": "Label column (default: multimodal_label, else label)."}
     )
-    output_dir: Path = field(default=Path("outputs/classifier"), metadata={"help": "Where models and metrics go."})
-    batch_size: int = field(default=32, metadata={"help": "Per-device batch size (paper: 32)."})
-    epochs: float = field(default=15, metadata={"help": "Training epochs, the most early stopping allows (paper: 15)."})
-    learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate (paper: 2e-5)."})
-    lr_scheduler: Literal["linear", "constant", "cosine"] = field(
-        default="linear", metadata={"help": "Learning-rate schedule after warm-up (linear decay to 0 is transformers' default)."}
-    )
-    warmup_ratio: float = field(default=0.0, metadata={"help": "Share of the training steps spent warming the learning rate up from 0."})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (paper: 0.01)."})
     patience: int = field(default=5, metadata={"help": "Early-stopping patience in epochs (paper: 5); 0 disables."})
-    early_stopping_metric: Literal["loss", "f1_binary", "f1_macro", "f1_weighted", "accuracy"] = field(
-        default="f1_binary", metadata={"help": "Validation metric for early stopping and best-model choice (loss: lower is better)."}
-    )
     loss: Literal["cross_entropy", "focal"] = field(default="cross_entropy", metadata={"help": "Training loss."})
     focal_alpha: float = field(default=1.0, metadata={"help": "Focal loss alpha (paper: 1)."})
     focal_gamma: float = field(default=2.0, metadata={"help": "Focal loss gamma (paper: 2)."})
     class_weighting: Literal["none", "balanced"] = field(
         default="none", metadata={"help": "balanced: weight each class's loss by n / (2 * its count) in the training split."}
-    )
-    seed: int = field(default=0, metadata={"help": "Random seed (paper: 0); also seeds the validation carve-out."})
-    group_by_length: bool = field(
-        default=True,
-        metadata={"help": "Batch texts of similar length together (shuffled in chunks): about 1.7x less padding on BABE, same data per epoch."},
     )
     ensemble_seeds: list[int] = field(
         default_factory=list,
@@ -89,40 +123,47 @@ class ClassifierConfig:
         default=None, metadata={"help": "Distant pre-training learning rate (default: --learning-rate)."}
     )
     distant_only: bool = field(
-        default=False, metadata={"help": "Only pre-train (leaving out every row of --dataset), writing <output-dir>/encoder for --init-encoder."}
+        default=False, metadata={"help": "Only pre-train (leaving out every row of --dataset), writing <output>/encoder for --init-encoder."}
     )
-    init_encoder: Path | None = field(
+    init_encoder: str | None = field(
         default=None, metadata={"help": "Start from this pre-trained encoder folder (from --distant-only); the head starts afresh."}
     )
-    feature_cache: Path | None = field(
+    feature_cache: str | None = field(
         default=None, metadata={"help": "Image-feature cache root (default $VILBIAS_FEATURE_CACHE or ~/.cache/vilbias/features)."}
     )
-    push_to_hub: bool = field(default=False, metadata={"help": "Publish the trained model with its model card."})
-    hub_model_id: str | None = field(default=None, metadata={"help": "Model repo for --push-to-hub (ORG/NAME)."})
 
     def __post_init__(self):
-        self.output_dir = Path(self.output_dir)
-        self.init_encoder = Path(self.init_encoder) if self.init_encoder else None
-        if self.cv and self.config != "default":
-            raise ValueError("--cv trains every fold_K itself; drop --config")
+        check_dataset(self.dataset)
+        for name in ("output_dir", "init_encoder", "feature_cache"):  # paths as TrainingArguments keeps them: strings
+            if isinstance(getattr(self, name), Path):
+                setattr(self, name, str(getattr(self, name)))
+        if self.cv and self.dataset_config != "default":
+            raise ValueError("--cv trains every fold_K itself; drop --dataset-config")
         if self.push_to_hub and not self.hub_model_id:
             raise ValueError("--push-to-hub needs --hub-model-id ORG/NAME")
         if self.push_to_hub and (self.cv or self.train_fractions or len(self.ensemble_seeds) > 1):
             raise ValueError("--push-to-hub publishes one model: train it without --cv, --train-fractions or --ensemble-seeds")
-        if self.architecture == "text" and self.modality != "text+image":
-            raise ValueError("--modality applies to --architecture fusion")
-        if self.batch_size < 1 or self.epochs <= 0:
-            raise ValueError("--batch-size and --epochs must be positive")
+        if self.architecture == "text" and self.modality not in (None, "text"):
+            raise ValueError("--modality text+image or image needs --architecture fusion (the text architecture reads text)")
+        self.modality = self.modality or ("text+image" if self.architecture == "fusion" else "text")
+        if self.per_device_train_batch_size < 1 or self.num_train_epochs <= 0:
+            raise ValueError("--per-device-train-batch-size and --num-train-epochs must be positive")
         if any(not 0 < f <= 1 for f in self.train_fractions):
             raise ValueError(f"--train-fractions must lie in (0, 1], got {self.train_fractions}")
         if self.distant_only and not self.distant_dataset:
             raise ValueError("--distant-only needs --distant-dataset")
         if self.distant_dataset and self.init_encoder:
             raise ValueError("--distant-dataset pre-trains the encoder itself; drop --init-encoder (or pre-train with --distant-only first)")
+        super().__post_init__()
+
+    @property
+    def output_path(self) -> Path:
+        """``output_dir`` as a path."""
+        return Path(self.output_dir)
 
     @classmethod
     def from_recipe(cls, recipe: str | Path | None, **overrides) -> ClassifierConfig:
-        """The recipe's values, with ``overrides`` (the flags given) on top.
+        """The recipe's values, with ``overrides`` (the fields given) on top.
 
         Raises:
             FileNotFoundError: no such recipe.
@@ -134,4 +175,4 @@ class ClassifierConfig:
 
 def read_recipe(recipe: str | Path) -> dict[str, Any]:
     """A classifier recipe's values (fields of :class:`ClassifierConfig` other than ``dataset``)."""
-    return recipes.read_recipe(recipe, {f.name for f in dataclasses.fields(ClassifierConfig)} - {"recipe", "dataset"})[1]
+    return recipes.read_recipe(recipe, {f.name for f in dataclasses.fields(ClassifierConfig) if f.init} - {"recipe", "dataset"})[1]

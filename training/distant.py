@@ -152,8 +152,8 @@ def pretraining_config(cfg):
     """The classifier config of the pre-training run: BABE's distant settings, loss early stopping
     (patience 1), plain cross-entropy, nothing of the fine-tuning's own extras."""
     return dataclasses.replace(
-        cfg, epochs=cfg.distant_epochs, batch_size=cfg.distant_batch_size, learning_rate=cfg.distant_learning_rate or cfg.learning_rate,
-        early_stopping_metric="loss", patience=1, loss="cross_entropy", class_weighting="none", distant_dataset=None, distant_only=False,
+        cfg, num_train_epochs=cfg.distant_epochs, per_device_train_batch_size=cfg.distant_batch_size,
+        learning_rate=cfg.distant_learning_rate or cfg.learning_rate, metric_for_best_model="loss", greater_is_better=False, patience=1, loss="cross_entropy", class_weighting="none", distant_dataset=None, distant_only=False,
         init_encoder=None, ensemble_seeds=[], train_fractions=[],
     )
 
@@ -167,7 +167,7 @@ def prepare(cfg, held_texts: list[str], held_links: list[str]) -> tuple[list[dic
     if len(rows) < 10 or len({r["label"] for r in rows}) < 2:
         raise ValueError(f"distant corpus {cfg.distant_dataset}: {len(rows)} usable rows left ({dropped} held out): too few, or one label only")
     pre = pretraining_config(cfg)
-    settings = {"epochs": pre.epochs, "batch_size": pre.batch_size, "learning_rate": pre.learning_rate}
+    settings = {"epochs": pre.num_train_epochs, "batch_size": pre.per_device_train_batch_size, "learning_rate": pre.learning_rate}
     digest = ids_digest([r["unique_id"] for r in rows])
     record = {
         "dataset": cfg.distant_dataset, "outlet_labels": cfg.distant_outlet_labels, **counts, "rows": len(rows),
@@ -175,4 +175,4 @@ def prepare(cfg, held_texts: list[str], held_links: list[str]) -> tuple[list[dic
         "label_counts": {n: sum(r["label"] == i for r in rows) for i, n in enumerate(LABEL_NAMES)}, **settings,
     }
     key = hashlib.sha256(json.dumps([digest, cfg.model, cfg.architecture, cfg.modality, cfg.max_length, cfg.seed, settings], sort_keys=True).encode()).hexdigest()[:16]
-    return rows, record, cfg.output_dir / "distant" / key
+    return rows, record, Path(cfg.output_dir) / "distant" / key

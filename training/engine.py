@@ -7,6 +7,7 @@ reports; :func:`probabilities` scores a split with one. The sentence model
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import shutil
@@ -98,27 +99,16 @@ def _arguments(output_dir: Path | str, seed: int, **fields):
                              dataloader_num_workers=0, disable_tqdm=not logger.isEnabledFor(logging.INFO), **fields)
 
 
-def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True):
-    return _arguments(
-        run_dir / "checkpoints", seed,
-        # Length-grouped batches need token ids to measure (not cached features).
-        train_sampling_strategy="group_by_length" if cfg.group_by_length and tokens else "random",
-        per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=max(cfg.batch_size, 64),
-        num_train_epochs=cfg.epochs,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler,
-        warmup_steps=cfg.warmup_ratio,  # a float below 1 is a share of the training steps
-        weight_decay=cfg.weight_decay,
-        eval_strategy="epoch",
-        save_strategy="epoch",
-        logging_strategy="epoch",
-        # The checkpoint kept is the best on validation, not the last one trained.
-        load_best_model_at_end=True,
-        metric_for_best_model=cfg.early_stopping_metric,
-        greater_is_better=cfg.early_stopping_metric != "loss",
-        save_total_limit=1,
-        save_only_model=True,
+def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True) -> ClassifierConfig:
+    """The ``Trainer`` arguments of one run: ``cfg`` itself (a ``TrainingArguments``), with what
+    belongs to this run: its checkpoint folder, its seed (an ensemble member's), progress bars that
+    follow the log level, no push from the Trainer (vilbias pushes once, with its card)."""
+    strategy = cfg.train_sampling_strategy
+    if strategy == "group_by_length" and not tokens:
+        strategy = "random"  # length-grouped batches need token ids to measure (not cached features)
+    return dataclasses.replace(
+        cfg, output_dir=str(run_dir / "checkpoints"), seed=seed, train_sampling_strategy=strategy,
+        disable_tqdm=not logger.isEnabledFor(logging.INFO), push_to_hub=False,
     )
 
 

@@ -18,7 +18,7 @@ set-up through TRL's helpers, exactly as ``trl/scripts/sft.py`` does; this modul
 - a run record, ``run_record.json`` in ``output_dir``: trainable-parameter share, peak memory (GPU
   when there is one, else process RSS), wall time, throughput;
 - the training-data record (:mod:`vilbias.provenance`): ``training_data.json`` (dataset, revision,
-  config, split, rows, ids digest) and ``training_ids.txt`` (the train split's ``unique_id``\ s), so
+  config, split, rows, ids digest) and ``training_ids.txt`` (the train split's ``unique_id`` values), so
   ``vilbias evaluate`` refuses to score a row the adapter trained on;
 - with ``push_to_hub``, the adapter (or full weights) + processor pushed with a vilbias model card.
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import yaml
 from datasets import load_dataset
+from vilbias.training.preflight import quiet_bitsandbytes
 from vilbias.training.recipe import read_recipe, resolve_recipe
 
 from vilbias.models.vlm import save_merged
@@ -53,7 +56,7 @@ RUN_RECORD = "run_record.json"
 _RECORDED_HYPERPARAMETERS = (
     "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs", "max_steps",
     "learning_rate", "max_grad_norm", "lr_scheduler_type", "warmup_steps", "bf16", "seed", "max_length",
-    "assistant_only_loss", "gradient_checkpointing",
+    "assistant_only_loss", "activation_checkpointing",
 )
 
 
@@ -89,27 +92,94 @@ class VilbiasSFTArguments:
     )
 
 
-def make_parser(subparsers: argparse._SubParsersAction | None = None) -> argparse.ArgumentParser:
+def make_parser(prog: str = "vilbias train sft", *, recipe: bool = False):
     """TRL's own ``trl sft`` parser (same dataclasses), extended with :class:`VilbiasSFTArguments`.
 
-    With ``subparsers`` (made with a ``TrlParser`` subclass as ``parser_class``, as TRL's own CLI
-    makes them) it is added as their ``sft`` command, which ``vilbias train`` gives ``--recipe``.
+    With ``recipe`` it is the parser of ``vilbias train sft``: TRL's ``TrlParser`` with its config
+    file spelled ``--recipe`` (required), read as the command is parsed so that flags override the
+    recipe wherever they stand.
     """
     from trl import DatasetMixtureConfig, ModelConfig, ScriptArguments, SFTConfig, TrlParser
 
     dataclass_types = (ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments)
-    if subparsers is None:
-        return TrlParser(dataclass_types, prog="vilbias train sft")
+    if not recipe:
+        return TrlParser(dataclass_types, prog=prog)
+
+    class RecipeParser(TrlParser):
+        """TRL's parser with ``--recipe``: its fields become the parser's defaults (its ``env:`` mapping
+        goes to the environment, as in TRL), so flags given anywhere override the recipe."""
+
+        def parse_known_args(self, args=None, namespace=None):
+            args = sys.argv[1:] if args is None else list(args)
+            given = _recipe_of(args)
+            if given:
+                self._read_recipe(given)
+            namespace, extras = super().parse_known_args(args, namespace)
+            if extras:
+                self.error(f"unrecognized arguments: {' '.join(extras)}")
+            return namespace, extras
+
+        def _read_recipe(self, given: str) -> None:
+            try:
+                path, fields = read_recipe(given)
+            except (FileNotFoundError, ValueError) as e:
+                self.error(str(e))
+            unknown = self.set_defaults_with_config(**fields)[::2]  # it returns ["--name", "value", ...]
+            if unknown:
+                self.error(f"recipe {path} sets unknown field(s): {', '.join(name[2:] for name in unknown)}")
+
     help_ = "Run a trl sft recipe: --recipe RECIPE.yaml, then any TRL or vilbias field as --name value."
     # No abbreviations: among this many flags a mistyped one would silently set its longer neighbour.
-    return subparsers.add_parser("sft", dataclass_types=dataclass_types, help=help_, description=help_,
-                                 allow_abbrev=False)
+    parser = RecipeParser(dataclass_types, prog=prog, description=help_, allow_abbrev=False)
+    parser.add_argument("--recipe", required=True, metavar="RECIPE.yaml", default=argparse.SUPPRESS,
+                        help="Flat YAML of this command's fields (e.g. training/recipes/SmolVLM-Instruct/lora.yaml, "
+                             "or SmolVLM-Instruct/lora.yaml from the installed recipes); flags override it.")
+    return parser
 
 
-def main(args: argparse.Namespace) -> int:
-    """``vilbias train sft``: ``args`` holds the recipe's fields, overridden by the flags given."""
-    parsed = make_parser().parse_dict(vars(args), allow_extra_keys=True)
-    record = run_sft(*_complete(resolve_recipe(args.recipe), parsed))
+def _recipe_of(argv: list[str]) -> str | None:
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    finder.add_argument("--recipe")
+    return finder.parse_known_args(argv)[0].recipe
+
+
+def asks_for_4bit(argv: list[str]) -> bool:
+    """Whether a command line (or its recipe) asks for 4-bit weights (``load_in_4bit``, ``method: qlora``)."""
+    values: dict[str, Any] = {}
+    given = _recipe_of(argv)
+    if given:
+        try:
+            values = yaml.safe_load(resolve_recipe(given).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            values = {}  # the parser reports it
+    values = values if isinstance(values, dict) else {}
+    four_bit, method = bool(values.get("load_in_4bit")), values.get("method")
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else "true")
+        if name in ("--load_in_4bit", "--load-in-4bit"):
+            four_bit = value.lower() in ("true", "yes", "1")
+        elif name == "--method":
+            method = value
+    return four_bit or method == "qlora"
+
+
+def parse_args(argv: list[str], prog: str = "vilbias train sft") -> tuple:
+    """``vilbias train sft``'s command line: the recipe's fields, overridden by the flags given.
+
+    Returns:
+        `(ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig, VilbiasSFTArguments)`, completed
+        as :func:`parse_recipe` completes them.
+    """
+    parser = make_parser(prog, recipe=True)
+    parsed = parser.parse_args_into_dataclasses(args=list(argv))
+    return _complete(resolve_recipe(_recipe_of(list(argv))), parsed)
+
+
+def main(argv: list[str], prog: str = "vilbias train sft") -> int:
+    """``vilbias train sft --recipe RECIPE.yaml [--field value ...]``."""
+    quiet_bitsandbytes(four_bit=asks_for_4bit(list(argv)))
+    record = run_sft(*parse_args(argv, prog))
     print(json.dumps({k: record[k] for k in ("method", "trainable_share", "peak_memory_bytes", "wall_time_s",
                                              "train_samples_per_second")}, indent=1))
     print(f"saved to {record['output_dir']}")

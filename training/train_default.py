@@ -153,11 +153,11 @@ class Settings:
     @classmethod
     def from_recipe(cls, cfg: DefaultModelConfig) -> Settings:
         recipe = read_recipe(cfg.recipe)
-        if recipe.get("early_stopping_metric", "loss") != "loss":
-            raise ValueError(f"recipe {cfg.recipe} early-stops on {recipe['early_stopping_metric']}; the default model stops on validation loss")
-        return cls(batch_size=int(recipe.get("batch_size", 16)), epochs=cfg.epochs or math.ceil(recipe.get("epochs", 6)),
-                   learning_rate=cfg.learning_rate, lr_scheduler=recipe.get("lr_scheduler", "linear"),
-                   warmup_ratio=float(recipe.get("warmup_ratio", 0.1)), weight_decay=float(recipe.get("weight_decay", 0.01)),
+        if recipe.get("metric_for_best_model", "loss") != "loss":
+            raise ValueError(f"recipe {cfg.recipe} early-stops on {recipe['metric_for_best_model']}; the default model stops on validation loss")
+        return cls(batch_size=int(recipe.get("per_device_train_batch_size", 16)), epochs=cfg.epochs or math.ceil(recipe.get("num_train_epochs", 6)),
+                   learning_rate=cfg.learning_rate, lr_scheduler=recipe.get("lr_scheduler_type", "linear"),
+                   warmup_ratio=float(recipe.get("warmup_steps", 0.1)), weight_decay=float(recipe.get("weight_decay", 0.01)),
                    patience=int(recipe.get("patience", 2)), seed=int(recipe.get("seed", 0)), max_length=int(recipe.get("max_length") or 128))
 
 

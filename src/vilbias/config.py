@@ -33,6 +33,7 @@ import argparse
 import copy
 import dataclasses
 import difflib
+import enum
 import sys
 import types
 from collections.abc import Callable, Iterable, Sequence
@@ -73,8 +74,9 @@ class ConfigParser(HfArgumentParser):
         meta = dict(field.metadata)
         if meta.get("cli", True) is False:
             return
+        current = (list(meta.get("aliases", ())) + ["--" + field.name.replace("_", "-")])[0]
         for old in meta.get("deprecated", ()):
-            self.renamed[old] = "--" + field.name.replace("_", "-")
+            self.renamed[old] = current
         clean = {k: v for k, v in meta.items() if k not in _OWN_KEYS}
         if "help" in clean:  # argparse %-formats help text; a literal "95%" must not break --help
             clean["help"] = clean["help"].replace("%", "%%")
@@ -98,7 +100,10 @@ class ConfigParser(HfArgumentParser):
         HfArgumentParser._parse_dataclass_field(parser, field)
         # Kebab-case is the spelling --help shows (aliases first: `--from` for `source`); the snake
         # spelling HfArgumentParser lists first keeps working, as TRL users type it.
+        # A deprecated spelling that HfArgumentParser made itself (`--output-dir` of `output_dir` shown
+        # as `--output`) is left off --help; parse() rewrites it, with its deprecation line.
         for action in parser._actions[before:]:
+            action.option_strings[:] = [s for s in action.option_strings if s not in self.renamed] or action.option_strings
             action.option_strings.sort(key=lambda s: (s not in meta.get("aliases", ()), "_" in s))
 
     def parse(self, args: Sequence[str] | None = None) -> tuple[Any, ...]:
@@ -139,23 +144,41 @@ class ConfigParser(HfArgumentParser):
             self.error(f"--config {path}: not valid YAML ({str(e).splitlines()[0]})")
         if not isinstance(values, dict):
             self.error(f"--config {path}: expected a mapping of option names to values")
+        self.set_file_defaults(values, f"--config {path}")
+
+    def set_file_defaults(self, values: dict[str, Any], source: str) -> None:
+        """Take ``values`` (option names to values, from ``source``: a file) as defaults; flags override them."""
         actions: dict[str, argparse.Action] = {}
         for a in self._actions:  # the first action of a dest carries its default (not `--no-x`'s)
             if a.dest not in ("help", "config_file"):
                 actions.setdefault(a.dest, a)
-        unknown = sorted(k for k in values if str(k).replace("-", "_") not in actions)
+        unknown = sorted(k for k in values if self._current_key(k, quiet=True) not in actions)
         if unknown:
-            self.error(f"--config {path} sets {', '.join(unknown)}, which {'is not an option' if len(unknown) == 1 else 'are not options'} "
+            self.error(f"{source} sets {', '.join(unknown)}, which {'is not an option' if len(unknown) == 1 else 'are not options'} "
                        f"of {self.prog}")
         for key, value in values.items():
-            action = actions[str(key).replace("-", "_")]
+            action = actions[self._current_key(key)]
             if isinstance(action, argparse._ExtendAction):  # flags replace, not extend, the file's list
+                if value is None:  # an unset list (`label_names: null`): the field's own default
+                    continue
                 self.file_values[action.dest] = _converted(action, value if isinstance(value, list) else [value])
                 continue
             action.default = _converted(action, value)
             action.required = False
             if not action.option_strings:  # a positional given by the file need not be given again
                 action.nargs = "*"
+
+    def _current_key(self, key: Any, quiet: bool = False) -> str:
+        """A ``--config`` file's key as a dest; a deprecated spelling (``batch_size``) is read as the current one."""
+        flag = "--" + str(key).replace("_", "-")
+        if flag in self.renamed and str(key).replace("-", "_") not in {a.dest for a in self._actions}:
+            current = self.renamed[flag]
+            if not quiet:
+                print(f"{self.prog}: {key} is deprecated and will be removed in the next release; use "
+                      f"{current.removeprefix('--')}", file=sys.stderr)
+            action = self._option_string_actions.get(current)
+            return action.dest if action is not None else current.removeprefix("--").replace("-", "_")
+        return str(key).replace("-", "_")
 
     def _current_spelling(self, arg: str) -> str:
         name, sep, value = arg.partition("=")
@@ -211,13 +234,15 @@ def config_dict(*configs: Any) -> dict[str, Any]:
     for config in configs:
         for f in _command_line_fields(type(config)):
             value = getattr(config, f.name)
-            if dataclasses.is_dataclass(value):
+            if dataclasses.is_dataclass(value) or f.name.endswith("_token"):  # no tokens (TrainingArguments' hub_token)
                 continue
             out[f.name] = _plain(value)
     return out
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):  # TrainingArguments' strategies
+        return _plain(value.value)
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, (list, tuple)):
@@ -229,14 +254,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def save_config(folder: str | Path, stage: str, *configs: Any) -> Path:
+def save_config(folder: str | Path, stage: str, *configs: Any, command: str | None = None) -> Path:
     """Write ``<folder>/<stage>_config.yaml``: the options this run resolved, re-runnable with ``--config``.
 
     Only command-line fields are written (never tokens or Python-only hooks, which are ``cli: False``).
+    ``command`` is the command that re-runs it, when it is not ``vilbias <stage>`` (``vilbias train classifier``).
     """
     path = Path(folder) / f"{stage.replace(' ', '_')}_config.yaml"  # "review export" -> review_export_config.yaml
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = f"# The options `vilbias {stage}` ran with; re-run with: vilbias {stage} --config {path.name}\n"
+    command = command or f"vilbias {stage}"
+    header = f"# The options `{command}` ran with; re-run with: {command} --config {path.name}\n"
     path.write_text(header + yaml.safe_dump(config_dict(*configs), sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 

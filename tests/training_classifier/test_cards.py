@@ -50,7 +50,7 @@ def _card(cfg, training_data):
 
     test = {f"{n}_{a}": 0.5 for a in ("binary", "macro") for n in ("f1", "precision", "recall")} | {"accuracy": 0.5}
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(cfg).items()}
-    return card_info(cfg, cfg.config, {"settings": settings, "max_length": 128, "train_runtime_s": 1.0, "test": test}, _Model(), training_data)
+    return card_info(cfg, cfg.dataset_config, {"settings": settings, "max_length": 128, "train_runtime_s": 1.0, "test": test}, _Model(), training_data)
 
 
 def test_classifier_card_summary_follows_the_run():

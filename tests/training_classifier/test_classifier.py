@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 from vilbias.training.classifier import ClassifierConfig, train_classifier
 
-FAST = {"batch_size": 8, "epochs": 2, "learning_rate": 5e-3, "patience": 0}
+FAST = {"per_device_train_batch_size": 8, "num_train_epochs": 2, "learning_rate": 5e-3, "patience": 0}
 
 
 def _cfg(tmp_path, dataset, model, **kw):
@@ -48,7 +48,7 @@ def test_text_classifier_trains_and_saves(tmp_path, multimodal_repo, tiny_bert):
 
 
 def test_focal_loss_option_trains(tmp_path, multimodal_repo, tiny_bert):
-    metrics = train_classifier(_cfg(tmp_path, multimodal_repo, tiny_bert, loss="focal", epochs=1))
+    metrics = train_classifier(_cfg(tmp_path, multimodal_repo, tiny_bert, loss="focal", num_train_epochs=1))
     losses = [h["loss"] for h in metrics["log_history"] if "loss" in h]
     assert losses and all(loss == loss for loss in losses)  # finite, not NaN
 
@@ -106,7 +106,7 @@ def test_frozen_fusion_caches_image_features_and_saves_head_only(tmp_path, multi
 def test_unimodal_controls(tmp_path, multimodal_repo, tiny_bert, tiny_clip, modality):
     from vilbias.models.fusion import FusionForClassification
 
-    cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, architecture="fusion", image_encoder=tiny_clip, modality=modality, hidden_size=16, epochs=1)
+    cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, architecture="fusion", image_encoder=tiny_clip, modality=modality, hidden_size=16, num_train_epochs=1)
     metrics = train_classifier(cfg)
     assert metrics["settings"]["modality"] == modality
     model = FusionForClassification.from_pretrained(tmp_path / "out")
@@ -119,7 +119,7 @@ def test_cv_on_babe_format_corpus(tmp_path, babe_csv, tiny_bert):
     from vilbias.corpus.sentences import build_sentences
 
     build_sentences(babe_csv, tmp_path / "babe")
-    cfg = _cfg(tmp_path, tmp_path / "babe", tiny_bert, cv=True, epochs=1, early_stopping_metric="f1_macro")
+    cfg = _cfg(tmp_path, tmp_path / "babe", tiny_bert, cv=True, num_train_epochs=1, metric_for_best_model="f1_macro")
     result = train_classifier(cfg)
     assert len(result["per_fold"]) == 5
     assert sum(m["n"] for m in result["per_fold"]) == 50  # test folds partition the kept rows
@@ -151,7 +151,7 @@ def test_config_rejects_bad_combinations(tmp_path):
     with pytest.raises(ValueError, match="hub-model-id"):
         ClassifierConfig(dataset="x", push_to_hub=True)
     with pytest.raises(ValueError, match="--cv"):
-        ClassifierConfig(dataset="x", cv=True, config="fold_1")
+        ClassifierConfig(dataset="x", cv=True, dataset_config="fold_1")
     with pytest.raises(ValueError, match="fusion"):
         ClassifierConfig(dataset="x", modality="image")
 
@@ -161,7 +161,7 @@ def test_push_to_hub_with_model_card(tmp_path, multimodal_repo, tiny_bert, monke
 
     with hub_server(tmp_path / "hub") as hub:
         monkeypatch.setenv("HF_TOKEN", hub.token)
-        cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, epochs=1, push_to_hub=True, hub_model_id="org/tiny-classifier")
+        cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, num_train_epochs=1, push_to_hub=True, hub_model_id="org/tiny-classifier")
         metrics = train_classifier(cfg)
         tree = hub.tree_at("model", "org/tiny-classifier")
     assert metrics["pushed"]

@@ -6,32 +6,79 @@ from __future__ import annotations
 import json
 
 import pytest
-from vilbias.training.classifier import ClassifierConfig, config_from_args, train_classifier
+from vilbias.training.classifier import ClassifierConfig, _current_spellings, parse_config, train_classifier
 from vilbias.training.classifier_config import read_recipe
 from vilbias.training.classifier_data import group_ids, load_splits, stratified_group_prefix
 
 from vilbias.provenance import read_training_data
 
-FAST = {"batch_size": 8, "epochs": 1, "learning_rate": 5e-3, "patience": 0}
+FAST = {"per_device_train_batch_size": 8, "num_train_epochs": 1, "learning_rate": 5e-3, "patience": 0}
 
 
 # ---------------------------------------------------------------- recipes
 
 
-def test_recipe_values_are_defaults_and_flags_override_them():
-    from vilbias.cli import make_parser
-
+def test_recipe_values_are_defaults_and_flags_override_them(tmp_path):
     babe = read_recipe("babe")
-    assert babe["learning_rate"] == 5e-5 and babe["early_stopping_metric"] == "loss" and babe["patience"] == 1
-    parse = lambda *flags: config_from_args(make_parser().parse_args(["train", "classifier", "--dataset", "d", *flags]))  # noqa: E731
-    cfg = parse("--recipe", "babe", "--epochs", "3")
-    assert (cfg.learning_rate, cfg.batch_size, cfg.epochs, cfg.recipe) == (5e-5, 32, 3, "babe")
+    assert babe["learning_rate"] == 5e-5 and babe["metric_for_best_model"] == "loss" and babe["patience"] == 1
+    parse = lambda *flags: parse_config(["--dataset", "d", *flags])  # noqa: E731
+    cfg = parse("--recipe", "babe", "--num-train-epochs", "3")
+    assert (cfg.learning_rate, cfg.per_device_train_batch_size, cfg.num_train_epochs, cfg.recipe) == (5e-5, 32, 3, "babe")
+    assert not cfg.greater_is_better  # early stopping on the validation loss
     # A flag given explicitly wins even when it equals the built-in default.
     assert parse("--recipe", "babe", "--learning-rate", "2e-5").learning_rate == 2e-5
     assert parse("--recipe", "babe", "--weight-decay", "0.01").weight_decay == 0.01
     assert parse().learning_rate == 2e-5 and parse().recipe is None  # no recipe: the paper's defaults
     minilm = parse("--recipe", "babe-minilm")
     assert minilm.architecture == "fusion" and minilm.modality == "text" and minilm.max_length == 128
+    # --config FILE.yaml over the recipe, flags over both.
+    options = tmp_path / "options.yaml"
+    options.write_text("learning_rate: 1.0e-4\nnum_train_epochs: 4\n", encoding="utf-8")
+    cfg = parse("--recipe", "babe", "--config", str(options), "--num-train-epochs", "2")
+    assert (cfg.learning_rate, cfg.num_train_epochs, cfg.patience) == (1e-4, 2, 1)
+
+
+def test_paper_defaults_are_training_arguments_fields():
+    from transformers import TrainingArguments
+
+    cfg = ClassifierConfig(dataset="d")
+    assert isinstance(cfg, TrainingArguments)
+    assert (cfg.per_device_train_batch_size, cfg.num_train_epochs, cfg.learning_rate, cfg.weight_decay, cfg.patience, cfg.seed) == (
+        32, 15, 2e-5, 0.01, 5, 0)
+    assert (cfg.lr_scheduler_type, cfg.metric_for_best_model, cfg.greater_is_better, cfg.modality) == ("linear", "f1_binary", True, "text")
+
+
+def test_old_spellings_still_work_with_a_deprecation_line(capsys):
+    cfg = parse_config(_current_spellings(
+        ["--dataset", "d", "--config", "fold_2", "--batch-size", "8", "--epochs", "2", "--lr-scheduler", "constant",
+         "--warmup-ratio", "0.1", "--output-dir", "out/x", "--revision", "v1.0.0", "--early-stopping-metric", "loss",
+         "--no-group-by-length"], "vilbias train classifier"))
+    assert (cfg.dataset_config, cfg.per_device_train_batch_size, cfg.num_train_epochs, cfg.lr_scheduler_type, cfg.warmup_steps,
+            cfg.output_dir, cfg.dataset_revision, cfg.metric_for_best_model, cfg.train_sampling_strategy) == (
+        "fold_2", 8, 2, "constant", 0.1, "out/x", "v1.0.0", "loss", "random")
+    err = capsys.readouterr().err
+    for old, new in (("--config fold_2", "--dataset-config"), ("--batch-size", "--per-device-train-batch-size"),
+                     ("--output-dir", "--output"), ("--revision", "--dataset-revision"), ("--no-group-by-length", "--train-sampling-strategy")):
+        assert f"{old} " in err and f"use {new}" in err
+    assert parse_config(["--dataset", "d", "--output", "out/y"]).output_dir == "out/y"
+
+
+def test_help_shows_the_current_spellings_only(capsys):
+    with pytest.raises(SystemExit):
+        parse_config(["--help"])
+    out = capsys.readouterr().out
+    assert "--output " in out and "--dataset-config" in out and "--per-device-train-batch-size" in out
+    assert "--output-dir" not in out and "--batch-size" not in out and "--early-stopping-metric" not in out
+
+
+def test_a_missing_local_dataset_is_one_line_before_anything_loads(tmp_path, capsys):
+    from vilbias.training.cli import main
+
+    assert main(["classifier", "--dataset", "./BiasCorpsu"], "vilbias train") == 2
+    assert capsys.readouterr().err == ("vilbias train classifier: error: --dataset ./BiasCorpsu does not exist; it looks like a "
+                                       "local path (give the folder `vilbias build` wrote, or a Hub repo id ORG/NAME)\n")
+    with pytest.raises(FileNotFoundError, match="looks like a local path"):
+        ClassifierConfig(dataset=str(tmp_path / "nope"))
 
 
 def test_recipe_errors(tmp_path):
@@ -42,8 +89,8 @@ def test_recipe_errors(tmp_path):
     with pytest.raises(ValueError, match="learnig_rate"):
         ClassifierConfig.from_recipe(bad, dataset="d")
     ok = tmp_path / "ok.yaml"
-    ok.write_text("learning_rate: 1.0e-4\nepochs: 2\n", encoding="utf-8")
-    assert ClassifierConfig.from_recipe(ok, dataset="d", epochs=5).learning_rate == 1e-4
+    ok.write_text("learning_rate: 1.0e-4\nnum_train_epochs: 2\n", encoding="utf-8")
+    assert ClassifierConfig.from_recipe(ok, dataset="d", num_train_epochs=5).learning_rate == 1e-4
 
 
 # ---------------------------------------------------------------- validation carve-out and fractions
@@ -97,7 +144,7 @@ def test_fold_validation_is_stratified_and_keeps_same_text_together(tmp_path):
 
 def test_train_fractions_are_nested_and_scored_on_one_test_split(tmp_path, tiny_bert):
     corpus = _sentence_corpus(tmp_path, n=60)
-    cfg = ClassifierConfig(dataset=str(corpus), model=tiny_bert, config="fold_0", output_dir=tmp_path / "out",
+    cfg = ClassifierConfig(dataset=str(corpus), model=tiny_bert, dataset_config="fold_0", output_dir=tmp_path / "out",
                            train_fractions=[1.0, 0.25, 0.5], **FAST)
     result = train_classifier(cfg)
     rows = [p["train_rows"] for p in result["points"]]
@@ -185,7 +232,7 @@ def test_distant_pretraining_one_command_and_two(tmp_path, babe_csv, tiny_bert):
     _distant_csv(tmp_path, sentences)
     common = dict(dataset=str(tmp_path / "babe"), model=tiny_bert, distant_dataset=str(tmp_path / "distant.csv"),
                   distant_outlet_labels=str(tmp_path / "outlets.yaml"), distant_batch_size=8, **FAST)
-    one = train_classifier(ClassifierConfig(config="fold_0", output_dir=tmp_path / "one", **common))
+    one = train_classifier(ClassifierConfig(dataset_config="fold_0", output_dir=tmp_path / "one", **common))
     record = one["training_data"]["extra"]["distant"]
     assert record["rows"] >= 39 and record["label_counts"]["biased"] > 0
     splits, _ = load_splits(str(tmp_path / "babe"), "fold_0", revision=None, label=None, seed=0)
@@ -193,13 +240,13 @@ def test_distant_pretraining_one_command_and_two(tmp_path, babe_csv, tiny_bert):
     assert record["dropped_as_held_out"] == int(sentences[0] in held_out)  # only this fold's held-out rows
     assert "pre-trained on" in json.loads((tmp_path / "one" / "vilbias_card.json").read_text())["summary"]
 
-    two = train_classifier(ClassifierConfig(config="fold_0", output_dir=tmp_path / "pre", distant_only=True, **common))
+    two = train_classifier(ClassifierConfig(dataset_config="fold_0", output_dir=tmp_path / "pre", distant_only=True, **common))
     assert two["distant"]["dropped_as_held_out"] == 1  # with --distant-only every row of --dataset is held out
     encoder = AutoModel.from_pretrained(two["encoder"])
     base = AutoModel.from_pretrained(tiny_bert)
     key = "encoder.layer.0.attention.self.query.weight"
     assert not torch.equal(encoder.state_dict()[key], base.state_dict()[key]), "pre-training did not move the encoder"
-    cfg = ClassifierConfig(dataset=str(tmp_path / "babe"), model=tiny_bert, init_encoder=two["encoder"], config="fold_0", output_dir=tmp_path / "ft", **FAST)
+    cfg = ClassifierConfig(dataset=str(tmp_path / "babe"), model=tiny_bert, init_encoder=two["encoder"], dataset_config="fold_0", output_dir=tmp_path / "ft", **FAST)
     model, _, _ = build_model(cfg, cfg.init_encoder)
     assert torch.equal(model.base_model.state_dict()[key], encoder.state_dict()[key])
     assert train_classifier(cfg)["test"]["n"] == 10

@@ -15,7 +15,7 @@ from vilbias.training.losses import balanced_class_weights, focal_loss
 
 
 def _cfg(tmp_path, dataset, model, **kw):
-    base = {"batch_size": 8, "epochs": 2, "learning_rate": 5e-3, "patience": 0}
+    base = {"per_device_train_batch_size": 8, "num_train_epochs": 2, "learning_rate": 5e-3, "patience": 0}
     return ClassifierConfig(dataset=str(dataset), model=model, output_dir=tmp_path / "out", feature_cache=tmp_path / "cache", **{**base, **kw})
 
 
@@ -26,15 +26,15 @@ def _evals(metrics):
 def test_early_stopping_ends_training_when_validation_loss_stops_improving(tmp_path, multimodal_repo, tiny_bert):
     # At learning rate 0 the validation loss never changes: with patience 1 the run stops after
     # the second evaluation instead of running all 6 epochs.
-    metrics = train_classifier(_cfg(tmp_path, multimodal_repo, tiny_bert, learning_rate=0.0, epochs=6, patience=1, early_stopping_metric="loss"))
+    metrics = train_classifier(_cfg(tmp_path, multimodal_repo, tiny_bert, learning_rate=0.0, num_train_epochs=6, patience=1, metric_for_best_model="loss"))
     assert len(_evals(metrics)) == 2 and metrics["epochs_run"] == pytest.approx(2.0)
-    no_patience = train_classifier(_cfg(tmp_path, multimodal_repo, tiny_bert, learning_rate=0.0, epochs=3, patience=0, early_stopping_metric="loss"))
+    no_patience = train_classifier(_cfg(tmp_path, multimodal_repo, tiny_bert, learning_rate=0.0, num_train_epochs=3, patience=0, metric_for_best_model="loss"))
     assert len(_evals(no_patience)) == 3
 
 
 def test_the_best_validation_checkpoint_is_the_one_kept(tmp_path, multimodal_repo, tiny_bert):
     # At a constant 0.1 this (seeded) tiny model overshoots: its validation loss is lowest at epoch 1.
-    cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, learning_rate=0.1, epochs=4, early_stopping_metric="loss", lr_scheduler="constant")
+    cfg = _cfg(tmp_path, multimodal_repo, tiny_bert, learning_rate=0.1, num_train_epochs=4, metric_for_best_model="loss", lr_scheduler_type="constant")
     metrics = train_classifier(cfg)
     evals = _evals(metrics)
     assert min(evals) < evals[-1] - 1e-3, f"precondition: the last epoch must not be the best ({evals})"
@@ -96,7 +96,7 @@ def test_weighted_focal_loss_reduces_to_weighted_cross_entropy():
 
 
 def test_metrics_record_the_loss_settings(tmp_path, babe_repo, tiny_bert):
-    metrics = train_classifier(_cfg(tmp_path, babe_repo, tiny_bert, config="fold_0", loss="focal", class_weighting="balanced", epochs=1))
+    metrics = train_classifier(_cfg(tmp_path, babe_repo, tiny_bert, dataset_config="fold_0", loss="focal", class_weighting="balanced", num_train_epochs=1))
     settings = json.loads((tmp_path / "out" / "metrics.json").read_text())["settings"]
     assert settings["loss"] == "focal" and settings["class_weighting"] == "balanced" and metrics["test"]["n"] == 10
 
@@ -107,7 +107,7 @@ def test_each_prediction_belongs_to_its_test_row(tmp_path, babe_repo, tiny_bert)
     from datasets import load_dataset
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    train_classifier(_cfg(tmp_path, babe_repo, tiny_bert, config="fold_0", epochs=1))
+    train_classifier(_cfg(tmp_path, babe_repo, tiny_bert, dataset_config="fold_0", num_train_epochs=1))
     out = tmp_path / "out"
     model, tok = AutoModelForSequenceClassification.from_pretrained(out).eval(), AutoTokenizer.from_pretrained(out)
     test = load_dataset(str(babe_repo), "fold_0")["test"]

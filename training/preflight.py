@@ -1,0 +1,37 @@
+"""What ``vilbias train`` does before torch, transformers and trl load: fail fast on a dataset path
+that is not there, and keep library noise off the terminal.
+
+Importing ``transformers``' Trainer imports PEFT, which imports bitsandbytes; on a CPU with AVX-512
+bf16, bitsandbytes then logs "Failed to load CPU gemm_4bit_forward from kernels-community ... pip
+install kernels": a message about its 4-bit CPU kernels, which concerns only a run that asked for
+4-bit weights (``load_in_4bit``, the qlora recipes).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+BITSANDBYTES_CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
+
+
+def quiet_bitsandbytes(four_bit: bool = False) -> None:
+    """Keep bitsandbytes' CPU-kernel warning off the terminal unless ``four_bit`` was asked for.
+
+    Call it before bitsandbytes is first imported (its message is logged at import time).
+    """
+    logging.getLogger(BITSANDBYTES_CPU_LOGGER).setLevel(logging.WARNING if four_bit else logging.ERROR)
+
+
+def check_dataset(dataset: str | None) -> None:
+    """Fail in one line, before anything loads, when ``dataset`` looks like a local path that does not
+    exist (such a name is never sent to the Hub).
+
+    Raises:
+        FileNotFoundError: naming the path.
+    """
+    from vilbias.models.catalogue import looks_local
+
+    if dataset and looks_local(dataset) and not Path(dataset).expanduser().is_dir():
+        raise FileNotFoundError(f"--dataset {dataset} does not exist; it looks like a local path "
+                                "(give the folder `vilbias build` wrote, or a Hub repo id ORG/NAME)")
