@@ -267,7 +267,7 @@ def test_an_interrupted_import_leaves_the_previous_output_untouched(tmp_path, mo
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("vilbias.corpus.importer.RepoWriter.close", boom)
+    monkeypatch.setattr("vilbias.corpus.pipeline.RepoWriter.close", boom)
     with pytest.raises(KeyboardInterrupt):
         build(BuildConfig(source=str(tmp_path / "b/data.parquet"), output=out))
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
