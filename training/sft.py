@@ -172,7 +172,7 @@ def parse_args(argv: list[str], prog: str = "vilbias train sft") -> tuple:
         as :func:`parse_recipe` completes them.
     """
     parser = make_parser(prog, recipe=True)
-    parsed = parser.parse_args_into_dataclasses(args=list(argv))
+    parsed = parser.parse_args_into_dataclasses(args=list(argv))[:len(parser.dataclass_types)]  # not --recipe's namespace
     return _complete(resolve_recipe(_recipe_of(list(argv))), parsed)
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from vilbias.training.classifier import ClassifierConfig, _current_spellings, parse_config, train_classifier
+from vilbias.training.classifier import (
+    ClassifierConfig,
+    _current_spellings,
+    parse_config,
+    train_classifier,
+)
 from vilbias.training.classifier_config import read_recipe
 from vilbias.training.classifier_data import group_ids, load_splits, stratified_group_prefix
 
