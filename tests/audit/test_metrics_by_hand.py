@@ -340,7 +340,7 @@ def test_metrics_command_writes_intervals_and_refuses_a_bad_alpha(tmp_path, caps
 
     path = tmp_path / "other-tool.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in ROWS))
-    assert main(["audit", "metrics", "--responses", str(path), "--out", str(tmp_path / "m"), "--alpha", "0.1",
+    assert main(["audit", "metrics", "--responses", str(path), "--output", str(tmp_path / "m"), "--alpha", "0.1",
                  "--no-plots"]) == 0
     written = json.loads((tmp_path / "m" / "metrics.json").read_text())
     assert written["settings"]["alpha"] == 0.1
@@ -349,7 +349,7 @@ def test_metrics_command_writes_intervals_and_refuses_a_bad_alpha(tmp_path, caps
     header = (tmp_path / "m" / "pair_comp.csv").read_text().splitlines()[0].split(",")
     assert {"pair_comp", "pair_comp_low", "pair_comp_high", "S_with", "S_without"} <= set(header)
     assert read_responses(path)[4]["answer"] is None
-    assert main(["audit", "metrics", "--responses", str(path), "--out", str(tmp_path / "n"), "--alpha", "1.5"]) == 2
+    assert main(["audit", "metrics", "--responses", str(path), "--output", str(tmp_path / "n"), "--alpha", "1.5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "alpha" in err[0] and not (tmp_path / "n").exists()
 

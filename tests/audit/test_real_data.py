@@ -3,7 +3,6 @@ subset drawn from them."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 
@@ -52,10 +51,8 @@ def test_embedded_subset_is_drawn_from_the_published_lists(full):
 
 
 def test_space_command_writes_a_loadable_space(tmp_path):
-    parser = argparse.ArgumentParser()
-    cli.add_arguments(parser)
     out = tmp_path / "space.json"
-    assert cli.main(parser.parse_args(["space", "--vignette", str(shared_data("vignette")), "--out", str(out)])) == 0
+    assert cli.main(["space", "--vignette", str(shared_data("vignette")), "--output", str(out)]) == 0
     space = load_space(out)
     assert len(space.activities) == 75 and len(space.traits) == 60
     assert json.loads(out.read_text())["source"]["repository"] == "https://github.com/chahatraj/Vignette"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -24,9 +23,7 @@ QUESTIONS = 8 * (12 + 12)  # 2 factuality + 4 perception + 6 decision; 12 stereo
 
 
 def vilbias_audit(*argv: str) -> int:
-    parser = argparse.ArgumentParser()
-    cli.add_arguments(parser)
-    return cli.main(parser.parse_args(list(argv)))
+    return cli.main(list(argv))
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -37,7 +34,7 @@ def read_jsonl(path: Path) -> list[dict]:
 def full_run(tiny_vlm_dir, tmp_path_factory):
     """`vilbias audit run` on a tiny random LLaVA-NeXT over the first 16 probe-set pairs."""
     out = tmp_path_factory.mktemp("audit_full") / "out"
-    assert vilbias_audit("run", "--model", str(tiny_vlm_dir), "--limit", str(LIMIT), "--out", str(out), "--no-progress") == 0
+    assert vilbias_audit("run", "--model", str(tiny_vlm_dir), "--limit", str(LIMIT), "--output", str(out), "--no-progress") == 0
     return out
 
 
@@ -78,7 +75,7 @@ def test_full_run_on_a_tiny_vlm(full_run):
 
 def test_a_rerun_asks_nothing(full_run, tiny_vlm_dir):
     before = (full_run / "responses.jsonl").read_text()
-    summary = run_audit(AuditConfig(out=full_run, model=str(tiny_vlm_dir), limit=LIMIT, progress=False, metrics=False))
+    summary = run_audit(AuditConfig(output=full_run, model=str(tiny_vlm_dir), limit=LIMIT, progress=False, metrics=False))
     assert summary["run"]["asked"] == 0
     assert (full_run / "responses.jsonl").read_text() == before
 
@@ -100,7 +97,7 @@ def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path):
     out = tmp_path / "killed"
     proc = subprocess.Popen(
         [sys.executable, "-m", "vilbias.audit.cli", "run", "--model", str(tiny_vlm_dir), "--limit", str(LIMIT),
-         "--out", str(out), "--no-progress", "--no-metrics"],
+         "--output", str(out), "--no-progress", "--no-metrics"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     db = out / "audit.sqlite"
@@ -116,7 +113,7 @@ def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path):
 
     before = answered_rows(db)
     assert 40 <= len(before) < 2 * QUESTIONS
-    summary = run_audit(AuditConfig(out=out, model=str(tiny_vlm_dir), limit=LIMIT, progress=False, metrics=False))
+    summary = run_audit(AuditConfig(output=out, model=str(tiny_vlm_dir), limit=LIMIT, progress=False, metrics=False))
     after = answered_rows(db)
     assert summary["run"]["asked"] == 2 * QUESTIONS - len(before)  # only the missing calls were asked
     assert len(after) == 2 * QUESTIONS  # nothing lost
@@ -145,7 +142,7 @@ def test_chat_server_answers_are_constrained_and_failures_asked_again(tmp_path):
 
     with FakeOpenAIServer(chooser_responder(pick)) as server:
         server.fail_next("malformed", n=3)  # not retried: three failed calls, asked again by the next run
-        config = dict(out=tmp_path / "srv", model=f"openai:fake-model@{server.base_url}", limit=2,
+        config = dict(output=tmp_path / "srv", model=f"openai:fake-model@{server.base_url}", limit=2,
                       paradigms=["decision", "perception"], progress=False, metrics=False, concurrency=2)
         first = run_audit(AuditConfig(**config))
         total = 2 * 2 * (6 + 4)  # 2 identity pairs x (6 role + 4 perception questions) x 2 modalities
@@ -176,7 +173,7 @@ def test_unconstrained_replies_are_matched_or_kept_as_abstentions(tmp_path):
         return f"I would say the {options[0]}." if "hire" in text else "I cannot tell from a picture."
 
     with FakeOpenAIServer(respond) as server:
-        config = dict(out=tmp_path / "free", model=f"openai:fake-model@{server.base_url}", limit=2, modalities=["text"],
+        config = dict(output=tmp_path / "free", model=f"openai:fake-model@{server.base_url}", limit=2, modalities=["text"],
                       paradigms=["decision", "perception"], choice="none", progress=False, metrics=False)
         summary = run_audit(AuditConfig(**config))
         assert all("response_format" not in b for b in server.requests)
@@ -193,7 +190,7 @@ def test_metrics_command_on_a_responses_file(tmp_path):
     rows += [row("decision", "religion", "A", "C", a, modality=m) for a in "AC" for m in ("image", "text")]
     path = tmp_path / "other-tool.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert vilbias_audit("metrics", "--responses", str(path), "--out", str(tmp_path / "m")) == 0
+    assert vilbias_audit("metrics", "--responses", str(path), "--output", str(tmp_path / "m")) == 0
     selection = json.loads((tmp_path / "m" / "metrics.json").read_text())["selection"]
     a = next(r for r in selection if r["identity"] == "A" and r["family"] == "all" and r["modality"] == "text")
     assert (a["selected"], a["offered"]) == (3, 5)
@@ -202,8 +199,8 @@ def test_metrics_command_on_a_responses_file(tmp_path):
 
 def test_config_errors_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="--model"):
-        run_audit(AuditConfig(out=tmp_path))
+        run_audit(AuditConfig(output=tmp_path))
     with pytest.raises(ValueError, match="paradigms"):
-        run_audit(AuditConfig(out=tmp_path, model="smollm2", paradigms=["gossip"]))
+        run_audit(AuditConfig(output=tmp_path, model="smollm2", paradigms=["gossip"]))
     with pytest.raises(FileNotFoundError):
-        run_audit(AuditConfig(out=tmp_path, model="smollm2", manifest=tmp_path / "nope.jsonl"))
+        run_audit(AuditConfig(output=tmp_path, model="smollm2", manifest=tmp_path / "nope.jsonl"))

@@ -3,7 +3,7 @@ own LLM annotators (``docs/audit.md``).
 
     from vilbias.audit import AuditConfig, MetricOptions, run_audit, audit_annotators, compute_metrics, read_responses
 
-    summary = run_audit(AuditConfig(out="audits/qwen", model="openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1"))
+    summary = run_audit(AuditConfig(output="audits/qwen", model="openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1"))
     tables = compute_metrics(read_responses("audits/qwen/responses.jsonl"), MetricOptions(alpha=0.05))
     audit_annotators("annotators.yaml", "work")      # summaries into work/annotations.sqlite
 """

@@ -6,7 +6,7 @@
 The LLM annotators (and judges) that label a corpus about bias have stereotypes of their own.
 This step asks each annotator of an annotators file (the same file ``vilbias annotate`` reads,
 ``docs/annotate.md``) the embedded probe set's questions with the identities described in words
-(the ``text`` modality; vision annotators may also get the images, ``--modalities image text``),
+(the ``text`` modality; vision annotators may also get the images, ``--modalities text+image text``),
 with the annotator's own sampling temperature and seed. Each annotator's calls, responses,
 metrics and plots go to ``<workdir>/audit/<annotator>/``; its summary is written into the
 workdir's ``annotations.sqlite`` (table ``annotator_audits``), where the dataset card's
@@ -27,7 +27,13 @@ from typing import Any
 from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
 from vilbias.annotate.store import AnnotationStore
 from vilbias.audit.questions import PARADIGMS, all_questions, prompt_version
-from vilbias.audit.runner import AuditConfig, load_pairs, run_audit
+from vilbias.audit.runner import (
+    MODALITY_WORDS,
+    AuditConfig,
+    command_line_modalities,
+    load_pairs,
+    run_audit,
+)
 from vilbias.audit.space import embedded_space
 from vilbias.models.catalogue import load_chat_backend
 
@@ -84,7 +90,7 @@ class AnnotatorAuditConfig:
     paradigms: list[str] = field(default_factory=lambda: list(PARADIGMS), metadata={
         "help": "Paradigms to ask.", "choices": list(PARADIGMS)})
     modalities: list[str] = field(default_factory=lambda: ["text"], metadata={
-        "help": "text for every annotator; image too for vision annotators.", "choices": ["image", "text"]})
+        "help": "text for every annotator; text+image too for vision annotators."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N pairs of the probe set (a quick check)."})
     choice: str = field(default="json_schema", metadata={
         "help": "How chat servers are constrained to the options (see `vilbias audit run --help`).",
@@ -93,6 +99,11 @@ class AnnotatorAuditConfig:
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
     annotator_specs: list[Any] | None = field(default=None, metadata={"cli": False, "help": "AnnotatorSpecs given from Python."})
     backends: dict[str, Any] | None = field(default=None, metadata={"cli": False, "help": "Ready backends by annotator name."})
+
+    def __post_init__(self):
+        self.modalities = command_line_modalities(self.modalities)
+        if not self.modalities or set(self.modalities) - set(MODALITY_WORDS):
+            raise ValueError(f"--modalities must name some of {', '.join(MODALITY_WORDS)}")
 
 
 def _specs(annotators_spec: Any) -> list[Any]:
@@ -139,13 +150,13 @@ def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
     for spec in specs:
         modalities = [m for m in config.modalities if m == "text" or spec.vision]
         if not modalities:
-            logger.warning("%s: nothing to ask (image only, and it is text-only)", spec.name)
+            logger.warning("%s: nothing to ask (text+image only, and it is text-only)", spec.name)
             continue
         injected = (config.backends or {}).get(spec.name)
         backend = injected if injected is not None else load_chat_backend(spec.model_spec())
         target = workdir / AUDIT_DIR / _slug(spec.name)
         summary = run_audit(AuditConfig(
-            out=target, backend=backend, model_name=spec.name, vision=spec.vision,
+            output=target, backend=backend, model_name=spec.name, vision=spec.vision,
             model_identity={"annotator": spec.name, "annotator_fingerprint": spec.fingerprint()},
             paradigms=list(config.paradigms), modalities=modalities, limit=config.limit,
             temperature=float(spec.params.get("temperature", 0.7) or 0.0), seed=int(spec.params.get("seed", 0)),
@@ -153,7 +164,7 @@ def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
         ))
         entry = {"fingerprint": spec.fingerprint(), "dir": str(target), "modalities": {}}
         with AnnotationStore.for_workdir(workdir) as store:
-            for modality in modalities:
+            for modality in (MODALITY_WORDS[m] for m in modalities):  # as the summary and the card name them
                 compact = card_summary(summary, modality)
                 store.put_annotator_audit(spec.name, spec.fingerprint(), version, modality,
                                           {**compact, "audit_fingerprint": summary["fingerprint"]})

@@ -1,68 +1,62 @@
 """``vilbias audit``: VIGNETTE's stereotype audit of a VLM, an LLM, or the corpus's annotators.
 
-    vilbias audit run --model openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 --out audits/qwen
-    vilbias audit run --model smollm2 --limit 24 --out audits/smollm2          # text variant, offline
-    vilbias audit run --model ./vlm --manifest vignette/images --paradigms decision --out audits/vlm
-    vilbias audit metrics --responses audits/qwen/responses.jsonl --out audits/qwen/metrics
-    vilbias audit metrics --responses other.csv --out audits/other --alpha 0.01     # 99 % intervals, p < 0.01
-    vilbias audit annotators --workdir work --annotators annotators.yaml       # before `vilbias annotate`
-    vilbias audit space --vignette path/to/vignette/data --out space.json      # the full question space
-    vilbias audit probeset --out probe                                         # render the embedded images
+    vilbias audit run --model openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 --output audits/qwen
+    vilbias audit run --model smollm2 --limit 24 --output audits/smollm2          # text variant, offline
+    vilbias audit run --model ./vlm --manifest vignette/images --paradigms decision --output audits/vlm
+    vilbias audit run --config audits/qwen/audit_run_config.yaml                  # that run again (resumes)
+    vilbias audit metrics --responses audits/qwen/responses.jsonl --output audits/qwen/metrics
+    vilbias audit metrics --responses other.csv --output audits/other --alpha 0.01  # 99 % intervals, p < 0.01
+    vilbias audit annotators --workdir work --annotators annotators.yaml          # before `vilbias annotate`
+    vilbias audit space --vignette path/to/vignette/data --output space.json      # the full question space
+    vilbias audit probeset --output probe                                         # render the embedded images
 
-The responses format, the metrics and the probe set are described in ``docs/audit.md``.
+The responses format, the metrics and the probe set are described in ``docs/audit.md``. ``run``,
+``metrics`` and ``annotators`` write the options they ran with into their output folder
+(``annotators``: ``<workdir>/audit/``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vilbias.audit.metrics import MetricOptions
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.audit.statistics import MetricOptions
+from vilbias.config import ConfigParser, run_subcommand, save_config
+
+RUN_HELP = "Ask a model the audit's questions; store, export and score the answers."
+METRICS_HELP = "Score a responses file: tables and plots."
+ANNOTATORS_HELP = "Audit each annotator of an annotators file (text variant)."
+SPACE_HELP = "Build a question space from VIGNETTE's published lists."
+PROBESET_HELP = "Render the embedded probe set (images + manifest)."
 
 
 @dataclass
 class MetricsConfig:
     responses: Path = field(metadata={"help": "A responses file (JSON Lines or CSV; format in docs/audit.md)."})
-    out: Path = field(metadata={"help": "Folder for the metric tables (CSV, metrics.json) and plots."})
+    output: Path = field(metadata={"help": "Folder for the metric tables (CSV, metrics.json) and plots.", "deprecated": ["--out"]})
     plots: bool = field(default=True, metadata={"help": "Draw the figures too."})
-    statistics: MetricOptions = field(default_factory=MetricOptions, metadata={
-        "help": "Significance and intervals"})
+    # Its field (--alpha) is a flag of its own: `audit metrics` parses MetricOptions beside this config.
+    statistics: MetricOptions = field(default_factory=MetricOptions, metadata={"cli": False, "help": "Significance and intervals"})
 
 
 @dataclass
 class SpaceConfig:
     vignette: Path = field(metadata={"help": "Folder with VIGNETTE's activities.json, roles.json, sscm_dictionary.csv, "
                                              "merged_descriptors_visibility.csv."})
-    out: Path = field(metadata={"help": "Where to write the question space JSON (for --space)."})
+    output: Path = field(metadata={"help": "Where to write the question space JSON (for --space).", "deprecated": ["--out"]})
     subset: bool = field(default=False, metadata={"help": "Write the embedded stratified subset instead of the full space."})
 
 
 @dataclass
 class ProbesetConfig:
-    out: Path = field(metadata={"help": "Folder for the rendered probe set (manifest.jsonl + images/)."})
+    output: Path = field(metadata={"help": "Folder for the rendered probe set (manifest.jsonl + images/).", "deprecated": ["--out"]})
     limit: int | None = field(default=None, metadata={"help": "Only the first N pairs."})
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from vilbias.audit.annotators import AnnotatorAuditConfig
-    from vilbias.audit.runner import AuditConfig
-
-    commands = parser.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
-    run = commands.add_parser("run", help="Ask a model the audit's questions; store, export and score the answers.")
-    add_dataclass_arguments(run, AuditConfig)
-    run.add_argument("--json", action="store_true", help="Print the summary as JSON.")
-    metrics = commands.add_parser("metrics", help="Score a responses file: tables and plots.")
-    add_dataclass_arguments(metrics, MetricsConfig)
-    annotators = commands.add_parser("annotators", help="Audit each annotator of an annotators file (text variant).")
-    add_dataclass_arguments(annotators, AnnotatorAuditConfig)
-    annotators.add_argument("--json", action="store_true", help="Print the summaries as JSON.")
-    space = commands.add_parser("space", help="Build a question space from VIGNETTE's published lists.")
-    add_dataclass_arguments(space, SpaceConfig)
-    probeset = commands.add_parser("probeset", help="Render the embedded probe set (images + manifest).")
-    add_dataclass_arguments(probeset, ProbesetConfig)
+@dataclass
+class SummaryPrint:
+    json: bool = field(default=False, metadata={"help": "Print the summary as JSON."})
 
 
 def _format_run(summary: dict) -> str:
@@ -87,66 +81,89 @@ def _format_run(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def main(args: argparse.Namespace) -> int:
-    command = args.audit_command
-    if command == "run":
-        from vilbias.audit.runner import AuditConfig, run_audit
+def _run(argv: list[str], prog: str) -> int:
+    from vilbias.audit.runner import AuditConfig, run_audit
 
-        summary = run_audit(dataclass_from_args(AuditConfig, args))
-        print(json.dumps(summary, indent=2) if args.json else _format_run(summary))
-        return 0
-    if command == "metrics":
-        from vilbias.audit.metrics import compute_metrics, write_metrics
-        from vilbias.audit.responses import read_responses
-        from vilbias.audit.summary import summarize
+    config, shown = ConfigParser([AuditConfig, SummaryPrint], prog=prog, description=RUN_HELP).parse(argv)
+    summary = run_audit(config)
+    save_config(config.output, "audit run", config)
+    print(json.dumps(summary, indent=2) if shown.json else _format_run(summary))
+    return 0
 
-        config = dataclass_from_args(MetricsConfig, args)
-        config.statistics.validate()
-        rows = read_responses(config.responses)
-        tables = compute_metrics(rows, config.statistics)
-        written = write_metrics(tables, config.out, plots=config.plots)
-        summary = summarize(tables, rows)
-        (Path(config.out) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        print(f"{len(rows)} responses: {len(written['tables'])} tables, {len(written['plots'])} plots in {config.out}")
-        return 0
-    if command == "annotators":
-        from vilbias.audit.annotators import (
-            AnnotatorAuditConfig,
-            format_annotator_audit,
-            run_annotator_audit,
-        )
 
-        result = run_annotator_audit(dataclass_from_args(AnnotatorAuditConfig, args))
-        print(json.dumps(result, indent=2) if args.json else format_annotator_audit(result))
-        return 0
-    if command == "space":
-        from vilbias.audit.space import space_from_vignette, stratified_subset
+def _metrics(argv: list[str], prog: str) -> int:
+    from vilbias.audit.metrics import compute_metrics, write_metrics
+    from vilbias.audit.responses import read_responses
+    from vilbias.audit.summary import summarize
 
-        config = dataclass_from_args(SpaceConfig, args)
-        space = space_from_vignette(config.vignette)
-        if config.subset:
-            space = stratified_subset(space)
-        space.save(config.out)
-        roles = sum(1 for a in space.activities if a.role)
-        print(f"{config.out}: {len(space.identities)} identities, {len(space.activities)} activities "
-              f"({roles} with roles), {len(space.traits)} traits")
-        return 0
-    if command == "probeset":
-        from vilbias.audit.manifest import embedded_pairs, materialize_probeset
+    config, config.statistics = ConfigParser([MetricsConfig, MetricOptions], prog=prog, description=METRICS_HELP).parse(argv)
+    config.statistics.validate()
+    rows = read_responses(config.responses)
+    tables = compute_metrics(rows, config.statistics)
+    written = write_metrics(tables, config.output, plots=config.plots)
+    summary = summarize(tables, rows)
+    (Path(config.output) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    save_config(config.output, "audit metrics", config, config.statistics)
+    print(f"{len(rows)} responses: {len(written['tables'])} tables, {len(written['plots'])} plots in {config.output}")
+    return 0
 
-        config = dataclass_from_args(ProbesetConfig, args)
-        pairs = embedded_pairs()
-        manifest = materialize_probeset(config.out, pairs[: config.limit] if config.limit else pairs)
-        print(f"{manifest}: {len(pairs[: config.limit] if config.limit else pairs)} pairs")
-        return 0
-    raise ValueError(f"unknown audit command {command!r}")
+
+def _annotators(argv: list[str], prog: str) -> int:
+    from vilbias.audit.annotators import (
+        AUDIT_DIR,
+        AnnotatorAuditConfig,
+        format_annotator_audit,
+        run_annotator_audit,
+    )
+
+    config, shown = ConfigParser([AnnotatorAuditConfig, SummaryPrint], prog=prog, description=ANNOTATORS_HELP).parse(argv)
+    result = run_annotator_audit(config)
+    save_config(Path(config.workdir) / AUDIT_DIR, "audit annotators", config)
+    print(json.dumps(result, indent=2) if shown.json else format_annotator_audit(result))
+    return 0
+
+
+def _space(argv: list[str], prog: str) -> int:
+    from vilbias.audit.space import space_from_vignette, stratified_subset
+
+    (config,) = ConfigParser([SpaceConfig], prog=prog, description=SPACE_HELP).parse(argv)
+    space = space_from_vignette(config.vignette)
+    if config.subset:
+        space = stratified_subset(space)
+    space.save(config.output)
+    roles = sum(1 for a in space.activities if a.role)
+    print(f"{config.output}: {len(space.identities)} identities, {len(space.activities)} activities "
+          f"({roles} with roles), {len(space.traits)} traits")
+    return 0
+
+
+def _probeset(argv: list[str], prog: str) -> int:
+    from vilbias.audit.manifest import embedded_pairs, materialize_probeset
+
+    (config,) = ConfigParser([ProbesetConfig], prog=prog, description=PROBESET_HELP).parse(argv)
+    pairs = embedded_pairs()
+    pairs = pairs[: config.limit] if config.limit else pairs
+    manifest = materialize_probeset(config.output, pairs)
+    print(f"{manifest}: {len(pairs)} pairs")
+    return 0
+
+
+COMMANDS = {
+    "run": (RUN_HELP, _run),
+    "metrics": (METRICS_HELP, _metrics),
+    "annotators": (ANNOTATORS_HELP, _annotators),
+    "space": (SPACE_HELP, _space),
+    "probeset": (PROBESET_HELP, _probeset),
+}
+
+
+def main(argv: list[str], prog: str = "vilbias audit") -> int:
+    return run_subcommand(prog, __doc__.splitlines()[0], COMMANDS, argv)
 
 
 if __name__ == "__main__":  # `python -m vilbias.audit.cli run ...`: the stage without the `vilbias` entry point
     import logging
     import sys
 
-    parser = argparse.ArgumentParser(prog="vilbias audit", description=__doc__.splitlines()[0])
-    add_arguments(parser)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    sys.exit(main(parser.parse_args()))
+    sys.exit(main(sys.argv[1:]))

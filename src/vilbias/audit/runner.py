@@ -13,10 +13,10 @@ Every model the project's model clients serve answers with exactly one option:
   option by log-likelihood (:mod:`vilbias.models.scoring`) and the answer is drawn from those
   scores at ``--temperature`` (0: the most likely option), seeded per question.
 
-Calls go to ``<out>/audit.sqlite`` as they complete; a re-run (after a crash, ``kill``, Ctrl-C)
-asks only what is missing. The run ends by writing ``<out>/responses.jsonl`` (the format
-``vilbias audit metrics`` reads, documented in ``docs/audit.md``), ``<out>/summary.json`` and,
-unless ``--no-metrics``, the metrics and plots in ``<out>/metrics/``.
+Calls go to ``<output>/audit.sqlite`` as they complete; a re-run (after a crash, ``kill``, Ctrl-C)
+asks only what is missing. The run ends by writing ``<output>/responses.jsonl`` (the format
+``vilbias audit metrics`` reads, documented in ``docs/audit.md``), ``<output>/summary.json`` and,
+unless ``--no-metrics``, the metrics and plots in ``<output>/metrics/``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from vilbias.audit.manifest import Pair, embedded_pairs, materialize_probeset, r
 from vilbias.audit.metrics import MetricOptions, compute_metrics
 from vilbias.audit.metrics import write_metrics as write_all_metrics
 from vilbias.audit.questions import (
-    MODALITIES,
     PARADIGMS,
     Question,
     all_questions,
@@ -68,23 +67,41 @@ SUMMARY = "summary.json"
 PROBESET_DIR = "probeset"
 
 
+MODALITY_WORDS = {"text+image": "image", "text": "text"}
+"""The command line's modalities (the words of ``vilbias evaluate --modality`` and the classifier's) ->
+VIGNETTE's name of the question variant, which responses files, summaries and plots keep."""
+_OLD_MODALITY_WORDS = {"image": "text+image"}
+
+
+def command_line_modalities(values: list[str] | None) -> list[str] | None:
+    """``values`` in the command line's words; VIGNETTE's ``image`` is still taken, with a deprecation line."""
+    if values is None:
+        return None
+    for old in set(values) & set(_OLD_MODALITY_WORDS):
+        logger.warning("--modalities %s is deprecated and will be removed in the next release; use %s",
+                       old, _OLD_MODALITY_WORDS[old])
+    return [_OLD_MODALITY_WORDS.get(v, v) for v in values]
+
+
 @dataclass
 class AuditConfig:
-    out: Path = field(metadata={"help": "Output folder: audit.sqlite (every call), responses.jsonl, summary.json, metrics/."})
+    output: Path = field(metadata={
+        "help": "Output folder: audit.sqlite (every call), responses.jsonl, summary.json, metrics/.",
+        "deprecated": ["--out"]})
     model: str | None = field(default=None, metadata={
         "help": "The model: openai:<model>@<base_url> (a chat server), smollm2 (the embedded text LM), or a "
                 "transformers checkpoint folder / Hub id (scored by option log-likelihood)."})
     manifest: Path | None = field(default=None, metadata={
         "help": "Paired images: a manifest.jsonl, a folder holding one, or a folder in VIGNETTE's image layout "
-                "(default: the embedded probe set, rendered into <out>/probeset)."})
+                "(default: the embedded probe set, rendered into <output>/probeset)."})
     space: Path | None = field(default=None, metadata={
         "help": "Question space JSON (identities, activities, roles, traits) from `vilbias audit space` "
                 "(default: the embedded stratified subset)."})
     paradigms: list[str] = field(default_factory=lambda: list(PARADIGMS), metadata={
         "help": "Paradigms to ask: factuality, perception, stereotyping, decision.", "choices": list(PARADIGMS)})
     modalities: list[str] | None = field(default=None, metadata={
-        "help": "image (the paired image) and/or text (the people described in words). Default: both for a "
-                "vision model, text for a text-only one.", "choices": list(MODALITIES)})
+        "help": "text+image (the question with the paired image) and/or text (the people described in words). "
+                "Default: both for a vision model, text for a text-only one."})
     limit: int | None = field(default=None, metadata={
         "help": "Ask only the questions of the first N pairs (the embedded manifest lists pairs round-robin "
                 "over the eight dimensions)."})
@@ -98,11 +115,12 @@ class AuditConfig:
     normalize: str = field(default="sum", metadata={
         "help": "Local models: choose on the options' summed log-probabilities (sum) or per token (mean).",
         "choices": list(NORMALIZATIONS)})
-    max_tokens: int = field(default=48, metadata={"help": "Reply budget of a chat server (an option, or its JSON)."})
+    max_new_tokens: int = field(default=48, metadata={
+        "help": "Reply budget of a chat server (an option, or its JSON).", "deprecated": ["--max-tokens"]})
     concurrency: int = field(default=16, metadata={"help": "Chat server: requests in flight."})
-    revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --model."})
+    model_revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --model.", "deprecated": ["--revision"]})
     load_in_4bit: bool = field(default=False, metadata={"help": "Load a local VLM in 4-bit NF4 (bitsandbytes, GPU)."})
-    metrics: bool = field(default=True, metadata={"help": "Write the metrics and plots to <out>/metrics at the end."})
+    metrics: bool = field(default=True, metadata={"help": "Write the metrics and plots to <output>/metrics at the end."})
     alpha: float = field(default=0.05, metadata={
         "help": "Significance threshold of the metrics: p < alpha is significant, intervals are (1 - alpha)."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
@@ -112,14 +130,17 @@ class AuditConfig:
     model_identity: dict[str, Any] | None = field(default=None, metadata={
         "cli": False, "help": "What identifies the model in the fingerprint (default: the spec)."})
 
+    def __post_init__(self):
+        self.modalities = command_line_modalities(self.modalities)
+
     def validate(self) -> None:
         """Fail before anything is loaded or asked."""
         if self.model is None and self.backend is None:
             raise ValueError("name the model to audit with --model (openai:<model>@<base_url>, smollm2, or a checkpoint)")
         if not self.paradigms or set(self.paradigms) - set(PARADIGMS):
             raise ValueError(f"--paradigms must name some of {', '.join(PARADIGMS)}")
-        if self.modalities is not None and (not self.modalities or set(self.modalities) - set(MODALITIES)):
-            raise ValueError(f"--modalities must name some of {', '.join(MODALITIES)}")
+        if self.modalities is not None and (not self.modalities or set(self.modalities) - set(MODALITY_WORDS)):
+            raise ValueError(f"--modalities must name some of {', '.join(MODALITY_WORDS)}")
         if self.choice not in CHOICE_STYLES:
             raise ValueError(f"--choice must be one of {', '.join(CHOICE_STYLES)}")
         if self.normalize not in NORMALIZATIONS:
@@ -128,8 +149,8 @@ class AuditConfig:
             raise ValueError("--temperature must be >= 0")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be at least 1")
-        if self.max_tokens < 1 or self.concurrency < 1:
-            raise ValueError("--max-tokens and --concurrency must be at least 1")
+        if self.max_new_tokens < 1 or self.concurrency < 1:
+            raise ValueError("--max-new-tokens and --concurrency must be at least 1")
         if self.manifest is not None and not Path(self.manifest).exists():
             raise FileNotFoundError(f"manifest {self.manifest} does not exist")
         if self.space is not None and not Path(self.space).is_file():
@@ -327,22 +348,22 @@ def load_audit_model(config: AuditConfig) -> tuple[Any, str, bool, dict[str, Any
         vision = config.vision if config.vision is not None else bool(getattr(config.backend, "vision", True))
         return config.backend, name, vision, config.model_identity or {"model": name}
 
-    model = load_model(config.model, revision=config.revision, load_in_4bit=config.load_in_4bit,
+    model = load_model(config.model, revision=config.model_revision, load_in_4bit=config.load_in_4bit,
                        concurrency=config.concurrency, generative_only=True)
     if not isinstance(model, GenerativeModel):
         raise ValueError(f"{config.model} is a classifier; the audit asks a generative model")
-    identity = config.model_identity or {"spec": config.model, "revision": config.revision, "load_in_4bit": config.load_in_4bit}
+    identity = config.model_identity or {"spec": config.model, "revision": config.model_revision, "load_in_4bit": config.load_in_4bit}
     return model.backend, config.model_name or model.name, model.vision, identity
 
 
 def run_audit(config: AuditConfig) -> dict[str, Any]:
-    """Run the audit and return its summary (also written to ``<out>/summary.json``)."""
+    """Run the audit and return its summary (also written to ``<output>/summary.json``)."""
     config.validate()
-    out = Path(config.out)
+    out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
     space = load_space(config.space)
     backend, name, vision, identity = load_audit_model(config)
-    modalities = list(config.modalities) if config.modalities else (["image", "text"] if vision else ["text"])
+    modalities = [MODALITY_WORDS[m] for m in config.modalities] if config.modalities else (["image", "text"] if vision else ["text"])
     if "image" in modalities and not vision:
         raise ValueError(f"{name} is text-only: use --modalities text")
     pairs = load_pairs(config.manifest, out, "image" in modalities, config.limit)
@@ -350,7 +371,7 @@ def run_audit(config: AuditConfig) -> dict[str, Any]:
     if not questions:
         raise ValueError("no question applies to these pairs and paradigms (see the settings table in docs/audit.md)")
     chooser = make_chooser(backend, temperature=config.temperature, seed=config.seed, style=config.choice,
-                           normalize=config.normalize, max_tokens=config.max_tokens)
+                           normalize=config.normalize, max_tokens=config.max_new_tokens)
     fp = fingerprint(identity, chooser)
     logger.info("%s: %d pairs, %d questions x %s", name, len(pairs), len(questions), "+".join(modalities))
     start = time.perf_counter()
