@@ -67,4 +67,4 @@ COMMANDS = {
 
 
 def main(argv: list[str], prog: str = "vilbias review") -> int:
-    return run_subcommand(prog, __doc__.splitlines()[0].split(": ", 1)[1], COMMANDS, argv)
+    return run_subcommand(prog, __doc__.splitlines()[0], COMMANDS, argv)
