@@ -30,6 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vilbias.spaces.config import DemoConfig
 from vilbias.spaces.inputs import InputError, Item, Limits, item_from_upload, item_from_url
 from vilbias.spaces.predictors import (
     MODELS_YAML,
@@ -412,22 +413,6 @@ def launch_kwargs(config: SpaceConfig) -> dict:
     """Arguments for ``demo.launch`` that every way of serving the app shares."""
     # Uploads far past the image limit are refused by Gradio before they reach the handler.
     return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes, "css": CSS}
-
-
-@dataclass
-class DemoConfig:
-    """``vilbias demo``: serve the Space locally."""
-
-    host: str = field(default="127.0.0.1", metadata={"help": "Interface to listen on (0.0.0.0 to share on your network)."})
-    port: int | None = field(default=None, metadata={"help": "Port (default: Gradio's, 7860 or the next free one)."})
-    models_config: Path = field(default=MODELS_YAML, metadata={"help": "YAML list of models for the picker (first = default)."})
-    concurrency: int = field(default=2, metadata={"help": "Predictions running at once; more requests wait in the queue."})
-    allow_private_addresses: bool = field(default=False, metadata={"help": "Test mode: let URLs reach loopback/private addresses."})
-    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency)."})
-
-    def space_config(self) -> SpaceConfig:
-        return SpaceConfig(models_config=Path(self.models_config), concurrency=self.concurrency, threads=self.threads,
-                           limits=Limits(allow_private_addresses=self.allow_private_addresses))
 
 
 # Ports that Chromium and Firefox refuse to open (ERR_UNSAFE_PORT): a server there is unreachable

@@ -9,19 +9,14 @@ The same app runs on Hugging Face Spaces after ``vilbias publish space``.
 
 from __future__ import annotations
 
-import argparse
+from vilbias.spaces.config import DemoConfig
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from vilbias.spaces.app import DemoConfig
-
-    add_dataclass_arguments(parser, DemoConfig)
+from vilbias.config import ConfigParser
 
 
-def main(args: argparse.Namespace) -> int:
-    from vilbias.spaces.app import DemoConfig, serve
+def main(argv: list[str], prog: str = "vilbias demo") -> int:
+    (config,) = ConfigParser([DemoConfig], prog=prog, description=__doc__.splitlines()[0]).parse(argv)
+    from vilbias.spaces.app import serve
 
-    serve(dataclass_from_args(DemoConfig, args))
+    serve(config)
     return 0

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from vilbias.config import dataclass_from_args
 from vilbias.publish.changelog import card_metadata
 from vilbias.publish.space import (
     ALLOW_PATTERNS,
@@ -18,15 +16,16 @@ from vilbias.publish.space import (
 
 def test_demo_flags_build_the_config():
     from vilbias.spaces.app import DemoConfig
-    from vilbias.spaces.cli import add_arguments
+    from vilbias.spaces.predictors import MODELS_YAML
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    config = dataclass_from_args(DemoConfig, parser.parse_args(["--port", "7999", "--allow-private-addresses", "--concurrency", "3"]))
+    from vilbias.config import ConfigParser
+
+    parser = ConfigParser([DemoConfig], prog="vilbias demo")
+    (config,) = parser.parse(["--port", "7999", "--allow-private-addresses", "--concurrency", "3"])
     assert (config.port, config.host, config.allow_private_addresses, config.concurrency) == (7999, "127.0.0.1", True, 3)
     space = config.space_config()
-    assert space.limits.allow_private_addresses and space.concurrency == 3
-    assert not dataclass_from_args(DemoConfig, parser.parse_args([])).space_config().limits.allow_private_addresses
+    assert space.limits.allow_private_addresses and space.concurrency == 3 and space.models_config == MODELS_YAML
+    assert not parser.parse([])[0].space_config().limits.allow_private_addresses
 
 
 def test_space_from_env_test_mode(monkeypatch):

@@ -1,0 +1,32 @@
+"""What ``vilbias demo`` is told, importable without gradio, the models or the fetcher (so that
+parsing its command line stays fast); :mod:`vilbias.spaces.app` re-exports :class:`DemoConfig`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vilbias.spaces.app import SpaceConfig
+
+
+@dataclass
+class DemoConfig:
+    """``vilbias demo``: serve the Space locally."""
+
+    host: str = field(default="127.0.0.1", metadata={"help": "Interface to listen on (0.0.0.0 to share on your network)."})
+    port: int | None = field(default=None, metadata={"help": "Port (default: Gradio's, 7860 or the next free one)."})
+    models_config: Path | None = field(default=None, metadata={
+        "help": "YAML list of models for the picker, first = default (default: the shipped models.yaml)."})
+    concurrency: int = field(default=2, metadata={"help": "Predictions running at once; more requests wait in the queue."})
+    allow_private_addresses: bool = field(default=False, metadata={"help": "Test mode: let URLs reach loopback/private addresses."})
+    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency)."})
+
+    def space_config(self) -> SpaceConfig:
+        from vilbias.spaces.app import SpaceConfig
+        from vilbias.spaces.inputs import Limits
+
+        models = {} if self.models_config is None else {"models_config": Path(self.models_config)}
+        return SpaceConfig(**models, concurrency=self.concurrency, threads=self.threads,
+                           limits=Limits(allow_private_addresses=self.allow_private_addresses))
