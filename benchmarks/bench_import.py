@@ -254,7 +254,7 @@ def child_import(source: str, images: str, output: str) -> None:
     report = build(BuildConfig(source=source, images=Path(images) if images else None, output=Path(output)))
     seconds = time.perf_counter() - started
     print(json.dumps({"seconds": seconds, **_usage(), "rows": report["rows"], "written": _folder_bytes(Path(output)),
-                      "corpus_bytes": report["corpus_bytes"], "source_image_bytes": report["source_image_bytes"]}))
+                      "corpus_bytes": report["corpus_bytes"], "source_image_bytes": report["source"]["image_bytes"]}))
 
 
 def _layout2_batches(source: Path):
