@@ -85,6 +85,7 @@ class BuildConfig:
         default_factory=list,
         metadata={
             "aliases": ["--column"],
+            "metavar": "TARGET=SOURCE",
             "help": "With --from: map a corpus field to a source column, TARGET=SOURCE (repeatable), e.g. --column unique_id=id "
             "--column image=image_path. Targets: unique_id, outlet, headline, article_text, image, image_caption, image_url, url, "
             "published, reasoning, multimodal_label, text_label.",
