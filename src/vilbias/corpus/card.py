@@ -16,11 +16,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import DatasetCard
+from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias import __version__
 from vilbias.annotate.store import AnnotationStore
-from vilbias.loading_script.biascorpus import VIEWS, Resolutions
+from vilbias.corpus.protocol import PlannedRow
+from vilbias.loading_script.biascorpus import VIEWS, Plan, Resolutions
 from vilbias.metrics.agreement import cohen_kappa
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
 from vilbias.task import ARTICLE_WORDS, BIASED, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
@@ -48,7 +49,7 @@ def annotator_audits(store: str | Path) -> list[dict[str, Any]]:
     return sorted(audits.values(), key=lambda a: (a["annotator"], a["modality"]))
 
 
-def row_statistics(rows: Iterable[Any], split_report: Mapping[str, Any]) -> dict[str, Any]:
+def row_statistics(rows: Iterable[PlannedRow], split_report: Mapping[str, Any]) -> dict[str, Any]:
     """The card's size, per-view split and outlet figures, from rows with ``label``, ``split``,
     ``fold`` and ``outlet`` (a pipeline plan's rows and an imported release's alike)."""
     rows = list(rows)
@@ -90,7 +91,7 @@ def config_rows() -> list[dict[str, str]]:
     return out
 
 
-def card_statistics(plan: Any, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
+def card_statistics(plan: Plan, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
     """Figures the card states, from the plan (rows, cells, reviews, annotation summary)."""
     rows = list(plan.rows.values())
     reviewed = [r for r in rows if r.review != "unreviewed"]
@@ -145,7 +146,7 @@ def annotation_rates(ann: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def review_columns(plan: Any) -> dict[str, Any]:
+def review_columns(plan: Plan) -> dict[str, Any]:
     """Counts over the rows of what review put into them (from the plan's resolutions)."""
     flags: Counter[str] = Counter()
     corrected = commented = 0
@@ -163,7 +164,7 @@ def review_columns(plan: Any) -> dict[str, Any]:
     }
 
 
-def plot_label_by_outlet(rows: Iterable[Any], path: Path, top: int = 15) -> None:
+def plot_label_by_outlet(rows: Iterable[PlannedRow], path: Path, top: int = 15) -> None:
     """Horizontal stacked bars: rows per outlet split by label (the card's figure)."""
     import matplotlib
 
@@ -192,7 +193,7 @@ def plot_label_by_outlet(rows: Iterable[Any], path: Path, top: int = 15) -> None
 
 
 def render_card(
-    card_data: Any,
+    card_data: DatasetCardData,
     stats: dict[str, Any],
     *,
     repo_id: str,
@@ -200,7 +201,7 @@ def render_card(
     changelog: str,
     is_sample: bool,
     pretty_name: str,
-) -> Any:
+) -> DatasetCard:
     """The :class:`huggingface_hub.DatasetCard` for a build, from the Jinja template."""
     template = files("vilbias.dataset_card") / "README.md.jinja"
     return DatasetCard.from_template(

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from datasets import DatasetInfo
 from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
@@ -310,7 +311,7 @@ class ReleaseSource:
                 raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
             yield (kept.split, kept.fold), _example(record, layout, uid, kept, data)
 
-    def card(self, repo: Path, infos: dict[str, Any], names: CardNames, changelog: str) -> str:
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
         source, layout, scan = self._source, self._layout, self._scan
         plot_label_by_outlet(scan.kept.values(), repo / PLOT_PATH)
         card_data = DatasetCardData(

@@ -34,13 +34,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from datasets import DatasetInfo
 from tqdm.auto import tqdm
 
 from vilbias import __version__
 from vilbias.config import save_config
 from vilbias.corpus.card import row_statistics
 from vilbias.corpus.config import BuildConfig
-from vilbias.corpus.protocol import BuildPlan, CorpusSource
+from vilbias.corpus.protocol import BuildPlan, CellKey, CorpusSource
 from vilbias.corpus.release import previous_cells
 from vilbias.corpus.writer import REPORT, RepoWriter, swap_in
 from vilbias.task import LABEL_NAMES
@@ -102,11 +103,11 @@ def build(config: BuildConfig) -> dict[str, Any]:
     return report
 
 
-def write_rows(source: CorpusSource, repo: Path, max_shard_size: str) -> tuple[dict[str, Any], int]:
+def write_rows(source: CorpusSource, repo: Path, max_shard_size: str) -> tuple[dict[str, DatasetInfo], int]:
     """Every planned row once, into its cell's shards, one row group of examples at a time.
     Returns the configs' ``DatasetInfo`` and the bytes written (one copy of the corpus)."""
     writer = RepoWriter(repo, source.features, source.views, max_shard_size=max_shard_size)
-    batch = []
+    batch: list[tuple[CellKey, dict[str, Any]]] = []
     with tqdm(desc="writing", unit=" rows") as bar:
         for item in source.examples():
             batch.append(item)

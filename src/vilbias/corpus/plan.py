@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from datasets import DatasetInfo
 from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
@@ -79,7 +80,7 @@ class WorkdirSource:
         for row, example in iter_examples(self._plan):
             yield (row.split, row.fold), example
 
-    def card(self, repo: Path, infos: dict[str, Any], names: CardNames, changelog: str) -> str:
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
         plan = self._plan
         with Resolutions(plan.resolved) as resolutions:  # the annotators' labels before review, for kappa
             automated = {uid: None if res["label"] is None else LABEL_NAMES.index(res["label"]) for uid, res in resolutions.items()}

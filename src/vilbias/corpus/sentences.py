@@ -55,7 +55,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from datasets import ClassLabel, Features, List, Value, load_dataset
+from datasets import ClassLabel, DatasetInfo, Features, List, Value, load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias.corpus.config import CardNames
@@ -322,11 +322,16 @@ class SentenceSource:
         return BuildPlan(planned, asdict(split_report), exclusions, dict(Counter(e["reason"] for e in exclusions)), self._details)
 
     def examples(self) -> Iterator[tuple[CellKey, dict]]:
-        for r in self._rows:
-            cell = self._cells[r["unique_id"]]
-            yield (cell.split, cell.fold), {name: r[name] for name in self.features}
+        """Cell by cell (in ``unique_id`` order within each): the sentences fit in memory, and a cell's
+        rows arriving together fill whole row groups instead of a sliver of each cell per batch."""
+        def cell(r: dict) -> CellKey:
+            c = self._cells[r["unique_id"]]
+            return c.split, c.fold
 
-    def card(self, repo: Path, infos: dict, names: CardNames, changelog: str) -> str:
+        for r in sorted(self._rows, key=cell):
+            yield cell(r), {name: r[name] for name in self.features}
+
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
         card_data = DatasetCardData()
         card_metadata(card_data, self.views, infos, list(self.features))
         source = Path(str(self.source)).name if Path(str(self.source)).exists() else str(self.source)

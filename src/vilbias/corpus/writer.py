@@ -33,12 +33,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasets import DatasetInfo, SplitDict, SplitInfo
+from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 from datasets import config as ds_config
 from datasets.arrow_writer import get_parquet_column_options
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from datasets.utils.py_utils import convert_file_size_to_int
+from huggingface_hub import DatasetCardData
 
 from vilbias.loading_script.biascorpus import CELLS, VIEWS
 from vilbias.task import N_FOLDS
@@ -59,8 +60,8 @@ class ConfigView:
     """One config of the repository as written: its columns, which cells make each split, and the
     ``data_files`` globs that select those cells' files."""
 
-    features: Any
-    """A ``datasets.Features`` (the config's columns)."""
+    features: Features
+    """The config's columns."""
     splits: dict[str, list[tuple[str, int]]]
     """split -> cells."""
     patterns: dict[str, list[str]] = field(default_factory=dict)
@@ -79,7 +80,7 @@ def cell_patterns(cells: tuple[tuple[str, int], ...]) -> list[str]:
     return [f"{DATA_DIR}/{cell_name(s, k)}-*" for s, k in sorted(chosen)]
 
 
-def corpus_views(default_features: Any, sft_features: Any | None = None) -> dict[str, ConfigView]:
+def corpus_views(default_features: Features, sft_features: Features | None = None) -> dict[str, ConfigView]:
     """The configs of :data:`~vilbias.loading_script.biascorpus.VIEWS` as written over the 15
     cells; a view reading the ``sft`` columns only when ``sft_features`` is given."""
     features = {"default": default_features, "sft": sft_features}
@@ -152,7 +153,7 @@ class RepoWriter:
     """Rows per row group: image rows are ~100 KB, so this is ~10 MB per group, the size the
     Hub's dataset viewer pages through (datasets uses 100 for image datasets too)."""
 
-    def __init__(self, root: Path, features: Any, views: dict[str, ConfigView], *, max_shard_size: str | int = "500MB"):
+    def __init__(self, root: Path, features: Features, views: dict[str, ConfigView], *, max_shard_size: str | int = "500MB"):
         self.root = Path(root)
         self.features, self.views = features, views
         folder = self.root / DATA_DIR
@@ -183,7 +184,7 @@ class RepoWriter:
         for cell, idx in by_cell.items():
             self.add(cell, table.take(idx))
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> dict[str, DatasetInfo]:
         for c, w in self.cells.items():
             self.files[c] = w.close(self.row_group_size)
         return {name: self._info(name, view) for name, view in self.views.items()}
@@ -192,7 +193,7 @@ class RepoWriter:
         """Bytes of every shard written (one copy of the corpus)."""
         return sum(p.stat().st_size for paths in self.files.values() for p in paths)
 
-    def _info(self, name: str, view: ConfigView) -> Any:
+    def _info(self, name: str, view: ConfigView) -> DatasetInfo:
         splits = SplitDict()
         download = 0
         for split, cells in view.splits.items():
@@ -226,7 +227,7 @@ def swap_in(output: Path) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def card_metadata(card_data: Any, views: dict[str, ConfigView], infos: dict[str, Any], stored_columns: list[str], default: str = "default") -> None:
+def card_metadata(card_data: DatasetCardData, views: dict[str, ConfigView], infos: dict[str, DatasetInfo], stored_columns: list[str], default: str = "default") -> None:
     """Put ``configs:`` (the cells' data files per split; ``columns:`` where a config reads fewer
     columns than a row stores) and ``dataset_info:`` into a ``DatasetCardData``."""
     DatasetInfosDict(infos).to_dataset_card_data(card_data)
