@@ -351,7 +351,7 @@ def train_default(cfg: DefaultModelConfig) -> dict:
         # for the validation split's articles (never the test split's).
         pool = dict(zip([e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
         rule, candidates = choose_article_rule(rule_groups(pool, examples), ARTICLE_STATISTICS)
-        metrics = {"source": cfg.sentences.name, "corpus": {k: report[k] for k in ("rows_read", "excluded_no_agreement", "rows_kept", "label_counts")},
+        metrics = {"source": cfg.sentences.name, "corpus": {**{k: report["source"][k] for k in ("rows_read", "excluded_no_agreement", "rows_kept")}, "label_counts": report["label_counts"]},
                    "settings": dataclasses.asdict(settings) | {"recipe": cfg.recipe, "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r,
                                                               "word_loss_weight": cfg.word_loss_weight, "opinion_loss_weight": cfg.opinion_loss_weight, "ensemble": cfg.ensemble,
                                                               "contrastive_epochs": cfg.contrastive_epochs,
