@@ -1,28 +1,40 @@
-"""Annotation throughput and memory against a local OpenAI-compatible server.
+"""Annotation as server work, throughput and memory against a local OpenAI-compatible server.
 
-    .venv/bin/python benchmarks/bench_annotate.py [--calls 20000] [--latency 0.05] [--concurrency 32]
+    .venv/bin/python benchmarks/bench_annotate.py [--calls 20000] [--latency 0.05] [--concurrency 32] [--n-support full]
 
-The fake server (tests/fakes/openai_server.py) runs in its own process and answers each call
+The fake server (tests/fakes/openai_server.py) runs in its own process and answers each request
 after ``--latency`` seconds, with a complete answer in the schema the request's
-``response_format`` asks for (as a structured-output server would). The ideal rate is
-concurrency / latency (640 calls/s for 32 / 50 ms); the target is a ratio of at least 0.9 of it.
-Two runs in the same process: the backend alone (requests streamed into ``OpenAIBackend.chat``)
-and the whole ``vilbias annotate`` stage (prompt rendering, the structured-output request, the
-strict schema check of every answer, grouped SQLite commits, the counting pass and the summary).
-Each also prints the client's CPU time per call, a figure that other load on the machine
-disturbs less than the rate. Memory: peak RSS after the first quarter of the calls against peak
-RSS at the end (flat means the difference does not grow with the calls).
+``response_format`` asks for (as a structured-output server would), ``n`` choices for a request
+for ``n`` samples (as vLLM does; ``--n-support refuse|ignore`` plays a server without ``n``).
+
+- **Server work.** The whole ``vilbias annotate`` stage (three vision annotators, both prompts,
+  K = 3, ``--calls`` samples in all) is run against the server, which counts the requests and the
+  prompt tokens it prefilled (no prefix cache). Printed per item, and the prefill against the
+  minimum (each distinct prompt once per annotator and item; the image descriptions included):
+  the target ratio is 1.00 (one request per item, prompt and annotator, for its K samples).
+- **Throughput.** The ideal rate is concurrency / latency requests per second (640/s for 32 /
+  50 ms); the target is a ratio of at least 0.9 of it, for the backend alone (requests streamed
+  into ``OpenAIBackend.chat``) and for the whole stage (prompt rendering, the structured-output
+  request, the strict schema check of every sample, grouped SQLite commits, the counting pass
+  and the summary). Each also prints the client's CPU time per request, a figure that other load
+  on the machine disturbs less than the rate.
+- **Resume.** The last sample of every tenth item, prompt and annotator is deleted and the stage
+  run again: it asks only those (one request for one sample each).
+- **Memory.** Peak RSS after the first quarter of the samples against peak RSS at the end (flat
+  means the difference does not grow with the run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +47,7 @@ from vilbias.models.chat import ChatRequest  # noqa: E402
 from vilbias.models.chat_openai import OpenAIBackend  # noqa: E402
 
 TARGET = 0.9
+ANNOTATORS, SAMPLES, PROMPTS = 3, 3, 2
 # The server process: a FakeOpenAIServer whose answer fills the schema a request asks for.
 SERVER = """
 import json, sys, threading
@@ -54,10 +67,19 @@ def responder(body):
                                     "label": "not biased", "rationale": "Plain reporting with both sides quoted."})
     return answers[name]
 
-server = FakeOpenAIServer(responder, latency_s=float(sys.argv[1]), record=False).start()
+server = FakeOpenAIServer(responder, latency_s=float(sys.argv[1]), record=False, n_support=sys.argv[2]).start()
 print(server.base_url, flush=True)
 threading.Event().wait()
 """
+
+
+def server_stats(url: str) -> dict[str, int]:
+    with urllib.request.urlopen(url + "/stats") as f:
+        return json.load(f)
+
+
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before[k] for k in after}
 
 
 def rss_mb() -> float:
@@ -111,12 +133,17 @@ def bench_backend(url: str, calls: int, concurrency: int) -> tuple[float, float,
     return calls / elapsed, cpu / calls, watcher
 
 
-def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tuple[float, float, RssWatcher, dict]:
-    samples = 3
-    items = -(-calls // (2 * samples))
+def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tuple[dict, float, float, RssWatcher, dict, int]:
+    """The stage over ``calls`` samples: its server work, requests/s, CPU per request, memory,
+    summary and the number of items."""
+    items = -(-calls // (ANNOTATORS * PROMPTS * SAMPLES))
     make_workdir(workdir, n=items, shared_image=True)
-    # A vision annotator (as the paper's VLMs): both prompts, the image in the multimodal one.
-    spec = AnnotatorSpec(name="fake", kind="openai", model="fake-model", base_url=url, concurrency=concurrency, vision=True, params={"temperature": 0.7})
+    # Vision annotators (as the paper's VLMs): both prompts, the image in the multimodal one.
+    specs = [
+        AnnotatorSpec(name=f"fake-{i}", kind="openai", model=f"fake-model-{i}", base_url=url, concurrency=concurrency, vision=True,
+                      params={"temperature": 0.7})
+        for i in range(ANNOTATORS)
+    ]
     watcher = RssWatcher()
     import vilbias.annotate.store as store_mod
 
@@ -130,38 +157,70 @@ def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tup
             watcher.mark()
 
     store_mod.AnnotationStore.record_calls = counting
+    stats = server_stats(url)
     start, cpu = time.perf_counter(), time.process_time()
     try:
-        summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=samples, progress=False))
+        summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=specs, samples=SAMPLES, progress=False))
     finally:
         store_mod.AnnotationStore.record_calls = original
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     watcher.stop()
-    return count[0] / elapsed, cpu / count[0], watcher, summary
+    work = delta(server_stats(url), stats)
+    return work, work["requests"] / elapsed, cpu / work["requests"], watcher, summary, items
+
+
+def bench_resume(url: str, workdir: Path, items: int) -> tuple[int, int, int]:
+    """Delete the last sample of every tenth item (each prompt and annotator), run again: the
+    samples deleted, the requests and the samples the re-run asked for."""
+    db = sqlite3.connect(workdir / "annotations.sqlite")
+    with db:
+        lost = db.execute("DELETE FROM calls WHERE sample = ? AND CAST(substr(item_id, 6) AS INTEGER) % 10 = 0", (SAMPLES - 1,)).rowcount
+    db.close()
+    specs = [AnnotatorSpec(name=f"fake-{i}", kind="openai", model=f"fake-model-{i}", base_url=url, vision=True, params={"temperature": 0.7})
+             for i in range(ANNOTATORS)]
+    stats = server_stats(url)
+    annotate(AnnotateConfig(workdir=workdir, annotator_specs=specs, samples=SAMPLES, progress=False))
+    work = delta(server_stats(url), stats)
+    return lost, work["requests"], work["choices"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--calls", type=int, default=20_000, help="samples the stage stores (backend: requests)")
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--n-support", choices=("full", "refuse", "ignore"), default="full",
+                        help="how the server takes requests for n > 1 samples")
     args = parser.parse_args()
     ideal = args.concurrency / args.latency
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(args.latency)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", SERVER, str(args.latency), args.n_support], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
     try:
         url = server.stdout.readline().strip()
         rate, cpu, mem = bench_backend(url, args.calls, args.concurrency)
-        print(f"backend : {args.calls} calls, {rate:7.1f} calls/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= {TARGET})")
-        print(f"          client CPU {cpu * 1e3:.3f} ms per call")
-        print(f"          RSS peak after 1/4 of the calls {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
+        print(f"backend : {args.calls} requests, {rate:7.1f} requests/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= {TARGET})")
+        print(f"          client CPU {cpu * 1e3:.3f} ms per request")
+        print(f"          RSS peak after 1/4 of the requests {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
         with tempfile.TemporaryDirectory() as tmp:
-            rate, cpu_stage, mem, summary = bench_pipeline(url, args.calls, args.concurrency, Path(tmp) / "work")
-        print(f"pipeline: {sum(summary['run'].values())} calls, {rate:7.1f} calls/s, ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= {TARGET})")
-        print(f"          client CPU {cpu_stage * 1e3:.3f} ms per call ({(cpu_stage - cpu) * 1e3:+.3f} ms over the backend alone)")
-        print(f"          RSS peak after 1/4 of the calls {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
-        print(json.dumps({"run": summary["run"]}))
+            workdir = Path(tmp) / "work"
+            work, rate, cpu_stage, mem, summary, items = bench_pipeline(url, args.calls, args.concurrency, workdir)
+            lost, resumed, resumed_samples = bench_resume(url, workdir, items)
+        stored = sum(summary["run"].values()) - summary["run"].get("described", 0)
+        minimum = items * ANNOTATORS * PROMPTS
+        print(f"server  : {items} items x {PROMPTS} prompts x {ANNOTATORS} annotators x K={SAMPLES} ({args.n_support} n): "
+              f"{work['requests']} requests ({work['requests'] / items:.2f} per item, minimum {minimum / items:.2f} + descriptions), "
+              f"{stored} samples stored")
+        print(f"          prompt tokens prefilled {work['prompt_tokens']} ({work['prompt_tokens'] / items:.0f} per item), "
+              f"minimum {work['distinct_prompt_tokens']} ({work['distinct_prompt_tokens'] / items:.0f} per item) "
+              f"-> ratio {work['prompt_tokens'] / work['distinct_prompt_tokens']:.2f} (target 1.00)")
+        print(f"pipeline: {work['requests']} requests, {rate:7.1f} requests/s ({rate * stored / work['requests']:.0f} samples/s), "
+              f"ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= {TARGET})")
+        print(f"          client CPU {cpu_stage * 1e3:.3f} ms per request ({(cpu_stage - cpu) * 1e3:+.3f} ms over the backend alone)")
+        print(f"          RSS peak after 1/4 of the samples {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
+        print(f"resume  : {lost} samples deleted -> the re-run asked {resumed} requests for {resumed_samples} samples")
+        print(json.dumps({"run": summary["run"], "server": work,
+                          "sampling": {name: a.get("sampling", {}).get("mode") for name, a in summary["annotators"].items()}}))
     finally:
         server.terminate()
         server.wait()

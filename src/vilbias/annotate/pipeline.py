@@ -23,7 +23,9 @@ import logging
 import mimetypes
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +47,12 @@ from vilbias.models.chat import (
     chat_jobs,
     image_part,
 )
-from vilbias.workdir import ARTICLES, Article, read_articles
+from vilbias.workdir import ARTICLES, Article, read_articles, utcnow
 
 logger = logging.getLogger(__name__)
+
+CHUNK = 512
+"""Items whose answered calls are read from the store in one query."""
 
 DESCRIBE = "describe_image"
 """The prompt that asks the first vision annotator for an image description."""
@@ -139,13 +144,14 @@ class _Recorder:
     """Hands requests to a backend lazily and stores each result as it arrives (one row per
     sample of the request).
 
-    Called from inside an event loop (the OpenAI backend), results are committed in groups: a
-    result joins the current group, one SQLite transaction stores the group as soon as the loop
-    has run the steps that were ready together, and :meth:`call` returns a future the backend
-    awaits before that worker takes its next request. So a result not yet committed still
-    holds its worker's slot: what a ``kill -9`` can lose is never more than ``concurrency``
-    calls, the same bound as with one commit per call, at a fraction of the commits. Called
-    without a running loop (local models), each result is committed at once.
+    Called from inside an event loop (the OpenAI backend), results are committed in groups by a
+    writer thread: a result joins the current group, the group goes to the writer as soon as it
+    is idle (SQLite works outside the GIL, so the loop keeps serving requests meanwhile, and the
+    results that arrive during a commit form the next group), and :meth:`call` returns a future
+    the backend awaits before that worker takes its next request. So a result not yet committed
+    still holds its worker's slot: what a ``kill -9`` can lose is never more than
+    ``concurrency`` requests, the same bound as with one commit per call, at a fraction of the
+    commits. Called without a running loop (local models), each result is committed at once.
     """
 
     def __init__(self, store: AnnotationStore, model: str):
@@ -156,11 +162,14 @@ class _Recorder:
         self.sampling_fallback: str | None = None
         self._rows: list[tuple] = []
         self._group: asyncio.Future | None = None
+        self._writing = False
+        self._writer: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
 
     def call(self, keys: tuple[CallKey, ...], result: ChatResult) -> asyncio.Future | None:
         """Store the answers to one request: ``keys`` are its samples, in the order asked."""
-        rows = [self._row(key, sample) for key, sample in zip(keys, result.per_sample(len(keys)), strict=True)]
+        created = utcnow()
+        rows = [self._row(key, sample, created) for key, sample in zip(keys, result.per_sample(len(keys)), strict=True)]
         self.counts.update(row_status(row) for row in rows)
         self.fallback = self.fallback or result.fallback
         self.sampling_fallback = self.sampling_fallback or result.sampling_fallback
@@ -171,15 +180,16 @@ class _Recorder:
             return None
         self._rows.extend(rows)
         if self._group is None:
-            # call_soon runs after the steps already ready in this loop iteration: every
-            # result that arrived in the same poll goes into one transaction.
             self._group = loop.create_future()
-            loop.call_soon(self._commit)
+            if not self._writing:
+                # call_soon runs after the steps already ready in this loop iteration: every
+                # result that arrived in the same poll goes into one transaction.
+                loop.call_soon(self._commit)
         return self._group
 
-    def _row(self, key: CallKey, result: ChatResult) -> tuple:
+    def _row(self, key: CallKey, result: ChatResult, created: str) -> tuple:
         """The stored call: a refusal and a failure as such, an answer checked against the schema."""
-        common = {"model": self.model, "error": result.error, "latency_s": result.latency_s, "structured": result.structured}
+        common = {"model": self.model, "error": result.error, "latency_s": result.latency_s, "structured": result.structured, "created_at": created}
         if result.refusal is not None:
             return call_row(key, raw=result.refusal, status="refused", problem="the model refused", **common)
         if result.text is None:
@@ -213,23 +223,40 @@ class _Recorder:
         return ("num_return_sequences" if spec.backend in LOCAL_BACKENDS else "n"), None
 
     def _commit(self) -> None:
+        """Hand the current group to the writer thread (one group at a time)."""
         rows, group = self._rows, self._group
         self._rows, self._group = [], None
-        try:
-            self.store.record_calls(rows)
-        except BaseException as e:  # handed to the awaiting workers: the run stops with it
-            self._error = e
-            if group is not None and not group.done():
-                group.set_exception(e)
+        if group is None:
             return
-        if group is not None and not group.done():
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="annotate-commit")
+        self._writing = True
+        done = asyncio.get_running_loop().run_in_executor(self._writer, self.store.record_calls, rows)
+        done.add_done_callback(lambda f: self._committed(f, group))
+
+    def _committed(self, done: asyncio.Future, group: asyncio.Future) -> None:
+        self._writing = False
+        error = done.exception()
+        if error is not None:  # handed to the awaiting workers: the run stops with it
+            self._error = error
+        if group.done():  # its workers were cancelled
+            pass
+        elif error is not None:
+            group.set_exception(error)
+        else:
             group.set_result(None)
+        if self._group is not None:  # the results that arrived meanwhile
+            self._commit()
 
     def flush(self) -> None:
-        """Commit what a backend left uncommitted (one that did not await :meth:`call`'s future)
-        and raise a commit error the backend did not."""
+        """Wait for the writer, commit what a backend left uncommitted (one that did not await
+        :meth:`call`'s future) and raise a commit error the backend did not."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
         if self._rows:
-            self._commit()
+            rows, self._rows, self._group = self._rows, [], None
+            self.store.record_calls(rows)
         if self._error is not None:
             raise self._error
 
@@ -316,17 +343,21 @@ class _Jobs:
                 self.params[p].append(params)
 
     def _missing(self) -> Iterator[tuple[Article, str, list[tuple[str, int]]]]:
-        for article in _articles(self.config):
-            done = self.store.answered(article.unique_id)
-            missing = [
-                (p, k) for p in self.prompts for k in range(self.config.samples)
-                if (p, self.spec.name, self.fp, k, self.versions[p]) not in done
-            ]
-            if not missing:
-                continue
+        articles = _articles(self.config)
+        while chunk := list(islice(articles, CHUNK)):
+            answered = self.store.answered_items([a.unique_id for a in chunk], self.spec.name, self.fp)
+            descriptions = {}
+            if self.describer_key is not None and "multimodal" in self.prompts:
+                descriptions = self.store.image_descriptions(list({_image_sha(a) for a in chunk}), self.describer_key)
+            for article in chunk:
+                yield from self._missing_of(article, answered[article.unique_id], descriptions)
+
+    def _missing_of(self, article: Article, done: set[tuple[str, int, str]], descriptions: dict[str, str]) -> Iterator[tuple[Article, str, list[tuple[str, int]]]]:
+        missing = [(p, k) for p in self.prompts for k in range(self.config.samples) if (p, k, self.versions[p]) not in done]
+        if missing:
             description = ""
             if self.describer_key is not None and any(p == "multimodal" for p, _ in missing):
-                description = self.store.image_description(_image_sha(article), self.describer_key) or ""
+                description = descriptions.get(_image_sha(article)) or ""
                 if not description:
                     # Asked again next run, once the description exists: the answer depends on it.
                     missing = [(p, k) for p, k in missing if p != "multimodal"]

@@ -126,15 +126,17 @@ def call_row(
     status: str | None = None,
     problem: str | None = None,
     structured: bool | None = None,
+    created_at: str | None = None,
 ) -> tuple:
     """One call (its ``calls`` and ``call_status`` rows), for :meth:`AnnotationStore.record_calls`.
-    Without ``status`` it follows from ``raw`` and ``label`` (see the module docstring)."""
+    Without ``status`` it follows from ``raw`` and ``label`` (see the module docstring); without
+    ``created_at``, now (the K samples of a request share one)."""
     if status is None:
         status = "failed" if raw is None else "unparseable" if label is None else "valid"
     return (
         key.item_id, key.prompt, key.annotator, key.fingerprint, key.sample, key.prompt_version,
         model, raw, label, tone, json.dumps(techniques) if techniques is not None else None,
-        rationale, error, latency_s, utcnow(), status, problem, None if structured is None else int(structured),
+        rationale, error, latency_s, created_at or utcnow(), status, problem, None if structured is None else int(structured),
     )
 
 
@@ -204,6 +206,19 @@ class AnnotationStore(Ledger):
         """``(prompt, annotator, fingerprint, sample, prompt_version)`` of the item's answered
         calls (an indexed lookup: the primary key starts with ``item_id``)."""
         return {k[1:] for k in self.keys(CALLS, "item_id=? AND raw IS NOT NULL", (item_id,))}
+
+    def answered_items(self, item_ids: list[str], annotator: str, fingerprint: str) -> dict[str, set[tuple[str, int, str]]]:
+        """``{item_id: {(prompt, sample, prompt_version), ...}}`` of one annotator's answered
+        calls for many items in one query (the ask-loop reads the store a chunk of items at a
+        time, not an item at a time)."""
+        out: dict[str, set[tuple[str, int, str]]] = {i: set() for i in item_ids}
+        marks = ",".join("?" * len(item_ids))
+        for item_id, prompt, sample, version in self.query(
+            f"SELECT item_id, prompt, sample, prompt_version FROM calls WHERE item_id IN ({marks}) "
+            "AND annotator=? AND fingerprint=? AND raw IS NOT NULL", (*item_ids, annotator, fingerprint),
+        ):
+            out[item_id].add((prompt, sample, version))
+        return out
 
     def call_counts(self) -> dict[tuple[str, str], dict[str, int]]:
         """``{(prompt, annotator): counts}`` over the active prompt versions, annotators and
@@ -330,6 +345,14 @@ class AnnotationStore(Ledger):
     def image_description(self, image_sha256: str, annotator: str) -> str | None:
         row = self.query("SELECT description FROM image_descriptions WHERE image_sha256=? AND annotator=?", (image_sha256, annotator))
         return row[0][0] if row else None
+
+    def image_descriptions(self, image_sha256s: list[str], annotator: str) -> dict[str, str]:
+        """``{image_sha256: description}`` of the images that have one (one query for many)."""
+        marks = ",".join("?" * len(image_sha256s))
+        return dict(self.query(
+            f"SELECT image_sha256, description FROM image_descriptions WHERE image_sha256 IN ({marks}) AND annotator=?",
+            (*image_sha256s, annotator),
+        ))
 
     def set_image_description(self, image_sha256: str, annotator: str, description: str) -> None:
         self.put(IMAGE_DESCRIPTIONS, [(image_sha256, annotator, description, utcnow())])

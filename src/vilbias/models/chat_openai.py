@@ -195,28 +195,24 @@ class OpenAIBackend:
         if not any(k in request.params or k in self.params for k in STRUCTURED_FIELDS):
             return await self._post(session, self._body(request), request.n)
         if self.structured_rejected is not None:
-            result, status = await self._post(session, self._body(request, plain=True), request.n)
-            return _each(result, structured=False, fallback=self.structured_rejected), status
-        result, status = await self._post(session, self._body(request), request.n)
+            return await self._post(session, self._body(request, plain=True), request.n, {"structured": False, "fallback": self.structured_rejected})
+        result, status = await self._post(session, self._body(request), request.n, {"structured": True})
         if status not in REJECTED_STATUS:
-            return (_each(result, structured=True) if _answered(result) else result), status
+            return result, status
         # The server refused the request: if it answers without the structured-output fields,
         # they were what it refused. Then the answer is parsed strictly, and the backend stops
         # sending them.
-        retry, _ = await self._post(session, self._body(request, plain=True), request.n)
+        retry, _ = await self._post(session, self._body(request, plain=True), request.n, {"structured": False, "fallback": result.error})
         if not _answered(retry):
             return result, status
         if self.structured_rejected is None:
             logger.warning("%s rejected structured output (%s); asking without it and parsing strictly", self.url, result.error)
             self.structured_rejected = result.error
-        return _each(
-            retry, structured=False, fallback=result.error,
-            attempts=result.attempts + retry.attempts, latency_s=result.latency_s + retry.latency_s,
-        ), 200
+        return _each(retry, attempts=result.attempts + retry.attempts, latency_s=result.latency_s + retry.latency_s), 200
 
-    async def _post(self, session: Any, data: bytes, n: int = 1) -> tuple[ChatResult, int | None]:
+    async def _post(self, session: Any, data: bytes, n: int = 1, marks: dict[str, Any] | None = None) -> tuple[ChatResult, int | None]:
         """One request with retries; returns the result and the last HTTP status (None when no
-        response came)."""
+        response came). ``marks`` are fields of each answer it gets (``structured``, ``fallback``)."""
         import aiohttp
 
         start = time.perf_counter()
@@ -236,7 +232,7 @@ class OpenAIBackend:
                 error = f"connection error: {type(e).__name__}: {e}"
             else:
                 if status == 200:
-                    return self._parse(body, start, attempt + 1, n), status
+                    return self._parse(body, start, attempt + 1, n, marks or {}), status
                 error = f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
                 if status not in RETRY_STATUS and status < 500:
                     break  # a bad request stays bad
@@ -252,7 +248,7 @@ class OpenAIBackend:
         return ChatResult(None, error, time.perf_counter() - start, attempt + 1), status
 
     @staticmethod
-    def _parse(body: bytes, start: float, attempts: int, n: int = 1) -> ChatResult:
+    def _parse(body: bytes, start: float, attempts: int, n: int = 1, marks: dict[str, Any] | None = None) -> ChatResult:
         latency = time.perf_counter() - start
         try:
             choices = json.loads(body)["choices"]
@@ -263,13 +259,13 @@ class OpenAIBackend:
             snippet = body[:200].decode("utf-8", "replace")
             return ChatResult(None, f"malformed response: {type(e).__name__}: {snippet}", latency, attempts)
         if n == 1:
-            return _choice(first, latency, attempts)
+            return _choice(first, latency, attempts, marks or {})
         # Each choice is its own sample: one malformed choice does not discard the others.
-        return ChatResult.of_samples([_choice(c, latency, attempts) for c in choices])
+        return ChatResult.of_samples([_choice(c, latency, attempts, marks or {}) for c in choices])
 
 
-def _choice(choice: Any, latency: float, attempts: int) -> ChatResult:
-    """One choice of a chat completion as a result."""
+def _choice(choice: Any, latency: float, attempts: int, marks: dict[str, Any]) -> ChatResult:
+    """One choice of a chat completion as a result; an answer (or refusal) gets ``marks``."""
     try:
         message = choice["message"]
         content, refusal = message.get("content"), message.get("refusal")
@@ -277,10 +273,10 @@ def _choice(choice: Any, latency: float, attempts: int) -> ChatResult:
         return ChatResult(None, f"malformed response: {type(e).__name__} in a choice", latency, attempts)
     finish = choice.get("finish_reason")
     if isinstance(refusal, str) and refusal and not content:
-        return ChatResult(None, f"refusal: {refusal}", latency, attempts, refusal=refusal, finish_reason=finish)
+        return ChatResult(None, f"refusal: {refusal}", latency, attempts, refusal=refusal, finish_reason=finish, **marks)
     if not isinstance(content, str):
         return ChatResult(None, f"malformed response: content is {type(content).__name__}", latency, attempts)
-    return ChatResult(content, None, latency, attempts, finish_reason=finish)
+    return ChatResult(content, None, latency, attempts, finish_reason=finish, **marks)
 
 
 def _answered(result: ChatResult) -> bool:
