@@ -21,7 +21,7 @@ prefix, sharing image files by hard link). Then:
   printed as ``build / (decode every image + pyarrow write)`` (target <= 1.5); the ratio against
   the write alone and the bytes each wrote are printed too;
 * size: ``repo bytes / corpus bytes`` (target <= 1.05), where repo bytes are every file of the
-  built folder (``README.md``, ``build_report.json``, ``assets/``, ``data/``) and corpus bytes
+  built folder (``README.md``, ``build_report.json``, ``build_config.yaml``, ``assets/``, ``data/``) and corpus bytes
   one copy of each row's Parquet data (the shards' total, the report's ``corpus_bytes``). Every
   config (``default``, ``fold_0`` ... ``fold_4``, ``sft``) reads its splits from the same cell
   files (``configs:`` data_files and ``columns:`` in the card), so nothing is stored twice.

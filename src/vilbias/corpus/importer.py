@@ -275,6 +275,7 @@ class ReleaseSource:
         self._layout: Layout | None = None
         self._scan: _Scan | None = None
         self._split_report: dict[str, Any] = {}
+        self._details: dict[str, Any] = {}
 
     def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
         scratch.mkdir(parents=True, exist_ok=True)
@@ -294,8 +295,8 @@ class ReleaseSource:
         for uid, cell in cells.items():
             scan.kept[uid].split, scan.kept[uid].fold = cell.split, cell.fold
         scan.items = []  # the cells are on the rows now
-        self._split_report = asdict(split_report)
-        return BuildPlan(scan.kept, self._split_report, scan.exclusions, dict(scan.reasons), _details(source, layout, scan))
+        self._split_report, self._details = asdict(split_report), _details(source, layout, scan)
+        return BuildPlan(scan.kept, self._split_report, scan.exclusions, dict(scan.reasons), self._details)
 
     def examples(self) -> Iterator[tuple[CellKey, dict[str, Any]]]:
         """Pass 2: the source read again, every kept row once (its image bytes as they are)."""
@@ -324,7 +325,7 @@ class ReleaseSource:
             source_datasets=[source.repo_id] if source.repo_id else None,
         )
         card_metadata(card_data, self.views, infos, list(self.features))
-        imported = {"source": source.describe(), "kind": source.kind, "exclusion_counts": dict(scan.reasons), **_details(source, layout, scan)}
+        imported = {"source": source.describe(), "kind": source.kind, "exclusion_counts": dict(scan.reasons), **self._details}
         card = render_card(card_data, {**row_statistics(scan.kept.values(), self._split_report), "imported": imported}, repo_id=names.repo_id, version=names.version,
                            changelog=changelog, is_sample=False, pretty_name=names.pretty_name)
         return str(card)

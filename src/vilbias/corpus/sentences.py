@@ -298,6 +298,7 @@ class SentenceSource:
         self._rows: list[dict] = []
         self._cells: dict[str, Cell] = {}
         self._details: dict = {}
+        self._exclusions: list[dict] = []
 
     def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
         rows, counts, exclusions = read_sentences(self.source)
