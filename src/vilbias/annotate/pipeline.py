@@ -239,9 +239,9 @@ class _Recorder:
         error = done.exception()
         if error is not None:  # handed to the awaiting workers: the run stops with it
             self._error = error
-        if group.done():  # its workers were cancelled
-            pass
-        elif error is not None:
+        if group.done():  # cancelled with the workers awaiting it
+            return
+        if error is not None:
             group.set_exception(error)
         else:
             group.set_result(None)
