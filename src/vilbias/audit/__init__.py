@@ -8,9 +8,19 @@ own LLM annotators (``docs/audit.md``).
     audit_annotators("annotators.yaml", "work")      # summaries into work/annotations.sqlite
 """
 
-from vilbias.audit.annotators import audit_annotators
-from vilbias.audit.metrics import MetricOptions, compute_metrics
-from vilbias.audit.responses import read_responses
-from vilbias.audit.runner import AuditConfig, run_audit
+import importlib
 
-__all__ = ["AuditConfig", "MetricOptions", "audit_annotators", "compute_metrics", "read_responses", "run_audit"]
+# name -> the module defining it. Loaded on first use, so that parsing one audit command does not
+# load the others (`audit run --help` need not import the annotation stage).
+_EXPORTS = {
+    "AuditConfig": "vilbias.audit.runner", "run_audit": "vilbias.audit.runner",
+    "MetricOptions": "vilbias.audit.metrics", "compute_metrics": "vilbias.audit.metrics",
+    "audit_annotators": "vilbias.audit.annotators", "read_responses": "vilbias.audit.responses",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
