@@ -31,7 +31,7 @@ def test_overlap_is_refused_before_the_model_is_asked(sample_dataset_dir, defaul
     message = str(e.value)
     # 10 of fold_0's 13 test rows are in default/train on the embedded sample
     assert message.startswith("refused: 10 of the 13 rows to score (fold_0/test) are rows")
-    assert "--config default --split test" in message and "--cv" in message and "--allow-overlap" in message
+    assert "--dataset-config default --split test" in message and "--cv" in message and "--allow-overlap" in message
     assert backend.requests == [] and not (tmp_path / "run").exists()
 
 

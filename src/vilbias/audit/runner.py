@@ -1,8 +1,8 @@
 """``vilbias audit run``: ask a model the audit's questions, store every call, export the responses.
 
-    vilbias audit run --model openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 --out audits/qwen
-    vilbias audit run --model smollm2 --modalities text --limit 24 --out audits/smollm2
-    vilbias audit run --model ./my-vlm --manifest vignette/images --paradigms perception decision --out audits/mine
+    vilbias audit run --model openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 --output audits/qwen
+    vilbias audit run --model smollm2 --modalities text --limit 24 --output audits/smollm2
+    vilbias audit run --model ./my-vlm --manifest vignette/images --paradigms perception decision --output audits/mine
 
 Every model the project's model clients serve answers with exactly one option:
 

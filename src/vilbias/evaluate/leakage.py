@@ -88,7 +88,7 @@ def _own_test_split(record: TrainingData) -> str:
     # A view with another's membership (sft: default's) is evaluated on that one, which has the columns.
     view = VIEWS.get(record.config)
     config = view.same_rows_as or record.config if view else record.config
-    return f"--config {config} --split test"
+    return f"--dataset-config {config} --split test"
 
 
 def refuse_seen(checks: Sequence[SeenCheck], *, allow_overlap: bool) -> None:

@@ -2,7 +2,7 @@
 
     vilbias evaluate --dataset ./BiasCorpus --model outputs/classifier            # a fusion/text classifier
     vilbias evaluate --dataset ./BiasCorpus --model outputs/classifier-cv --cv    # fold_K model on fold_K/test
-    vilbias evaluate --dataset ORG/BiasCorpus --revision v1.0.0 --model ORG/vilbias-smolvlm-lora \\
+    vilbias evaluate --dataset ORG/BiasCorpus --dataset-revision v1.0.0 --model ORG/vilbias-smolvlm-lora \\
         --judge openai:Qwen/Qwen2.5-72B-Instruct@http://localhost:8000/v1 --shots 0 5
     vilbias evaluate --dataset ./BiasCorpus --model openai:gpt-4o@https://api.openai.com/v1 \\
         --judge openai:gpt-4o@https://api.openai.com/v1 --probes all

@@ -1,6 +1,6 @@
 """Human review of annotations: export sheets, import verdicts, agreement statistics.
 
-    vilbias review export --workdir work --out sheets --reviewers 3
+    vilbias review export --workdir work --output sheets --reviewers 3
     vilbias review import --workdir work sheets/sheet_reviewer_1.csv sheets/sheet_reviewer_2.csv
     vilbias review stats --workdir work
 
