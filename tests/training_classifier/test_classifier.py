@@ -131,7 +131,15 @@ def test_cv_on_babe_format_corpus(tmp_path, babe_csv, tiny_bert):
     assert saved["summary"].keys() == result["summary"].keys()
     assert "fold_4" in result["table"] and "±" in result["table"]
     for k in range(5):
-        assert (tmp_path / "out" / f"fold_{k}" / "metrics.json").is_file()
+        fold = json.loads((tmp_path / "out" / f"fold_{k}" / "metrics.json").read_text())
+        # What was trained: the text architecture reads text, whatever a fusion default would be.
+        assert (fold["architecture"], fold["modality"], fold["settings"]["modality"]) == ("text", "text", "text")
+    assert (saved["architecture"], saved["modality"]) == ("text", "text")
+    # The resolved options beside the outputs run again as they are.
+    from vilbias.training.classifier import parse_config
+
+    again = parse_config(["--config", str(tmp_path / "out" / "train_config.yaml")])
+    assert again.to_dict() == cfg.to_dict()
 
 
 def test_cli_dispatch(tmp_path, multimodal_repo, tiny_bert, capsys):

@@ -255,3 +255,15 @@ def test_distant_pretraining_one_command_and_two(tmp_path, babe_csv, tiny_bert):
     model, _, _ = build_model(cfg, cfg.init_encoder)
     assert torch.equal(model.base_model.state_dict()[key], encoder.state_dict()[key])
     assert train_classifier(cfg)["test"]["n"] == 10
+
+
+def test_a_model_that_predicts_one_class_says_so_in_the_last_line():
+    from vilbias.training.classifier import _single_class_line
+
+    cfg = ClassifierConfig(dataset="d", output_dir="out/fusion")
+    test = {"f1_binary": 0.0, "f1_macro": 0.3333}
+    line = _single_class_line({"single_class_prediction": "not_biased", "test": test}, cfg)
+    assert line.startswith("the model predicts not_biased for every test row") and "out/fusion" in line
+    assert _single_class_line({"single_class_prediction": None, "test": test}, cfg) is None
+    cv = ClassifierConfig(dataset="d", cv=True)
+    assert "in 2 of 5 folds (fold_0, fold_3)" in _single_class_line({"single_class_folds": ["fold_0", "fold_3"]}, cv)
