@@ -76,7 +76,7 @@ from vilbias.training.sentence_rules import (
     word_f1,
 )
 
-from vilbias.config import add_dataclass_arguments, dataclass_from_args
+from vilbias.config import ConfigParser, save_config
 from vilbias.corpus.sentences import build_sentences
 from vilbias.metrics.calibration import (
     expected_calibration_error,
@@ -88,7 +88,6 @@ from vilbias.models.sentence_bias import (
     ArticleRule,
     SentenceBiasConfig,
     SentenceBiasModel,
-    save_members,
 )
 from vilbias.provenance import TrainingData, ids_digest
 from vilbias.task import FOLDS
@@ -284,7 +283,7 @@ def write_outputs(cfg: DefaultModelConfig, final: SplitRun, metrics: dict, examp
     out = cfg.output_dir
     if out.exists():
         shutil.rmtree(out)
-    save_members(final.models, out, final.config)
+    SentenceBiasModel.ensemble(final.models, final.config).save_pretrained(out)
     labels = [examples[u].label for u in final.test_uids]
     plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
                      reliability_title(metrics["source"], len(labels), metrics["test"]["articles"], metrics["test"]["ece_before"], metrics["test"]["ece"]))
@@ -364,12 +363,11 @@ def train_default(cfg: DefaultModelConfig) -> dict:
     return metrics
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
+PROG = "python -m vilbias.training.train_default"
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_dataclass_arguments(parser, DefaultModelConfig)
-    cfg = dataclass_from_args(DefaultModelConfig, parser.parse_args(argv))
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    (cfg,) = ConfigParser([DefaultModelConfig], prog=prog, description=__doc__.splitlines()[0]).parse(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     m = train_default(cfg)
     if m["cv"]:
@@ -379,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"test split ({t['n']} sentences never seen): macro-F1 {t['f1_macro']:.4f}, ECE {t['ece_before']:.4f} -> {t['ece']:.4f}")
     r = m["article_rule"]
     print(f"article rule: {ArticleRule(r['statistic'], r['threshold'], r['slope']).describe()} (chosen on {r['chosen_on']} data)")
+    save_config(cfg.output_dir, "train_default", cfg, command=prog)
     print(f"saved to {cfg.output_dir} in {m['wall_time_s']:.0f} s")
     return 0
 

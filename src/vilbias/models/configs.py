@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from transformers import PretrainedConfig
 
@@ -111,43 +111,31 @@ class SentenceBiasConfig(PretrainedConfig):
 
     model_type = "vilbias-sentence-bias"
 
-    def __init__(
-        self,
-        encoder: str = MINILM,
-        trained_layers: Sequence[int] = (2, 3, 4, 5),
-        lora_r: int = 16,
-        lora_alpha: int = 32,
-        lora_dropout: float = 0.1,
-        word_hidden: int = 256,
-        dropout: float = 0.1,
-        word_loss_weight: float = 0.5,
-        opinion_loss_weight: float = 0.0,
-        max_length: int = 128,
-        temperature: float = 1.0,
-        word_threshold: float = 0.5,
-        members: int = 1,
-        article_rule: ArticleRule | dict | None = None,
-        labels: Sequence[str] = LABEL_NAMES,
-        **kwargs,
-    ):
-        kwargs.setdefault("id2label", dict(enumerate(labels)))
-        kwargs.setdefault("label2id", {n: i for i, n in enumerate(labels)})
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.trained_layers = sorted(int(i) for i in trained_layers)
-        self.lora_r = lora_r
-        self.lora_alpha = lora_alpha
-        self.lora_dropout = lora_dropout
-        self.word_hidden = word_hidden
-        self.dropout = dropout
-        self.word_loss_weight = word_loss_weight
-        self.opinion_loss_weight = opinion_loss_weight
-        self.max_length = max_length
-        self.temperature = temperature
-        self.word_threshold = word_threshold
-        self.members = members
-        self.article_rule = article_rule if isinstance(article_rule, ArticleRule) else ArticleRule(**(article_rule or {}))
-        self.labels = list(labels)
+    encoder: str = MINILM
+    trained_layers: list[int] = field(default_factory=lambda: [2, 3, 4, 5])
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.1
+    word_hidden: int = 256
+    dropout: float = 0.1
+    word_loss_weight: float = 0.5
+    opinion_loss_weight: float = 0.0
+    max_length: int = 128
+    temperature: float = 1.0
+    word_threshold: float = 0.5
+    members: int = 1
+    article_rule: ArticleRule | dict | None = None
+    labels: list[str] = field(default_factory=lambda: list(LABEL_NAMES))
+
+    def __post_init__(self, **kwargs):
+        self.trained_layers = sorted(int(i) for i in self.trained_layers)
+        self.labels = list(self.labels)
+        if not isinstance(self.article_rule, ArticleRule):
+            self.article_rule = ArticleRule(**(self.article_rule or {}))
+        if self.id2label is None:
+            self.id2label = dict(enumerate(self.labels))
+            self.label2id = {n: i for i, n in enumerate(self.labels)}
+        super().__post_init__(**kwargs)
 
     def to_dict(self) -> dict:
         out = super().to_dict()
@@ -173,39 +161,28 @@ class FusionConfig(PretrainedConfig):
 
     model_type = "vilbias-fusion"
 
-    def __init__(
-        self,
-        text_encoder: str | None = MINILM,
-        image_encoder: str | None = EFFICIENTNET_LITE0,
-        modality: str = "text+image",
-        text_dim: int | None = None,
-        image_dim: int | None = None,
-        hidden_size: int = 256,
-        dropout: float = 0.1,
-        freeze_text_encoder: bool = False,
-        freeze_image_encoder: bool = True,
-        max_text_length: int = 256,
-        **kwargs,
-    ):
-        kwargs.setdefault("id2label", dict(enumerate(LABEL_NAMES)))
-        kwargs.setdefault("label2id", {n: i for i, n in enumerate(LABEL_NAMES)})
-        super().__init__(**kwargs)
-        if modality not in MODALITIES:
-            raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
-        if "text" in modality and not text_encoder:
-            raise ValueError(f"modality {modality!r} needs a text_encoder")
-        if "image" in modality and not image_encoder:
-            raise ValueError(f"modality {modality!r} needs an image_encoder")
-        self.text_encoder = text_encoder
-        self.image_encoder = image_encoder
-        self.modality = modality
-        self.text_dim = text_dim
-        self.image_dim = image_dim
-        self.hidden_size = hidden_size
-        self.dropout = dropout
-        self.freeze_text_encoder = freeze_text_encoder
-        self.freeze_image_encoder = freeze_image_encoder
-        self.max_text_length = max_text_length
+    text_encoder: str | None = MINILM
+    image_encoder: str | None = EFFICIENTNET_LITE0
+    modality: str = "text+image"
+    text_dim: int | None = None
+    image_dim: int | None = None
+    hidden_size: int = 256
+    dropout: float = 0.1
+    freeze_text_encoder: bool = False
+    freeze_image_encoder: bool = True
+    max_text_length: int = 256
+
+    def __post_init__(self, **kwargs):
+        if self.id2label is None:
+            self.id2label = dict(enumerate(LABEL_NAMES))
+            self.label2id = {n: i for i, n in enumerate(LABEL_NAMES)}
+        super().__post_init__(**kwargs)
+        if self.modality not in MODALITIES:
+            raise ValueError(f"modality must be one of {MODALITIES}, got {self.modality!r}")
+        if "text" in self.modality and not self.text_encoder:
+            raise ValueError(f"modality {self.modality!r} needs a text_encoder")
+        if "image" in self.modality and not self.image_encoder:
+            raise ValueError(f"modality {self.modality!r} needs an image_encoder")
 
     @property
     def uses_text(self) -> bool:

@@ -14,137 +14,35 @@ The sentence head reads the mean of the token states and their mean weighted by 
 scores, so the words the model marks are the words its sentence decision leans on. Sentence
 probabilities are temperature-scaled (``config.temperature``, fitted on held-out labels).
 
-Saved as ``config.json`` (:class:`SentenceBiasConfig`) and ``model.safetensors`` holding only
-the LoRA weights and the two heads (about a megabyte per ensemble member, keys prefixed
-``member{i}.`` when there are several); the encoder comes from its package.
+A ``PreTrainedModel``: saved by ``save_pretrained`` as ``config.json`` (:class:`SentenceBiasConfig`)
+and ``model.safetensors`` holding only the LoRA factors and the two heads, in float16 (about a
+megabyte per ensemble member, keys prefixed ``member{i}.`` when there are several); the encoder
+comes from its package. Registered with ``AutoConfig``/``AutoModel`` (see :mod:`vilbias`), so
+``AutoModel.from_pretrained(folder or repo id)`` loads it and ``push_to_hub`` publishes it.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
-import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from torch import nn
+from transformers import PreTrainedModel
 
-from vilbias.models.fusion import MINILM, mean_pool, resolve_model_path
-from vilbias.task import BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME, biased_probability
+from vilbias.models.configs import SENTENCE_FLAG, STATISTICS, ArticleRule, SentenceBiasConfig
+from vilbias.models.fusion import building_on_meta, mean_pool, resolve_model_path
+from vilbias.task import BIASED_NAME, NOT_BIASED_NAME, biased_probability
 
-# transformers, peft and safetensors are imported inside the methods that need them; peft only
-# for training (serving folds the adapter into the encoder).
+# transformers and peft are imported inside the methods that need them; peft only for training
+# (serving folds the adapter into the encoder).
 
-MODEL_TYPE = "vilbias-sentence-bias"
-SENTENCE_FLAG = 0.5
-"""A sentence whose calibrated probability of being biased is at least this is *flagged*."""
-WEIGHTS = "model.safetensors"
+__all__ = ["SENTENCE_FLAG", "STATISTICS", "ArticleRule", "SentenceBiasConfig", "SentenceBiasModel"]
+
 OPINIONS = ("Entirely factual", "Somewhat factual but also opinionated", "Expresses writer's opinion")
 """BABE's ``label_opinion`` values (its ``No agreement`` is no label), apostrophes straightened."""
-CONFIG = "config.json"
-
-
-# -- configuration and the article rule ---------------------------------------------------------
-
-
-@dataclass
-class ArticleRule:
-    """How an article's label follows from its sentences' probabilities.
-
-    ``statistic`` is one of :data:`STATISTICS`; the article is biased when it reaches
-    ``threshold``, and its probability of being biased is ``sigmoid(slope * (statistic -
-    threshold))`` (so the label and the confidence can never disagree). All three are fitted on
-    validation data by the training script.
-    """
-
-    statistic: str = "share"
-    threshold: float = 0.5
-    slope: float = 10.0
-
-    def __post_init__(self):
-        if self.statistic not in STATISTICS:
-            raise ValueError(f"article rule statistic must be one of {sorted(STATISTICS)}, got {self.statistic!r}")
-
-    def value(self, probabilities: Sequence[float]) -> float:
-        return STATISTICS[self.statistic](list(probabilities)) if probabilities else 0.0
-
-    def probability(self, probabilities: Sequence[float]) -> float:
-        z = self.slope * (self.value(probabilities) - self.threshold)
-        return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
-
-    def describe(self) -> str:
-        """The rule in words, for the UI and the model card."""
-        t = f"{self.threshold:.0%}"
-        return {
-            "share": f"biased when at least {t} of its sentences are flagged (probability ≥ {SENTENCE_FLAG:.0%})",
-            "mean": f"biased when its sentences' mean probability of being biased is at least {t}",
-            "max": f"biased when its most biased sentence scores at least {t}",
-            "top3_mean": f"biased when its three most biased sentences average at least {t}",
-        }[self.statistic]
-
-
-def _top3_mean(p: list[float]) -> float:
-    top = sorted(p, reverse=True)[:3]
-    return sum(top) / len(top)
-
-
-STATISTICS = {
-    "share": lambda p: sum(v >= SENTENCE_FLAG for v in p) / len(p),
-    "mean": lambda p: sum(p) / len(p),
-    "max": max,
-    "top3_mean": _top3_mean,
-}
-"""Candidate article statistics over sentence probabilities; training picks one on validation data."""
-
-
-@dataclass
-class SentenceBiasConfig:
-    """What ``config.json`` holds: the architecture, and what training fitted on held-out data."""
-
-    encoder: str = MINILM
-    """Text encoder (the packaged all-MiniLM-L6-v2 by default), loaded from its source, never saved."""
-    trained_layers: list[int] = field(default_factory=lambda: [2, 3, 4, 5])
-    """Encoder layers that carry the LoRA adapter; the layers below stay frozen, so training can
-    cache their output once instead of recomputing it every epoch."""
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.1
-    word_hidden: int = 256
-    """Width of the word head's hidden layer."""
-    dropout: float = 0.1
-    word_loss_weight: float = 0.5
-    """Weight of the word loss (BABE's biased words) next to the sentence loss."""
-    opinion_loss_weight: float = 0.0
-    """Weight of an auxiliary training loss on BABE's ``label_opinion`` (factual / somewhat
-    factual but opinionated / the writer's opinion), read from the same pooled vector as the
-    sentence head; 0 = no opinion head. The head only shapes training: it is not saved."""
-    max_length: int = 128
-    """Tokens per sentence (BABE's longest sentence is about 130 tokens; longer ones are cut)."""
-    temperature: float = 1.0
-    """Sentence-logit temperature fitted by NLL on held-out labels (1.0 = not calibrated)."""
-    word_threshold: float = 0.5
-    """A word is marked when its probability is at least this (fitted on validation words)."""
-    members: int = 1
-    """Ensemble members: adapters and heads trained alike from different seeds, run over the
-    shared frozen layers; their sentence and word logits are averaged."""
-    article_rule: ArticleRule = field(default_factory=ArticleRule)
-    labels: list[str] = field(default_factory=lambda: list(LABEL_NAMES))
-    model_type: str = MODEL_TYPE
-
-    def save(self, folder: str | Path) -> None:
-        Path(folder, CONFIG).write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, folder: str | Path) -> SentenceBiasConfig:
-        data = json.loads(Path(folder, CONFIG).read_text(encoding="utf-8"))
-        if data.get("model_type") != MODEL_TYPE:
-            raise ValueError(f"{folder} is not a sentence-bias model (model_type {data.get('model_type')!r})")
-        data["article_rule"] = ArticleRule(**data.get("article_rule", {}))
-        return cls(**data)
 
 
 # -- scores -------------------------------------------------------------------------------------
@@ -200,36 +98,109 @@ def lora_target_pattern(layers: Sequence[int]) -> str:
             r"(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)")
 
 
-class SentenceBiasModel(nn.Module):
+_SAVED_KEY = re.compile(r"(lora|word_head|sentence_head|member\d+)\.")
+"""Keys of the saved form that model.safetensors holds (``members.`` is the inference copy)."""
+
+
+def _new_heads(config: SentenceBiasConfig, hidden: int) -> tuple[nn.Module, nn.Module]:
+    word_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(hidden, config.word_hidden), nn.GELU(),
+                              nn.Linear(config.word_hidden, 1))
+    sentence_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(config.labels)))
+    return word_head, sentence_head
+
+
+def _target_linears(path: str, layers: Sequence[int]) -> tuple[dict[str, tuple[int, int]], int]:
+    """The adapted linear layers of the encoder at ``path`` (name -> (in, out) features) and its
+    hidden size, read from its config (the encoder is built on the meta device: no weights)."""
+    from transformers import AutoConfig, AutoModel
+
+    with torch.device("meta"):
+        skeleton = AutoModel.from_config(AutoConfig.from_pretrained(path))
+    pattern = re.compile(lora_target_pattern(layers))
+    linears = {n: (m.in_features, m.out_features) for n, m in skeleton.named_modules()
+               if isinstance(m, nn.Linear) and pattern.fullmatch(n)}
+    return linears, skeleton.config.hidden_size
+
+
+class _Factors(nn.Module):
+    """One adapted linear layer's LoRA factors, as saved: ``A`` (r x in) and ``B`` (out x r)."""
+
+    def __init__(self, r: int, in_features: int, out_features: int):
+        super().__init__()
+        self.A = nn.Parameter(torch.zeros(r, in_features), requires_grad=False)
+        self.B = nn.Parameter(torch.zeros(out_features, r), requires_grad=False)
+
+
+def _factor_tree(linears: dict[str, tuple[int, int]], r: int) -> nn.Module:
+    """Modules nested like the encoder's names, so the factors' keys read ``<linear>.A`` / ``.B``."""
+    root = nn.Module()
+    for name, (n_in, n_out) in linears.items():
+        parent = root
+        *path, leaf = name.split(".")
+        for part in path:
+            if parent._modules.get(part) is None:
+                parent.add_module(part, nn.Module())
+            parent = parent._modules[part]
+        parent.add_module(leaf, _Factors(r, n_in, n_out))
+    return root
+
+
+class SentenceBiasModel(PreTrainedModel):
     """MiniLM (+ LoRA on ``config.trained_layers``) → word head and sentence head.
 
-    Built for training (``adapter=True``: peft's LoRA layers, only they and the heads train) or,
-    by :meth:`from_pretrained`, for inference: the saved LoRA deltas folded into a plain
-    encoder, so serving needs neither peft nor any adapter overhead.
+    Built for training (``SentenceBiasModel(config)``: peft's LoRA layers, only they and the
+    heads train) or, by :meth:`from_pretrained` and :meth:`ensemble`, in its saved form: the LoRA
+    factors as they are saved (``lora.<linear>.A`` / ``.B``) and the heads, per member when there
+    are several. Loading then folds the factors into a plain encoder from the encoder's source, so
+    serving needs neither peft nor any adapter overhead.
     """
 
+    config_class = SentenceBiasConfig
+    base_model_prefix = "sentence_bias"
+    main_input_name = "input_ids"
+
     def __init__(self, config: SentenceBiasConfig, *, adapter: bool = True):
-        super().__init__()
+        super().__init__(config)
         from transformers import AutoModel, AutoTokenizer
 
-        self.config = config
         path = resolve_model_path(config.encoder)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        bert = AutoModel.from_pretrained(path)
-        bert.requires_grad_(False)
         if adapter:
+            if building_on_meta():
+                raise ValueError("from_pretrained loads the saved form of a sentence model (adapter=False)")
+            bert = AutoModel.from_pretrained(path)
+            bert.requires_grad_(False)
             from peft import LoraConfig, get_peft_model
 
             lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                               target_modules=lora_target_pattern(config.trained_layers))
             bert = get_peft_model(bert, lora)
+            hidden = bert.get_base_model().config.hidden_size
+            self.word_head, self.sentence_head = _new_heads(config, hidden)
+            if config.opinion_loss_weight > 0:
+                self.opinion_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(OPINIONS)))
+        else:
+            # The saved form: what model.safetensors holds, and no encoder until the factors are
+            # loaded (_attach_encoder folds them into it).
+            bert = None
+            linears, hidden = _target_linears(path, config.trained_layers)
+            if config.members == 1:
+                self.lora = _factor_tree(linears, config.lora_r)
+                self.word_head, self.sentence_head = _new_heads(config, hidden)
+            else:
+                for i in range(config.members):
+                    member = nn.Module()
+                    member.lora = _factor_tree(linears, config.lora_r)
+                    member.word_head, member.sentence_head = _new_heads(config, hidden)
+                    self.add_module(f"member{i}", member)
+        # post_init initialises weights: run it before the pretrained encoder is attached
+        self.post_init()
         self.encoder = bert
-        hidden = self.bert.config.hidden_size
-        self.word_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(hidden, config.word_hidden), nn.GELU(),
-                                       nn.Linear(config.word_hidden, 1))
-        self.sentence_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(config.labels)))
-        if adapter and config.opinion_loss_weight > 0:
-            self.opinion_head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(2 * hidden, len(OPINIONS)))
+
+    def _init_weights(self, module):
+        # Heads keep torch's default initialisation (drawn in __init__, after the adapter's, so a
+        # seed gives the weights it always gave); the saved form is overwritten by the checkpoint.
+        pass
 
     @property
     def bert(self):
@@ -293,17 +264,21 @@ class SentenceBiasModel(nn.Module):
             out["loss"] = loss
         return out
 
-    # -- saving ---------------------------------------------------------------------------------
+    # -- saving and loading ---------------------------------------------------------------------
 
     def trained_state_dict(self) -> dict[str, torch.Tensor]:
-        """Only what training changed, as saved: ``lora.<linear>.A`` / ``.B`` and the heads."""
-        state = {}
-        for name, module in self.bert.named_modules():
-            if hasattr(module, "lora_A") and "default" in getattr(module, "lora_A", {}):
-                state[f"lora.{name}.A"] = module.lora_A["default"].weight
-                state[f"lora.{name}.B"] = module.lora_B["default"].weight
-        for name in ("word_head", "sentence_head"):
-            state.update({f"{name}.{k}": v for k, v in getattr(self, name).state_dict().items()})
+        """Only what training changed, as saved: ``lora.<linear>.A`` / ``.B`` and the heads
+        (``member{i}.``-prefixed in an ensemble); never the encoder or the opinion head."""
+        if self.encoder is None or not hasattr(self.encoder, "get_base_model"):  # the saved form
+            state = {k: v for k, v in self.state_dict().items() if _SAVED_KEY.match(k)}
+        else:
+            state = {}
+            for name, module in self.bert.named_modules():
+                if hasattr(module, "lora_A") and "default" in getattr(module, "lora_A", {}):
+                    state[f"lora.{name}.A"] = module.lora_A["default"].weight
+                    state[f"lora.{name}.B"] = module.lora_B["default"].weight
+            for name in ("word_head", "sentence_head"):
+                state.update({f"{name}.{k}": v for k, v in getattr(self, name).state_dict().items()})
         return {k: v.detach().clone().contiguous() for k, v in state.items()}
 
     def load_trained_state_dict(self, state: dict[str, torch.Tensor]) -> None:
@@ -311,48 +286,71 @@ class SentenceBiasModel(nn.Module):
         folded into the encoder's weights (``W += B @ A * alpha / r``)."""
         _load_trained(self.bert, self.word_head, self.sentence_head, state, self.config)
 
-    def _build_members(self, states: list[dict[str, torch.Tensor]]) -> None:
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """``PreTrainedModel.save_pretrained`` of :meth:`trained_state_dict` in float16 (loading
+        casts back to float32; on SG1 no sentence's label changes and probabilities move by less
+        than 1e-4): the encoder is never written, it comes from its source."""
+        if self.config.members != 1 and self.encoder is not None and hasattr(self.encoder, "get_base_model"):
+            raise ValueError("a model built for training is one member: save an ensemble through SentenceBiasModel.ensemble")
+        kwargs.setdefault("state_dict", {k: v.half() for k, v in self.trained_state_dict().items()})
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+    @classmethod
+    def ensemble(cls, models: Sequence[SentenceBiasModel], config: SentenceBiasConfig | None = None) -> SentenceBiasModel:
+        """The saved form of one trained model, or of several trained alike (an ensemble), with
+        ``config`` (default: the first model's) and ``members`` set: what ``save_pretrained``
+        writes as one folder."""
+        if not models:
+            raise ValueError("ensemble needs at least one model")
+        config = copy.deepcopy(config or models[0].config)
+        config.members = len(models)
+        saved = cls(config, adapter=False)
+        states = [m.trained_state_dict() for m in models]
+        state = states[0] if len(states) == 1 else {f"member{i}.{k}": v for i, st in enumerate(states) for k, v in st.items()}
+        saved.load_state_dict(state, strict=True)
+        return saved
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """``PreTrainedModel.from_pretrained`` (a folder or a Hub repo, ``revision=``, …) of the
+        saved form; then the encoder comes from its source with the LoRA deltas folded in (each
+        member's into its own copy of the trained layers)."""
+        kwargs.setdefault("adapter", False)
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
+        model._attach_encoder()
+        return loaded
+
+    def _attach_encoder(self) -> None:
+        from transformers import AutoModel
+
+        state = {k: v.detach().clone() for k, v in self.state_dict().items()}
+        bert = AutoModel.from_pretrained(resolve_model_path(self.config.encoder))
+        bert.requires_grad_(False)
+        self.encoder = bert.to(self.device)
+        if self.config.members == 1:
+            self.load_trained_state_dict(state)
+        else:
+            self._build_members([getattr(self, f"member{i}") for i in range(self.config.members)])
+        self.eval()
+
+    def _build_members(self, saved: list[nn.Module]) -> None:
         """Inference ensemble: per member, a copy of the trained layers with its LoRA deltas
         folded in, and its heads; the frozen layers below stay shared."""
         first = self.config.trained_layers[0]
         bert = self.bert
         members = []
-        for state in states:
+        for one in saved:
+            state = {k: v.detach().clone() for k, v in one.state_dict().items()}
             scratch = nn.Module()  # named like the encoder, so the saved keys address it
             scratch.encoder = nn.Module()
             scratch.encoder.layer = nn.ModuleList([nn.Identity()] * first + [copy.deepcopy(m) for m in bert.encoder.layer[first:]])
-            member = _Member(scratch.encoder.layer[first:], copy.deepcopy(self.word_head), copy.deepcopy(self.sentence_head))
+            member = _Member(scratch.encoder.layer[first:], one.word_head, one.sentence_head)
             _load_trained(scratch, member.word_head, member.sentence_head, state, self.config)
             members.append(member)
         self.members = nn.ModuleList(members)
-        # the encoder's own trained layers and heads are unused from here on
+        # the encoder's own trained layers are unused from here on
         bert.encoder.layer = bert.encoder.layer[:first]
-
-    def save_pretrained(self, folder: str | Path) -> None:
-        save_members([self], folder, self.config)
-
-    @classmethod
-    def from_pretrained(cls, folder: str | Path) -> SentenceBiasModel:
-        """Load a saved model for inference: the encoder from its package with the LoRA
-        deltas folded in (each member's into its own copy of the trained layers), the heads
-        from ``folder``."""
-        from safetensors.torch import load_file
-
-        weights = Path(folder, WEIGHTS)
-        if not weights.is_file():
-            raise FileNotFoundError(f"{weights} not found: is {folder} a saved sentence-bias model?")
-        config = SentenceBiasConfig.load(folder)
-        model = cls(config, adapter=False)
-        state = load_file(str(weights))
-        if config.members == 1:
-            model.load_trained_state_dict(state)
-        else:
-            states = [{k.split(".", 1)[1]: v for k, v in state.items() if k.split(".", 1)[0] == f"member{i}"}
-                      for i in range(config.members)]
-            if any(not st for st in states) or sum(map(len, states)) != len(state):
-                raise ValueError(f"{weights} does not hold the {config.members} members config.json names")
-            model._build_members(states)
-        return model.eval()
 
     # -- inference ------------------------------------------------------------------------------
 
@@ -446,23 +444,6 @@ def _load_trained(bert, word_head, sentence_head, state: dict[str, torch.Tensor]
                 module.weight += (b.float() @ a.float()) * scale
     for name, head in (("word_head", word_head), ("sentence_head", sentence_head)):
         head.load_state_dict({k.removeprefix(f"{name}."): v for k, v in state.items() if k.startswith(f"{name}.")})
-
-
-def save_members(models: Sequence[SentenceBiasModel], folder: str | Path, config: SentenceBiasConfig) -> None:
-    """Save one model, or several trained alike (an ensemble), as one folder: ``config`` with
-    ``members`` set, and every member's adapter and heads in one float16 safetensors file."""
-    from safetensors.torch import save_file
-
-    if not models:
-        raise ValueError("save_members needs at least one model")
-    config = dataclasses.replace(config, members=len(models))
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    config.save(folder)
-    # float16 on disk halves the file; loading casts back to float32 (on SG1 no sentence's label
-    # changes and probabilities move by less than 1e-4)
-    states = [{k: v.half() for k, v in m.trained_state_dict().items()} for m in models]
-    state = states[0] if len(states) == 1 else {f"member{i}.{k}": v for i, st in enumerate(states) for k, v in st.items()}
-    save_file(state, str(Path(folder, WEIGHTS)), metadata={"format": "pt"})
 
 
 def article_score(sentences: list[SentenceScore], rule: ArticleRule) -> ArticleScore:
