@@ -102,13 +102,17 @@ def _arguments(output_dir: Path | str, seed: int, **fields):
 def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True) -> ClassifierConfig:
     """The ``Trainer`` arguments of one run: ``cfg`` itself (a ``TrainingArguments``), with what
     belongs to this run: its checkpoint folder, its seed (an ensemble member's), progress bars that
-    follow the log level, no push from the Trainer (vilbias pushes once, with its card)."""
+    follow the log level, no push from the Trainer (vilbias pushes once, with its card), and no
+    pinned memory without an accelerator to pin it for (torch warns about it on every epoch)."""
+    import torch
+
     strategy = cfg.train_sampling_strategy
     if strategy == "group_by_length" and not tokens:
         strategy = "random"  # length-grouped batches need token ids to measure (not cached features)
     return dataclasses.replace(
         cfg, output_dir=str(run_dir / "checkpoints"), seed=seed, train_sampling_strategy=strategy,
         disable_tqdm=not logger.isEnabledFor(logging.INFO), push_to_hub=False,
+        dataloader_pin_memory=cfg.dataloader_pin_memory and torch.accelerator.is_available(),
     )
 
 
