@@ -90,7 +90,7 @@ class AnnotatorAuditConfig:
     paradigms: list[str] = field(default_factory=lambda: list(PARADIGMS), metadata={
         "help": "Paradigms to ask.", "choices": list(PARADIGMS)})
     modalities: list[str] = field(default_factory=lambda: ["text"], metadata={
-        "help": "text for every annotator; text+image too for vision annotators."})
+        "help": "text for every annotator; text+image too for vision annotators.", "metavar": "{text+image,text}"})
     limit: int | None = field(default=None, metadata={"help": "Only the first N pairs of the probe set (a quick check)."})
     choice: str = field(default="json_schema", metadata={
         "help": "How chat servers are constrained to the options (see `vilbias audit run --help`).",

@@ -101,7 +101,7 @@ class AuditConfig:
         "help": "Paradigms to ask: factuality, perception, stereotyping, decision.", "choices": list(PARADIGMS)})
     modalities: list[str] | None = field(default=None, metadata={
         "help": "text+image (the question with the paired image) and/or text (the people described in words). "
-                "Default: both for a vision model, text for a text-only one."})
+                "Default: both for a vision model, text for a text-only one.", "metavar": "{text+image,text}"})
     limit: int | None = field(default=None, metadata={
         "help": "Ask only the questions of the first N pairs (the embedded manifest lists pairs round-robin "
                 "over the eight dimensions)."})
