@@ -24,7 +24,7 @@ def _module(path: Path):
 
 
 def test_the_examples_are_found():
-    assert {p.name for p in WITH_EXAMPLES} >= {"f1.py", "accuracy.py", "config.py"}
+    assert {p.name for p in WITH_EXAMPLES} >= {"f1.py", "accuracy.py", "argparser.py"}
 
 
 @pytest.mark.parametrize("path", WITH_EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
