@@ -84,7 +84,10 @@ def test_generative_run_metrics_judge_reports(sample_dataset_dir, test_items, tm
     assert "## Open-ended (oVQA, LLM judge)" in report and "| 0-shot | swap_image |" in report
     for plot in saved["plots"]:
         assert (out / plot).stat().st_size > 5000 and (out / plot).read_bytes()[:4] == b"\x89PNG"
-    assert "confusion_matrix_5-shot.png" in saved["plots"] and "probes.png" in saved["plots"]
+    # every probe delta is zero (the stub reads the headline): a bar plot of them would be empty axes
+    assert "confusion_matrix_5-shot.png" in saved["plots"] and "probes.png" not in saved["plots"]
+    assert not (out / "probes.png").exists() and "Every delta is zero, so there is no probe plot." in report
+    assert saved["degenerate"] is None and "do not measure the task" not in report
 
 
 def test_resume_asks_nothing_twice(sample_dataset_dir, test_items, tmp_path):

@@ -76,4 +76,6 @@ def main(argv: list[str], prog: str = "vilbias evaluate") -> int:
         p = results["closed_vs_open"]["pearson"]
         print(f"closed accuracy vs reasoning accuracy over this run's settings: Pearson r {p['r']:.3f} (n = {p['n']})")
     print(f"results written to {cfg.output_dir}/results.json and report.md")
+    if results["degenerate"]:  # last, where a reader looks for the verdict
+        print(f"warning: {results['degenerate']}")
     return 0

@@ -21,22 +21,23 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from datasets import Image, load_dataset
+from huggingface_hub import constants
 
-from vilbias.models.catalogue import looks_local
+from vilbias.paths import looks_local, resolve_dataset
 from vilbias.task import Item
 
 PROBES = ("none", "no_image", "swap_image", "headline_only")
 
 
-def check_dataset(dataset: str) -> None:
-    """Fail in one sentence, before anything is loaded, when ``dataset`` is a path that does not exist.
+def check_dataset(dataset: str, revision: str | None = None) -> None:
+    """Fail in one line, before anything is loaded, when ``dataset`` is neither an existing folder nor
+    a dataset the Hub has (:func:`vilbias.paths.resolve_dataset`: a name that looks local is never sent
+    to the Hub; a Hub id costs one request, no retries).
 
     Raises:
-        FileNotFoundError: the path is missing or not a folder.
+        FileNotFoundError: saying what ``dataset`` was taken for and why it is not there.
     """
-    path = Path(dataset).expanduser()
-    if looks_local(dataset) and not path.is_dir():
-        raise FileNotFoundError(f"dataset {dataset} does not exist: give the folder `vilbias build` wrote or a Hub repo id")
+    resolve_dataset(dataset, revision)
 
 
 def load_split(dataset: str, config: str, split: str, *, revision: str | None = None,
@@ -47,12 +48,13 @@ def load_split(dataset: str, config: str, split: str, *, revision: str | None = 
         ValueError: in one sentence when the split cannot be loaded (unknown config or split, a Hub
             repo that cannot be reached) or lacks the columns evaluation needs.
     """
+    local = looks_local(dataset)
     try:
-        ds = load_dataset(str(Path(dataset).expanduser()) if looks_local(dataset) else dataset, config, split=split,
-                          revision=revision)
+        ds = load_dataset(str(Path(dataset).expanduser()) if local else dataset, config, split=split, revision=revision)
     except (ValueError, OSError) as e:  # OSError: a Hub repo not found or not reachable
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"cannot load split {split!r} of {dataset} [{config}]: {reason}") from e
+        taken = "" if local else " (taken for a Hub repo id" + (", with HF_HUB_OFFLINE set" if constants.HF_HUB_OFFLINE else "") + ")"
+        raise ValueError(f"cannot load split {split!r} of {dataset}{taken} [{config}]: {reason}") from e
     if label_column not in ds.column_names:
         raise ValueError(f"{dataset} [{config}] has no {label_column!r} column; columns: {ds.column_names}")
     missing = {"unique_id", "headline", "article_text"} - set(ds.column_names)

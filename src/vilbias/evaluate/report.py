@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,33 @@ from vilbias.evaluate.analysis import closed_open_points, closed_vs_open, plot_c
 from vilbias.metrics.plots import plot_confusion_matrix, pyplot
 from vilbias.metrics.scores import CLOSED_KEYS, OPEN_KEYS, summarize
 from vilbias.publish.model import ModelCardInfo, render_model_card
+from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
+
+
+def one_class(references: Sequence[int], predictions: Sequence[int | None]) -> str | None:
+    """Why one setting's scores cannot show the model telling the classes apart, or None when they can.
+
+    A model that gives one label to every scored row (a constant), a setting whose scored rows all
+    hold one gold label, or one where no answer could be read: their F1 is a constant's, and their
+    probe deltas are zero by construction, not evidence about the image or the text.
+
+    Args:
+        references: gold class ids.
+        predictions: predicted class ids; None for an unparseable answer.
+    """
+    n = len(references)
+    gold = set(references)
+    if len(gold) == 1:
+        return f"all {n} scored rows are {LABEL_NAMES[gold.pop()]}"
+    answered = [p for p in predictions if p is not None]
+    if not answered:
+        return f"none of the model's {n} answers could be read"
+    if len(set(answered)) == 1:
+        rows = "scored row" if len(answered) == n else f"row it answered ({len(answered)} of {n}; the rest unreadable)"
+        return f"the model predicts {LABEL_NAMES[answered[0]]} for every {rows}"
+    return None
 
 
 def _summaries(evaluations: list[dict], regimes: list[str], probes: list[str]) -> list[dict]:
@@ -33,23 +59,52 @@ def _summaries(evaluations: list[dict], regimes: list[str], probes: list[str]) -
         for probe in probes:
             per_view = [e for e in evaluations if e["regime"] == regime and e["probe"] == probe]
             if per_view:
-                out.append({"regime": regime, "probe": probe, **summarize(per_view)})
+                out.append({"regime": regime, "probe": probe, **summarize(per_view),
+                            "degenerate": [e["view"] for e in per_view if e.get("degenerate")]})
     return out
 
 
-def _probe_deltas(summaries: list[dict]) -> list[dict]:
-    """ΔF1 (probe − plain) per regime: the unimodal-shortcut check."""
-    plain = {s["regime"]: s for s in summaries if s["probe"] == "none"}
-    out = []
-    for s in summaries:
-        if s["probe"] == "none" or s["regime"] not in plain:
-            continue
-        base = plain[s["regime"]]["closed"]
-        out.append({
-            "regime": s["regime"], "probe": s["probe"],
-            **{f"delta_{key}": s["closed"][key]["mean"] - base[key]["mean"] for key in ("f1_binary", "f1_macro", "accuracy")},
-        })
-    return out
+DELTA_KEYS = ("f1_binary", "f1_macro", "accuracy")
+
+
+def _probe_deltas(evaluations: list[dict]) -> list[dict]:
+    """ΔF1 (probe − plain) per regime, the unimodal-shortcut check, averaged over the views whose plain
+    run is not degenerate (:func:`one_class`): a constant model's deltas are zero by construction."""
+    plain = {(e["view"], e["regime"]): e for e in evaluations if e["probe"] == "none"}
+    by_setting: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
+    for e in evaluations:
+        base = plain.get((e["view"], e["regime"]))
+        if e["probe"] != "none" and base is not None and not base.get("degenerate"):
+            by_setting.setdefault((e["regime"], e["probe"]), []).append((e, base))
+    return [{"regime": regime, "probe": probe, "views": [e["view"] for e, _ in pairs],
+             **{f"delta_{key}": sum(e["closed"][key] - b["closed"][key] for e, b in pairs) / len(pairs) for key in DELTA_KEYS}}
+            for (regime, probe), pairs in by_setting.items()]
+
+
+def degenerate_note(evaluations: list[dict]) -> str | None:
+    """One sentence on the plain settings whose scores are a constant's (:func:`one_class`), or None."""
+    plain = [e for e in evaluations if e["probe"] == "none"]
+    bad = [e for e in plain if e.get("degenerate")]
+    if not bad:
+        return None
+    several = [key for key in ("view", "regime") if len({e[key] for e in plain}) > 1]  # named only when there are several
+    facts = []
+    for e in bad:
+        where = " ".join(e[key] for key in several)
+        c = e["closed"]
+        facts.append(f"{where + ': ' if where else ''}{e['degenerate']} ({c['n']} rows, F1 {c['f1_binary']:.4f}, "
+                     f"macro-F1 {c['f1_macro']:.4f})")
+    facts = "; ".join(facts)
+    # a confusion-matrix row of zeros: a gold class that no scored row holds
+    of_one_class = [any(sum(row) == 0 for row in e["closed"]["confusion_matrix"]) for e in bad]
+    tails = []
+    if any(of_one_class):
+        tails.append("scores over rows of one class say nothing about telling the classes apart (score a split that "
+                     "holds both)")
+    if not all(of_one_class):
+        tails.append("a model that gives every row the same answer tells nothing apart: these are a constant's scores, "
+                     "and its probe deltas mean nothing")
+    return f"{facts} — {'; '.join(tails)}"
 
 
 def warnings(meta: dict) -> list[str]:
@@ -68,16 +123,18 @@ def finish_run(meta: dict, evaluations: list[dict], out: Path) -> dict:
     """Summaries, probe deltas, closed-vs-open r, ``results.json``, plots and ``report.md`` for one run."""
     summaries = _summaries(evaluations, meta["regimes"], meta["probes"])
     results = {"vilbias_version": __version__, **meta, "warnings": warnings(meta), "evaluations": evaluations,
-               "summary": summaries, "probe_deltas": _probe_deltas(summaries), "plots": []}
+               "summary": summaries, "degenerate": degenerate_note(evaluations), "probe_deltas": _probe_deltas(evaluations),
+               "plots": []}
     results["closed_vs_open"] = closed_vs_open(closed_open_points(results))
     for s in summaries:
         if s["probe"] == "none":
             name = f"confusion_matrix_{s['regime']}.png"
-            title = f"{meta['model']['id']} — {s['regime']} ({meta['dataset']['config']}/{meta['dataset']['split']})"
+            title = f"{meta['model']['title']} — {s['regime']} ({meta['dataset']['config']}/{meta['dataset']['split']})"
             plot_confusion_matrix(s["confusion_matrix"], out / name, title=title)
             results["plots"].append(name)
-    if results["probe_deltas"]:
-        plot_probe_deltas(results["probe_deltas"], out / "probes.png")
+    # Bars of zero height are empty axes: the table says +0.0000 already.
+    if any(p[f"delta_{key}"] for p in results["probe_deltas"] for key in DELTA_KEYS):
+        plot_probe_deltas(results["probe_deltas"], out / "probes.png", meta["model"]["title"])
         results["plots"].append("probes.png")
     if results["closed_vs_open"]:
         c = results["closed_vs_open"]
@@ -100,10 +157,12 @@ def _fmt(stat: dict | None, scale: float = 1.0, digits: int = 4, with_std: bool 
 def _header(results: dict) -> list[str]:
     d, m = results["dataset"], results["model"]
     questions = "; ".join(f"{q}: {what}" for q, what in results["questions"].items() if what)
+    degenerate = results.get("degenerate")
     return [
         f"# Evaluation: {results['run']}",
         "",
-        f"- model: `{m['id']}` (revision `{m['revision'] or 'unpinned'}`, {m['kind']}, {m['modality']})",
+        *([f"> **These scores do not measure the task.** {degenerate[0].upper()}{degenerate[1:]}.", ""] if degenerate else []),
+        f"- model: `{m['id']}`, {m['architecture']} (revision `{m['revision'] or 'unpinned'}`, {m['kind']}, {m['modality']})",
         f"- dataset: `{d['id']}` config `{d['config']}` split `{d['split']}` (revision `{d['revision'] or 'unpinned'}`)",
         f"- questions: {questions}" + (" — separate generations" if results["questions"]["ovqa"] else ""),
         f"- judge: `{results['judge']['id']}`" if results["judge"] else "- judge: none (no oVQA answers)",
@@ -190,6 +249,27 @@ def _rationale_check_section(results: dict) -> list[str]:
     return lines + [""]
 
 
+def _probes_section(results: dict) -> list[str]:
+    lines = ["## Robustness probes", ""]
+    deltas = results["probe_deltas"]
+    constant = {s["regime"]: s["degenerate"] for s in results["summary"] if s["probe"] == "none" and s["degenerate"]}
+    for regime, views in constant.items():
+        lines += [f"{regime}: no deltas from {', '.join(views)} — its plain-input scores are a constant's (see the top of "
+                  "this report); a probe cannot change what a constant model does not use, so its deltas mean nothing.", ""]
+    if not deltas:
+        return lines
+    some_constant = " over the views whose plain-input scores are not a constant's" if constant else ""
+    lines += [f"ΔF1 = F1 under the probe − F1 on the plain input{some_constant}. Near zero for `no_image`/`swap_image` "
+              "means the model does not use the image (a unimodal shortcut); for `headline_only`, that it reads little "
+              "beyond the headline.", "",
+              "| regime | probe | ΔF1 (binary) | ΔF1 (macro) | Δaccuracy |", "|---|---|---|---|---|"]
+    lines += [f"| {p['regime']} | {p['probe']} | {p['delta_f1_binary']:+.4f} | {p['delta_f1_macro']:+.4f} | "
+              f"{p['delta_accuracy']:+.4f} |" for p in deltas]
+    if "probes.png" not in results["plots"]:
+        lines += ["", "Every delta is zero, so there is no probe plot."]
+    return lines + [""]
+
+
 def render_report(results: dict) -> str:
     """The markdown report of one run."""
     lines = _header(results) + _training_data_section(results) + _closed_section(results)
@@ -197,21 +277,15 @@ def render_report(results: dict) -> str:
         lines += _open_section(results)
     if any(e.get("rationale_check") for e in results["evaluations"]):
         lines += _rationale_check_section(results)
-    if results["probe_deltas"]:
-        lines += ["## Robustness probes", "",
-                  "ΔF1 = F1 under the probe − F1 on the plain input. Near zero for `no_image`/`swap_image` means "
-                  "the model does not use the image (a unimodal shortcut).", "",
-                  "| regime | probe | ΔF1 (binary) | ΔF1 (macro) | Δaccuracy |", "|---|---|---|---|---|"]
-        lines += [f"| {p['regime']} | {p['probe']} | {p['delta_f1_binary']:+.4f} | {p['delta_f1_macro']:+.4f} | "
-                  f"{p['delta_accuracy']:+.4f} |" for p in results["probe_deltas"]]
-        lines.append("")
+    if len(results["probes"]) > 1:
+        lines += _probes_section(results)
     if results["plots"]:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in results["plots"]]
     return "\n".join(lines) + "\n"
 
 
-def plot_probe_deltas(deltas: list[dict], path: Path) -> None:
-    """Bars of ΔF1 (binary) per probe and regime."""
+def plot_probe_deltas(deltas: list[dict], path: Path, model: str) -> None:
+    """Bars of ΔF1 (binary) per probe and regime of ``model`` (as the title names it)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.2))
     labels = [f"{d['probe']}\n{d['regime']}" for d in deltas]
@@ -220,7 +294,7 @@ def plot_probe_deltas(deltas: list[dict], path: Path) -> None:
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(values)), labels, fontsize=7)
     ax.set_ylabel("ΔF1 (binary)")
-    ax.set_title("Robustness probes: F1 change vs plain input", fontsize=9)
+    ax.set_title(f"{model}: F1 change under each probe", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

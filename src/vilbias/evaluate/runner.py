@@ -50,11 +50,13 @@ from vilbias.evaluate.judge import (
 )
 from vilbias.evaluate.leakage import SeenCheck, refuse_seen, seen_check
 from vilbias.evaluate.messages import PARSERS, prompt_versions, question_messages
-from vilbias.evaluate.report import finish_run
+from vilbias.evaluate.report import finish_run, one_class
 from vilbias.evaluate.store import EvaluationStore
 from vilbias.ledger import ask_missing
 from vilbias.metrics.scores import closed_metrics, open_scores
 from vilbias.models.catalogue import (
+    FUSION_MODEL_TYPE,
+    SENTENCE_MODEL_TYPE,
     ClassifierModel,
     GenerativeModel,
     Model,
@@ -110,7 +112,7 @@ def plan_views(cfg: EvaluateConfig) -> list[View]:
         FileNotFoundError: a dataset, model or judge path that does not exist.
         ValueError: rows a model trained on (unless ``allow_overlap``), --cv on one checkpoint, an empty split.
     """
-    check_dataset(cfg.dataset)
+    check_dataset(cfg.dataset, cfg.dataset_revision)
     check_spec(cfg.model)
     if cfg.judge:
         check_spec(cfg.judge, "judge")
@@ -266,9 +268,12 @@ def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: 
     if missing:
         return None, missing
     view, regime, probe = setting
+    references, predictions = [i.label for i in items], [closed[(i.unique_id, 0)]["label"] for i in items]
     record: dict[str, Any] = {
         "view": view, "regime": regime, "probe": probe,
-        "closed": closed_metrics([i.label for i in items], [closed[(i.unique_id, 0)]["label"] for i in items]),
+        "closed": closed_metrics(references, predictions),
+        # a constant model, or rows of one class: scores (and probe deltas) that measure nothing
+        "degenerate": one_class(references, predictions),
         "open": open_scores([verdicts[(i.unique_id, 0)] for i in items], resamples=cfg.bootstrap, seed=cfg.seed)
         if judged else None,
         # the model-free check on the same rationales, beside the judge's faithfulness
@@ -276,6 +281,42 @@ def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: 
                                                   [verdicts[(i.unique_id, 0)] for i in items]) if judged else None,
     }
     return record, 0
+
+
+# -- what the scored model is called ---------------------------------------------------------------
+
+def _architecture(folder: Path, model: Model) -> str:
+    """What a checkpoint folder holds, from its ``config.json`` (``adapter_config.json``), in a few words."""
+    # vilbias.models.configs imports transformers: here, once a model has been scored, not at import
+    from vilbias.models.configs import MINILM
+    from vilbias.models.image_encoders import EFFICIENTNET_LITE0
+
+    # the packaged encoders by the names a reader knows; any other by its id's last part
+    names = {MINILM: "MiniLM", EFFICIENTNET_LITE0: "EfficientNet-Lite0"}
+    config_file, adapter_file = folder / "config.json", folder / "adapter_config.json"
+    if adapter_file.is_file():
+        base = json.loads(adapter_file.read_text(encoding="utf-8")).get("base_model_name_or_path")
+        return f"LoRA adapter on {Path(base).name}" if base else "LoRA adapter"
+    config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
+    encoder = lambda name: names.get(name, Path(name or "?").name)  # noqa: E731
+    if config.get("model_type") == FUSION_MODEL_TYPE:
+        modality = config.get("modality", "text+image")
+        used = [encoder(config.get(f"{m}_encoder")) for m in ("text", "image") if m in modality]
+        return f"fusion: {' + '.join(used)}" + ("" if modality == "text+image" else f", {modality} only")
+    if config.get("model_type") == SENTENCE_MODEL_TYPE:
+        return f"sentence model: {encoder(config.get('encoder'))}"
+    return (config.get("architectures") or [model.kind])[0]
+
+
+def describe_model(spec: str, model: Model) -> tuple[str, str]:
+    """What the report and plot titles call the scored model: its name (the folder's, or the id) and what
+    it is, e.g. ``("fusion", "fusion: MiniLM + EfficientNet-Lite0")``, never an encoder's id alone."""
+    folder = Path(spec).expanduser()
+    if not folder.is_dir():
+        return model.name, model.kind
+    # --cv: a folder of per-fold models, trained alike; the first says what they are.
+    inner = folder / FOLDS[0] if (folder / FOLDS[0]).is_dir() else folder
+    return folder.resolve().name, _architecture(inner, model) + (", one per fold" if inner != folder else "")
 
 
 # -- one run ------------------------------------------------------------------------------------
@@ -338,6 +379,7 @@ class _Run:
     def meta(self, views: list[View]) -> dict[str, Any]:
         """Everything ``results.json`` says about the run besides its numbers."""
         cfg, model = self.cfg, self.model
+        name, architecture = describe_model(cfg.model, model)
         generative, judged = isinstance(model, GenerativeModel), any(e["open"] for e in self.evaluations)
         modality = (cfg.modality if model.vision else "text") if generative else \
             "+".join(m for m, used in (("text", model.uses_text), ("image", model.uses_image)) if used)
@@ -346,7 +388,8 @@ class _Run:
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "dataset": {"id": cfg.dataset, "config": "fold_0..fold_4" if cfg.cv else cfg.dataset_config, "split": cfg.split,
                         "revision": cfg.dataset_revision},
-            "model": {"id": cfg.model, "revision": cfg.model_revision, "kind": model.kind, "modality": modality},
+            "model": {"id": cfg.model, "revision": cfg.model_revision, "kind": model.kind, "modality": modality,
+                      "architecture": architecture, "title": f"{name} ({architecture})"},
             "training_data": [v.seen.as_dict(cfg.allow_overlap) for v in views],
             "judge": {"id": cfg.judge or self.judge.name, "revision": cfg.judge_revision, "retries": cfg.judge_retries}
             if judged else None,
