@@ -92,8 +92,9 @@ def test_cv_refuses_a_fold_model_that_saw_its_fold(sample_dataset_dir, tmp_path)
 
 
 @pytest.mark.parametrize("flag, message", [
-    ("--dataset", "dataset ./nope does not exist: give the folder `vilbias build` wrote or a Hub repo id"),
-    ("--model", "model ./nope does not exist: give a checkpoint folder, a Hub id, openai:<model>@<base_url>, transformers:<model> or smollm2"),
+    ("--dataset", "--dataset ./nope was taken for a local folder and does not exist: give the folder `vilbias build` "
+                  "wrote, or a Hub repo id ORG/NAME"),
+    ("--model", "model ./nope does not exist"),  # the catalogue's sentence (vilbias.models.catalogue.check_spec)
     ("--judge", "judge ./nope does not exist"),
 ])
 def test_missing_paths_fail_in_one_sentence_and_leave_nothing(flag, message, sample_dataset_dir, tmp_path, capsys,
