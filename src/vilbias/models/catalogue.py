@@ -58,6 +58,7 @@ from vilbias.models.predictors import (
     VLMPredictor,
     sample_answers,
 )
+from vilbias.paths import looks_local
 from vilbias.task import LABEL_NAMES, Item, classifier_text
 
 # torch and transformers (with vilbias.models.fusion and vlm, built on them) are imported inside
@@ -66,16 +67,84 @@ from vilbias.task import LABEL_NAMES, Item, classifier_text
 logger = logging.getLogger(__name__)
 
 SMOLLM2 = "smollm2"
-SENTENCE_MODEL_TYPE = "vilbias-sentence-bias"
-"""``model_type`` in a sentence model's ``config.json`` (:data:`vilbias.models.sentence_bias.MODEL_TYPE`)."""
-FUSION_MODEL_TYPE = "vilbias-fusion"
-OUR_MODEL_TYPES = {SENTENCE_MODEL_TYPE: "sentence", FUSION_MODEL_TYPE: "fusion"}
-"""``model_type`` of this project's own checkpoints -> their key in :data:`PREDICTORS`."""
+HUB_TIMEOUT_S = 3.0
+"""Seconds to wait for the Hub before a Hub id is reported unreachable (``HF_HUB_ETAG_TIMEOUT``
+overrides it), instead of huggingface_hub's minute of retries."""
 
 
-def looks_local(name: str) -> bool:
-    """Whether ``name`` is meant as a local path rather than a Hub id (``ORG/NAME`` or ``NAME``)."""
-    return Path(name).exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
+def our_model_types() -> dict[str, str]:
+    """``model_type`` of this project's own checkpoints -> their key in :data:`PREDICTORS`, read
+    from their config classes (:data:`vilbias.models.configs.CONFIGS`, imported on first use:
+    they import transformers)."""
+    from vilbias.models.configs import CONFIGS
+
+    return {config.model_type: kind for kind, config in CONFIGS.items()}
+
+
+def __getattr__(name: str) -> Any:
+    # the model types under their constant names, read from the config classes on first use
+    kinds = {"SENTENCE_MODEL_TYPE": "sentence", "FUSION_MODEL_TYPE": "fusion", "OUR_MODEL_TYPES": None}
+    if name not in kinds:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    types = our_model_types()
+    return types if kinds[name] is None else next(t for t, kind in types.items() if kind == kinds[name])
+
+
+def local_folder(name: str, what: str = "") -> Path | None:
+    """The folder ``name`` names, or None for a Hub id; one line, at once, for a local-looking
+    name that does not exist."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    if looks_local(name):
+        what = f"{what} " if what else ""
+        raise FileNotFoundError(f"{what}{name} does not exist (taken for a local folder)")
+    return None
+
+
+def hub_file(repo_id: str, filename: str, revision: str | None = None) -> Path | None:
+    """A file of a Hub model repo (from the cache when ``HF_HUB_OFFLINE`` is set or the Hub cannot
+    be reached), or None when the repo has no such file. A repo that does not exist, or that
+    cannot be reached and is not cached, fails in one line within :data:`HUB_TIMEOUT_S`, with
+    none of huggingface_hub's retries or their logs."""
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HTTPError,  # the base of the HTTP client's errors, whichever client huggingface_hub uses
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+    from huggingface_hub.file_download import repo_folder_name
+
+    taken = f"{repo_id} was taken for a Hub model id"
+    local_only, reason = constants.HF_HUB_OFFLINE, "HF_HUB_OFFLINE is set"
+    if not local_only:
+        timeout = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or HUB_TIMEOUT_S)
+        try:
+            get_hf_file_metadata(hf_hub_url(repo_id, filename, revision=revision), timeout=timeout)
+        except EntryNotFoundError:
+            return None
+        except GatedRepoError:
+            raise PermissionError(f"{taken}; it is gated: accept its terms on the Hub and log in (hf auth login)") from None
+        except RevisionNotFoundError:
+            raise FileNotFoundError(f"{taken}; it has no revision {revision}") from None
+        except RepositoryNotFoundError:
+            raise FileNotFoundError(f"{taken} and there is no such model at {constants.ENDPOINT} (or it is private and "
+                                    "no token was given), nor a local folder of that name") from None
+        except (HTTPError, OSError) as e:  # unreachable: the cache may still hold it
+            local_only, reason = True, f"the Hub at {constants.ENDPOINT} cannot be reached ({type(e).__name__})"
+    try:
+        return Path(hf_hub_download(repo_id, filename, revision=revision, local_files_only=local_only))
+    except LocalEntryNotFoundError:  # (an EntryNotFoundError: caught first)
+        cached = Path(constants.HF_HUB_CACHE, repo_folder_name(repo_id=repo_id, repo_type="model")).is_dir()
+        if cached:
+            return None  # the cache holds the repo, not this file
+        raise FileNotFoundError(f"{taken}, {reason} and the cache does not hold it; nor is there a local folder "
+                                "of that name") from None
+    except EntryNotFoundError:
+        return None
 
 
 @dataclass
@@ -253,20 +322,9 @@ def _transformers(spec: ModelSpec, options: LoadOptions) -> Model:
 
 
 def _config_file(name_or_path: str, filename: str, revision: str | None) -> dict | None:
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
-    path = Path(name_or_path)
-    if path.is_dir():
-        f = path / filename
-        return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-    if looks_local(name_or_path):
-        raise FileNotFoundError(f"{name_or_path} is neither a checkpoint folder nor a Hub model id")
-    try:
-        local = hf_hub_download(name_or_path, filename, revision=revision)
-    except EntryNotFoundError:
-        return None
-    return json.loads(Path(local).read_text(encoding="utf-8"))
+    folder = local_folder(name_or_path)
+    f = folder / filename if folder is not None else hub_file(name_or_path, filename, revision)
+    return json.loads(f.read_text(encoding="utf-8")) if f is not None and f.is_file() else None
 
 
 def _checkpoint_config(spec: ModelSpec) -> dict | None:
@@ -285,7 +343,7 @@ def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
     if config is None:
         return _vlm(spec, options)
     architectures = config.get("architectures") or []
-    ours = OUR_MODEL_TYPES.get(config.get("model_type"))
+    ours = our_model_types().get(config.get("model_type"))
     if ours or any(a.endswith("ForSequenceClassification") for a in architectures):
         if options.generative_only:
             raise ValueError(f"{name} is a classifier; the judge must be a generative model")
@@ -329,12 +387,12 @@ def load_sentence_model(name_or_path: str, *, revision: str | None = None) -> tu
     a folder or Hub repo, and the local folder it was read from (its metrics and card live there)."""
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    folder = Path(name_or_path)
-    if not folder.is_dir():
-        if looks_local(name_or_path):
-            raise FileNotFoundError(f"{name_or_path} is neither a model folder nor a Hub model id")
+    folder = local_folder(name_or_path)
+    if folder is None:
         from huggingface_hub import snapshot_download
 
+        if hub_file(name_or_path, "config.json", revision) is None:  # fails fast when unreachable
+            raise FileNotFoundError(f"{name_or_path} has no config.json: not a sentence model")
         folder = Path(snapshot_download(name_or_path, revision=revision))
     return SentenceBiasModel.from_pretrained(folder), folder
 
@@ -422,7 +480,7 @@ PREDICTORS: dict[str, Callable[..., Predictor]] = {
 def predictor_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
     """The key of :data:`PREDICTORS` a checkpoint's files name (as :func:`load_model` reads them)."""
     config = _checkpoint_config(ModelSpec.parse(spec))
-    return "vlm" if config is None else OUR_MODEL_TYPES.get(config.get("model_type"), "vlm")
+    return "vlm" if config is None else our_model_types().get(config.get("model_type"), "vlm")
 
 
 def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None = None, **options: Any) -> Predictor:
@@ -453,9 +511,16 @@ def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -
         ValueError: a malformed spec.
     """
     parsed = ModelSpec.parse(spec)
-    if parsed.kind == "checkpoint" and looks_local(parsed.model) and not Path(parsed.model).expanduser().is_dir():
-        raise FileNotFoundError(f"{what} {parsed.model} does not exist: give a checkpoint folder, a Hub id, "
-                                "openai:<model>@<base_url>, transformers:<model> or smollm2")
+    if parsed.kind != "checkpoint":
+        return parsed
+    if looks_local(parsed.model) and not Path(parsed.model).expanduser().is_dir():
+        raise FileNotFoundError(f"{what} {parsed.model} does not exist (taken for a local folder): give a checkpoint "
+                                "folder, a Hub id, openai:<model>@<base_url>, transformers:<model> or smollm2")
+    if not looks_local(parsed.model):
+        from huggingface_hub import constants
+
+        if not constants.HF_HUB_OFFLINE:
+            hub_file(parsed.model, "config.json", parsed.revision)  # one request: fails in one line when it is not there
     return parsed
 
 
@@ -475,6 +540,6 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
 
 __all__ = [
     "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec",
-    "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
-    "looks_local", "predictor_kind",
+    "hub_file", "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
+    "local_folder", "looks_local", "our_model_types", "predictor_kind",
 ]
