@@ -21,12 +21,14 @@ from vilbias.config import run_subcommand
 
 
 def _classifier(argv: list[str], prog: str) -> int:
-    from vilbias.training.preflight import check_dataset  # light: no torch, no transformers
+    from vilbias.paths import resolve_dataset  # light: no torch, no transformers
 
     dataset = _value_of(argv, "--dataset")
     if dataset:
+        # A local folder that is not there, or a Hub repo that does not exist, in one line before the
+        # libraries load (a local-looking name is never sent to the Hub).
         try:
-            check_dataset(dataset)  # a missing local folder, in one line, before the libraries load
+            resolve_dataset(dataset, _value_of(argv, "--dataset-revision") or _value_of(argv, "--revision"))
         except FileNotFoundError as e:
             print(f"{prog}: error: {e}", file=sys.stderr)
             return 2

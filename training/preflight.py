@@ -10,7 +10,6 @@ install kernels": a message about its 4-bit CPU kernels, which concerns only a r
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 BITSANDBYTES_CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
 
@@ -24,14 +23,13 @@ def quiet_bitsandbytes(four_bit: bool = False) -> None:
 
 
 def check_dataset(dataset: str | None) -> None:
-    """Fail in one line, before anything loads, when ``dataset`` looks like a local path that does not
-    exist (such a name is never sent to the Hub).
+    """Fail in one line, before anything loads, when ``dataset`` looks like a local path that is not a
+    folder (such a name is never sent to the Hub; :func:`vilbias.paths.resolve_dataset` decides).
 
     Raises:
         FileNotFoundError: naming the path.
     """
-    from vilbias.models.catalogue import looks_local
+    from vilbias.paths import looks_local, resolve_dataset
 
-    if dataset and looks_local(dataset) and not Path(dataset).expanduser().is_dir():
-        raise FileNotFoundError(f"--dataset {dataset} does not exist; it looks like a local path "
-                                "(give the folder `vilbias build` wrote, or a Hub repo id ORG/NAME)")
+    if dataset and looks_local(dataset):
+        resolve_dataset(dataset)
