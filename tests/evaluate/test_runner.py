@@ -251,6 +251,10 @@ def test_compare_runs_and_model_index(sample_dataset_dir, test_items, tmp_path):
     for plot in ("closed_vs_open.png", "scaling.png", "modality_gap.png"):
         assert (tmp_path / "analysis" / plot).stat().st_size > 5000
     assert "Pearson r = 1.000" in (tmp_path / "analysis" / "analysis.md").read_text()
+    # the untagged stub answers "biased" to everything: named as such above the analyses
+    assert list(analysis["degenerate_runs"]) == ["stub-default-test"]
+    assert "- `stub-default-test`: the model predicts biased for every scored row" in (
+        tmp_path / "analysis" / "analysis.md").read_text()
 
     folder = tmp_path / "model"
     folder.mkdir()

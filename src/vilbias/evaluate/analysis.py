@@ -11,6 +11,9 @@
 - **Modality gap**: runs tagged with the same ``--pair`` name, one text-only and one text+image:
   ΔF1 = F1(text+image) − F1(text) per pair.
 
+Runs whose model answers one class for every row (``results.json``'s ``degenerate``) are named at the
+top of ``analysis.md``: their points are a constant's.
+
 Writes ``analysis.json``, ``analysis.md`` and the PNG plots to the output folder.
 """
 
@@ -197,7 +200,9 @@ def compare_runs(run_dirs: Sequence[str | Path], output: str | Path) -> dict:
     output.mkdir(parents=True, exist_ok=True)
     analysis: dict = {"runs": [r["run"] for r in runs],
                       "closed_vs_open": closed_vs_open([p for r in runs for p in closed_open_points(r, f"{r['run']} ")]),
-                      "scaling": scaling(runs) or None, "modality_gap": modality_gap(runs) or None, "plots": []}
+                      "scaling": scaling(runs) or None, "modality_gap": modality_gap(runs) or None,
+                      # runs whose scores are a constant's (or over rows of one class): points, not findings
+                      "degenerate_runs": {r["run"]: r["degenerate"] for r in runs if r.get("degenerate")}, "plots": []}
     if analysis["closed_vs_open"]:
         c = analysis["closed_vs_open"]
         plot_closed_vs_open(c["points"], output / "closed_vs_open.png", c["pearson"]["r"] if c["pearson"] else None)
@@ -228,6 +233,9 @@ def _render_closed_vs_open(c: dict) -> list[str]:
 
 def _render(a: dict) -> str:
     lines = ["# Analyses across runs", "", "Runs: " + ", ".join(f"`{r}`" for r in a["runs"]), ""]
+    if a["degenerate_runs"]:
+        lines += ["> **Runs whose scores do not measure the task** (their points below are a constant's, not evidence):", ">"]
+        lines += [f"> - `{run}`: {note}" for run, note in a["degenerate_runs"].items()] + [""]
     if a["closed_vs_open"]:
         lines += _render_closed_vs_open(a["closed_vs_open"])
     if a["scaling"]:
