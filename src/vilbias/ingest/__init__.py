@@ -7,37 +7,24 @@ it) and raises :class:`ItemFetchError` with a message for the user. :func:`extra
 the pure extractor both use. See ``docs/ingest.md``.
 """
 
-from vilbias.ingest.extract import Extracted, extract_article
-from vilbias.ingest.item import (
-    FetchedItem,
-    ItemFetchError,
-    fetch_article,
-    fetch_image,
-    fetch_item,
-    fetch_item_async,
-)
-from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
-from vilbias.ingest.page_images import ImageCandidate
-from vilbias.ingest.pipeline import IngestConfig, IngestSummary, ingest, ingest_async
-from vilbias.ingest.urls import canonicalize_url, is_http_url
+import importlib
 
-__all__ = [
-    "Extracted",
-    "FetchFailed",
-    "FetchSettings",
-    "FetchedItem",
-    "Fetcher",
-    "ImageCandidate",
-    "IngestConfig",
-    "IngestSummary",
-    "ItemFetchError",
-    "canonicalize_url",
-    "extract_article",
-    "fetch_article",
-    "fetch_image",
-    "fetch_item",
-    "fetch_item_async",
-    "ingest",
-    "ingest_async",
-    "is_http_url",
-]
+# name -> the module defining it, loaded on first use: `vilbias ingest --help` parses IngestConfig
+# (vilbias.ingest.config) without importing the fetcher's httpx.
+_EXPORTS = {
+    "Extracted": "extract", "extract_article": "extract",
+    "FetchedItem": "item", "ItemFetchError": "item", "fetch_article": "item", "fetch_image": "item",
+    "fetch_item": "item", "fetch_item_async": "item",
+    "Fetcher": "net", "FetchFailed": "net",
+    "FetchSettings": "config", "IngestConfig": "config",
+    "ImageCandidate": "page_images",
+    "IngestSummary": "pipeline", "ingest": "pipeline", "ingest_async": "pipeline",
+    "canonicalize_url": "urls", "is_http_url": "urls",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"vilbias.ingest.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

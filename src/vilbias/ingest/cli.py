@@ -17,11 +17,12 @@ from vilbias.config import ConfigParser, save_config
 
 
 def main(argv: list[str], prog: str = "vilbias ingest") -> int:
-    from vilbias.ingest.net import FetchSettings
-    from vilbias.ingest.pipeline import IngestConfig, ingest
+    from vilbias.ingest.config import FetchSettings, IngestConfig
 
     config, config.fetch = ConfigParser([IngestConfig, FetchSettings], prog=prog,
                                         description=__doc__.splitlines()[0]).parse(argv)
+    from vilbias.ingest.pipeline import ingest
+
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         # httpx logs every request at INFO; the progress bars and summary say enough.
         logging.getLogger("httpx").setLevel(logging.WARNING)

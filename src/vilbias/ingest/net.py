@@ -30,28 +30,19 @@ import socket
 import ssl
 import time
 import urllib.robotparser
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
 
-from vilbias import __version__
+from vilbias.ingest.config import FetchSettings, Resolver
 from vilbias.ingest.urls import host_of, is_http_url
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_USER_AGENT = (
-    f"vilbias/{__version__} (research crawler for the BiasCorpus dataset; "
-    "+https://huggingface.co/datasets/vilbias/BiasCorpus)"
-)
 ROBOTS_TOKEN = "vilbias"
 MAX_REDIRECTS = 5
-
-Resolver = Callable[[str], Sequence[str]]
-"""Maps a host name to IP address strings. Tests inject one to serve many host names from
-loopback without touching ``/etc/hosts``."""
 
 
 class FetchFailed(Exception):
@@ -147,42 +138,6 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
             keepalive_expiry=5.0,
             network_backend=backend,
         )
-
-
-@dataclass
-class FetchSettings:
-    """How the fetcher behaves. ``vilbias ingest`` takes these fields as flags (all but those
-    marked ``cli: False``), with the help text below."""
-
-    timeout: float = field(default=20.0, metadata={"help": "Seconds for connect and each read; a request gets 3x."})
-    max_retries: int = field(default=3, metadata={"help": "In-run retries on 429/5xx/timeouts, with backoff and jitter."})
-    backoff: float = field(
-        default=0.5, metadata={"cli": False, "help": "First retry delay in seconds; doubles each retry, with +/-50% jitter."}
-    )
-    max_retry_after: float = field(
-        default=60.0, metadata={"help": "Longest Retry-After honoured in-run; longer fails the item until the next run."}
-    )
-    per_host: int = field(default=4, metadata={"help": "Requests in flight per host."})
-    concurrency: int = field(default=32, metadata={"help": "Requests in flight over all hosts."})
-    rate: float = field(default=5.0, metadata={"help": "Request starts per second per host (0: unlimited)."})
-    user_agent: str = field(default=DEFAULT_USER_AGENT, metadata={"help": "User-Agent header; keep it honest."})
-    ignore_robots: bool = field(default=False, metadata={"help": "Do not obey robots.txt (only for sites you own)."})
-    allow_private_addresses: bool = field(
-        default=False,
-        metadata={"help": "Allow fetching from loopback/private/link-local addresses (tests, intranets)."},
-    )
-    max_page_bytes: int = field(default=5 * 1024 * 1024, metadata={"cli": False, "help": "Size cap of pages and feeds."})
-    max_image_bytes: int = field(default=25 * 1024 * 1024, metadata={"cli": False, "help": "Size cap of images."})
-    resolver: Resolver | None = field(
-        default=None, repr=False, metadata={"cli": False, "help": "Host name -> addresses hook (tests serve many hosts from loopback)."}
-    )
-
-    def validate(self) -> None:
-        """Fail fast on settings no run can work with."""
-        if self.per_host < 1 or self.concurrency < 1:
-            raise ValueError("--per-host and --concurrency must be at least 1")
-        if self.timeout <= 0 or self.max_retries < 0 or self.rate < 0:
-            raise ValueError("--timeout must be positive, --max-retries and --rate non-negative")
 
 
 @dataclass

@@ -27,6 +27,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from vilbias.images import ImageInfo, validate_image
+from vilbias.ingest.config import IngestConfig
 from vilbias.ingest.extract import Extracted, extract_article
 from vilbias.ingest.feeds import (
     FeedError,
@@ -36,9 +37,9 @@ from vilbias.ingest.feeds import (
     resolve_google_news,
 )
 from vilbias.ingest.item import PAGE_ACCEPT, NoUsableImage, first_usable_image
-from vilbias.ingest.net import Fetcher, FetchFailed, FetchSettings
+from vilbias.ingest.net import Fetcher, FetchFailed
 from vilbias.ingest.text import content_hash, decode_html
-from vilbias.ingest.urls import canonicalize_url, host_of, is_http_url
+from vilbias.ingest.urls import canonicalize_url, host_of
 from vilbias.text import count_sentences
 from vilbias.workdir import (
     ARTICLES,
@@ -60,62 +61,6 @@ FILTER_REASONS = (
     "too_few_sentences", "multimedia", "not_an_article", "not_html", "no_usable_image",
     "duplicate_url", "duplicate_content",
 )
-
-
-@dataclass
-class IngestConfig:
-    """Settings of ``vilbias ingest``; every field is also a command-line flag, and so are
-    ``fetch``'s (:class:`FetchSettings`: ``--timeout``, ``--per-host``, ``--allow-private-addresses`` ...)."""
-
-    workdir: Path = field(metadata={"help": "Workdir to create or resume (articles.jsonl, images/, ingest_errors.jsonl)."})
-    feed: list[str] = field(default_factory=list, metadata={"help": "Feed URL (RSS/Atom, Google News RSS); repeatable."})
-    feeds_file: Path | None = field(default=None, metadata={"help": "File with one feed URL per line (# comments allowed)."})
-    max_items: int | None = field(
-        default=None, metadata={"help": "Stop once the workdir holds this many articles (counts earlier runs)."}
-    )
-    min_sentences: int = field(default=20, metadata={"help": "Drop articles with fewer sentences (paper: 20)."})
-    max_attempts: int = field(
-        default=3, metadata={"help": "Runs in which a transiently failing URL is tried before it is given up."}
-    )
-    workers: int = field(
-        default=0,
-        metadata={
-            "help": "Processes for extraction and image checks (0: one background thread). "
-            "Raise it when the CPU, not the network, limits the run."
-        },
-    )
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
-    fetch: FetchSettings = field(
-        default_factory=FetchSettings,
-        # Its fields are flags of their own: `vilbias ingest` parses FetchSettings beside this config.
-        metadata={"cli": False, "help": "Fetching: safety, politeness, retries."},
-    )
-
-    def feed_urls(self) -> list[str]:
-        urls = list(self.feed)
-        if self.feeds_file is not None:
-            path = Path(self.feeds_file)
-            if not path.is_file():
-                raise FileNotFoundError(f"--feeds-file {path} does not exist")
-            urls += [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-        return list(dict.fromkeys(urls))
-
-    def validate(self) -> list[str]:
-        """Check the settings before any work starts; returns the feed URLs."""
-        urls = self.feed_urls()
-        if not urls:
-            raise ValueError("give at least one --feed URL or a --feeds-file")
-        bad = [u for u in urls if not is_http_url(u)]
-        if bad:
-            raise ValueError(f"feed URLs must be absolute http(s) URLs: {', '.join(bad)}")
-        if self.min_sentences < 1:
-            raise ValueError("--min-sentences must be at least 1")
-        if self.max_items is not None and self.max_items < 1:
-            raise ValueError("--max-items must be at least 1")
-        if self.max_attempts < 1:
-            raise ValueError("--max-attempts must be at least 1")
-        self.fetch.validate()
-        return urls
 
 
 @dataclass
