@@ -59,4 +59,4 @@ COMMANDS = {
 
 
 def main(argv: list[str], prog: str = "vilbias train") -> int:
-    return run_subcommand(prog, (__doc__ or "").strip().splitlines()[0], COMMANDS, argv)
+    return run_subcommand(prog, "Train classifier baselines or run a trl sft recipe.", COMMANDS, argv)

@@ -175,9 +175,11 @@ class ConfigParser(HfArgumentParser):
             unknown = [a.split("=")[0] for a in message.split(":", 1)[1].split() if a.startswith("-")]
             known = [s for a in self._actions for s in a.option_strings if a.help is not argparse.SUPPRESS]
             for name in unknown:
-                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                # An old spelling counts as near its replacement (`--bach-size`: --per-device-train-batch-size).
+                close = difflib.get_close_matches(name, known + list(self.renamed), n=1, cutoff=0.6)
                 if close:
-                    self.exit(2, f"{self.prog}: error: unknown option {name}; did you mean {close[0]}? (--help lists them)\n")
+                    self.exit(2, f"{self.prog}: error: unknown option {name}; did you mean {self.renamed.get(close[0], close[0])}? "
+                                 "(--help lists them)\n")
             message = f"unknown option{'s' if len(unknown) > 1 else ''} {' '.join(unknown) or message.split(':', 1)[1].strip()} (--help lists them)"
         self.exit(2, f"{self.prog}: error: {message}\n")
 
