@@ -55,14 +55,13 @@ from vilbias.evaluate.store import EvaluationStore
 from vilbias.ledger import ask_missing
 from vilbias.metrics.scores import closed_metrics, open_scores
 from vilbias.models.catalogue import (
-    FUSION_MODEL_TYPE,
-    SENTENCE_MODEL_TYPE,
     ClassifierModel,
     GenerativeModel,
     Model,
     ModelSpec,
     check_spec,
     load_model,
+    our_model_types,
 )
 from vilbias.models.chat import ChatRequest, chat_jobs
 from vilbias.models.chat_local import TransformersBackend
@@ -299,11 +298,12 @@ def _architecture(folder: Path, model: Model) -> str:
         return f"LoRA adapter on {Path(base).name}" if base else "LoRA adapter"
     config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
     encoder = lambda name: names.get(name, Path(name or "?").name)  # noqa: E731
-    if config.get("model_type") == FUSION_MODEL_TYPE:
+    ours = our_model_types().get(config.get("model_type"))
+    if ours == "fusion":
         modality = config.get("modality", "text+image")
         used = [encoder(config.get(f"{m}_encoder")) for m in ("text", "image") if m in modality]
         return f"fusion: {' + '.join(used)}" + ("" if modality == "text+image" else f", {modality} only")
-    if config.get("model_type") == SENTENCE_MODEL_TYPE:
+    if ours == "sentence":
         return f"sentence model: {encoder(config.get('encoder'))}"
     return (config.get("architectures") or [model.kind])[0]
 
