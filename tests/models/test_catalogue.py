@@ -81,5 +81,5 @@ def test_the_sentence_model_loads_from_its_folder_and_a_bad_path_is_one_sentence
     assert source == Path(str(folder)) and (source / "metrics.json").is_file()
     article = model.score_article(["The senator's reckless, disgraceful scheme will ruin families.", "The vote is on Tuesday."])
     assert 0.0 <= article.probability <= 1.0 and len(article.sentences) == 2
-    with pytest.raises(FileNotFoundError, match="neither a model folder nor a Hub model id"):
+    with pytest.raises(FileNotFoundError, match=r"nope does not exist \(taken for a local folder\)"):
         load_sentence_model(str(tmp_path / "nope"))
