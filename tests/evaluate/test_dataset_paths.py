@@ -80,3 +80,12 @@ def test_evaluate_says_it_in_one_line_before_loading_anything(workdir, capsys):
     assert err == ("vilbias evaluate: error: --dataset ./BiasCorpsu was taken for a local folder and does not exist "
                    "(did you mean ./BiasCorpus?): give the folder `vilbias build` wrote, or a Hub repo id ORG/NAME\n")
     assert sorted(p.name for p in workdir.iterdir()) == ["BiasCorpus", "outputs"]  # no results folder
+
+
+def test_offline_a_hub_id_is_not_looked_up_and_fails_in_one_line(workdir, capsys):
+    from vilbias.cli import main
+
+    assert main(["evaluate", "--dataset", "org/missing", "--model", "smollm2"]) == 2  # the suite runs HF_HUB_OFFLINE=1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "vilbias evaluate: error: cannot load split 'test' of org/missing (taken for a Hub repo id, with HF_HUB_OFFLINE set)")
