@@ -28,6 +28,7 @@ import datasets
 
 from vilbias import task
 from vilbias.ledger import Ledger, Table
+from vilbias.rationale import check_rationale, codes
 from vilbias.task import LABEL_NAMES, N_FOLDS, SPLITS
 from vilbias.workdir import read_articles
 
@@ -56,6 +57,9 @@ DEFAULT_FEATURES = datasets.Features(
         "text_label": datasets.ClassLabel(names=LABEL_NAMES),
         "multimodal_label": datasets.ClassLabel(names=LABEL_NAMES),
         "reasoning": datasets.Value("string"),
+        # The model-free rationale check's result for `reasoning` (vilbias.rationale): its problem
+        # codes, empty when the rationale passes. Not an sft column.
+        "rationale_problems": datasets.List(datasets.Value("string")),
         "techniques": datasets.List(datasets.Value("string")),
         "votes": datasets.List(_BALLOT),
         "text_votes": datasets.List(_BALLOT),
@@ -238,10 +242,31 @@ class BiasCorpus(datasets.GeneratorBasedBuilder):
             yield row.unique_id, {c: example[c] for c in columns}
 
 
-def iter_examples(plan: Plan, keep=None):
+def rationale_check(example: dict[str, Any], techniques: list[str] | None) -> list[str]:
+    """The problem codes of a stored example's ``reasoning`` (:func:`vilbias.rationale.check_rationale`
+    against its headline, article text, caption, label and ``techniques``; None skips the technique
+    comparison, for a source that records none). ``[]`` when it passes; ``["empty"]`` when there is none."""
+    return codes(check_rationale(
+        example["reasoning"], article_text=example["article_text"] or "", headline=example["headline"] or "",
+        caption=example["image_caption"] or "", label=example["multimodal_label"], techniques=techniques,
+    ))
+
+
+def rationale_author(resolution: dict[str, Any]) -> str | None:
+    """Who wrote a workdir row's ``reasoning``: ``reviewer`` for a corrected rationale, else the
+    annotator whose rationale the vote took; None when the row has none."""
+    if resolution.get("corrected_rationale"):
+        return "reviewer"
+    if not (resolution.get("row_reasoning") or "").strip():
+        return None
+    return resolution.get("rationale_from") or "annotators"
+
+
+def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None = None):
     """Yield ``(PlanRow, stored example)`` for every planned row, in ingestion order, reading each
     article, its resolved annotation and its image once. A stored example has every column of
-    :data:`STORED_FEATURES` (``default``'s columns plus the ``sft`` conversation)."""
+    :data:`STORED_FEATURES` (``default``'s columns plus the ``sft`` conversation). ``authors``,
+    when given, receives each yielded row's :func:`rationale_author` before the row is yielded."""
     workdir = Path(plan.workdir)
     resolutions = Resolutions(plan.resolved)
     try:
@@ -253,7 +278,7 @@ def iter_examples(plan: Plan, keep=None):
             # Settled by the plan: a reviewer's rationale, else the annotators' for their own
             # label; a label set by review without one has none (flagged), never another label's.
             reasoning = res["row_reasoning"]
-            yield row, {
+            example = {
                 "unique_id": art.unique_id,
                 "outlet": art.outlet,
                 "headline": art.headline,
@@ -277,11 +302,15 @@ def iter_examples(plan: Plan, keep=None):
                 "review_flag": res["review_flag"],
                 "messages": task.messages(art.headline, art.article_text, row.label, reasoning),
             }
+            example["rationale_problems"] = rationale_check(example, res["techniques"])
+            if authors is not None:
+                authors[art.unique_id] = rationale_author(res)
+            yield row, example
     finally:
         resolutions.close()
 
 
 __all__ = [
     "BiasCorpus", "BiasCorpusConfig", "CELLS", "DEFAULT_FEATURES", "IMPORTED_FEATURES", "IMPORTED_STORED_FEATURES", "SFT_FEATURES",
-    "STORED_FEATURES", "VIEWS", "Plan", "PlanRow", "Resolutions", "View", "iter_examples",
+    "STORED_FEATURES", "VIEWS", "Plan", "PlanRow", "Resolutions", "View", "iter_examples", "rationale_author", "rationale_check",
 ]

@@ -65,8 +65,8 @@ def test_v1_layout_with_an_images_folder(tmp_path):
     assert all(r["image"]["bytes"] == by_id[r["unique_id"]].image for r in table)
     card = _card(tmp_path / "out")
     assert "license: cc-by-nc-4.0" in card and "`Likely` → `biased`, `Unlikely` → `not_biased`" in card
-    assert "disinformation" in card and "zenodo.13961155" in card and "30 records read, 30 kept, 0 left out" in card
-    assert "30 of 30 rows have no rationale" in card
+    assert "disinformation" in card and "zenodo.13961155" in card and "30 records read, 30 kept, none left out" in card
+    assert "this release has no rationales at all" in card and "No row has a rationale" in card
 
 
 def test_2025_hub_layout_embedded_images_and_sft_without_rationale(tmp_path):

@@ -20,6 +20,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias import __version__
 from vilbias.annotate.store import AnnotationStore
+from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import PlannedRow
 from vilbias.loading_script.biascorpus import VIEWS, Plan, Resolutions
 from vilbias.metrics.agreement import cohen_kappa
@@ -29,7 +30,44 @@ from vilbias.task import ARTICLE_WORDS, BIASED, BIASED_NAME, LABEL_NAMES, NOT_BI
 CHANGELOG_START = "<!-- changelog:start -->"
 CHANGELOG_END = "<!-- changelog:end -->"
 """The card's changelog sits between these markers; ``vilbias publish`` rewrites what is between."""
+LOADING_START = "<!-- loading:start -->"
+LOADING_END = "<!-- loading:end -->"
+"""The card's loading examples sit between these markers: the folder that was built, until
+``vilbias publish dataset`` rewrites them for its repo and release tag (:func:`insert_loading`)."""
 PLOT_PATH = "assets/label_by_outlet.png"
+
+
+def loading_block(name: str, *, sft: bool, version: str | None = None) -> str:
+    """The card's loading examples for ``name`` (a folder or a Hub repo), between the markers;
+    ``version`` (a tag such as ``v1.0.0``) adds the pinning example."""
+    pad = max(len(name), 10)
+    lines = [
+        LOADING_START, "```python", "from datasets import load_dataset", "",
+        f'ds = load_dataset("{name}"){" " * (pad - len(name))}                      # train / validation / test',
+        f'fold = load_dataset("{name}", "fold_3"){" " * (pad - len(name))}          # 5-fold CV: train / test',
+    ]
+    if sft:
+        lines.append(f'sft = load_dataset("{name}", "sft", split="train"){" " * (pad - len(name))} # TRL vision conversational format')
+    if version:
+        lines.append(f'pinned = load_dataset("{name}", "fold_0", revision="{version}")  # pin this release')
+    lines.append("```")
+    if sft:
+        lines += ["", f"`trl sft` trains on the `sft` config directly (`dataset_name: {name}`, `dataset_config: sft`)."]
+    if not version:
+        lines += ["", f"`{name}` is the folder `vilbias build` wrote. Once published (`vilbias publish dataset --repo-id ORG/NAME "
+                      "--version X.Y.Z`), this section names the repo and the release tag to pin."]
+    lines.append(LOADING_END)
+    return "\n".join(lines)
+
+
+def insert_loading(card: str, repo_id: str, tag: str) -> str:
+    """``card`` with its loading examples naming ``repo_id`` at ``tag`` (publishing); a card
+    without the markers is returned as it is."""
+    start, end = card.find(LOADING_START), card.find(LOADING_END)
+    if start < 0 or end < start:
+        return card
+    block = card[start:end + len(LOADING_END)]
+    return card[:start] + loading_block(repo_id, sft='"sft"' in block, version=tag) + card[end + len(LOADING_END):]
 
 
 def annotator_audits(store: str | Path) -> list[dict[str, Any]]:
@@ -64,14 +102,15 @@ def row_statistics(rows: Iterable[PlannedRow], split_report: Mapping[str, Any]) 
             b = sum(r.label == BIASED for r in members)
             table.append({"config": view.name, "split": split, "rows": len(members), BIASED_NAME: b,
                           NOT_BIASED_NAME: len(members) - b, "share": b / len(members) if members else 0.0})
-    outlets = Counter(r.outlet for r in rows)
-    outlet_biased = Counter(r.outlet for r in rows if r.label == BIASED)
+    outlets = Counter(r.outlet or "" for r in rows)
+    outlet_biased = Counter(r.outlet or "" for r in rows if r.label == BIASED)
     return {
         "n_rows": n,
         "n_biased": biased,
         "n_not_biased": n - biased,
         "biased_share": biased / n if n else 0.0,
         "n_outlets": len([o for o in outlets if o]),
+        "n_no_outlet": outlets[""],
         "split_table": table,
         "top_outlets": [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)],
         "split_report": split_report,
@@ -164,6 +203,17 @@ def review_columns(plan: Plan) -> dict[str, Any]:
     }
 
 
+CODE_TEXT = {
+    "empty": "no rationale, or under three words",
+    "cut_off": "stops mid-sentence",
+    "repeats_itself": "repeats itself",
+    "quote_not_in_article": "quotes text the article does not contain",
+    "argues_other_label": "argues for the other label",
+    "names_absent_technique": "names a technique the row marks absent",
+}
+"""How the card words each problem code of :data:`vilbias.rationale.CODES`."""
+
+
 def plot_label_by_outlet(rows: Iterable[PlannedRow], path: Path, top: int = 15) -> None:
     """Horizontal stacked bars: rows per outlet split by label (the card's figure)."""
     import matplotlib
@@ -196,20 +246,25 @@ def render_card(
     card_data: DatasetCardData,
     stats: dict[str, Any],
     *,
-    repo_id: str,
-    version: str,
+    names: CardNames,
     changelog: str,
     is_sample: bool,
-    pretty_name: str,
+    rationales: dict[str, Any] | None,
 ) -> DatasetCard:
-    """The :class:`huggingface_hub.DatasetCard` for a build, from the Jinja template."""
+    """The :class:`huggingface_hub.DatasetCard` for a build, from the Jinja template. ``stats``
+    holds :func:`row_statistics` and, for a workdir, :func:`card_statistics`; an import adds
+    ``imported`` (the report's ``source`` section)."""
     template = files("vilbias.dataset_card") / "README.md.jinja"
+    version = f"v{names.version}" if names.repo_id else None
+    defaults = {"imported": None, "n_reviewed": 0}
     return DatasetCard.from_template(
         card_data,
         template_str=template.read_text(encoding="utf-8"),
-        pretty_name=pretty_name,
-        repo_id=repo_id,
-        version=version,
+        pretty_name=names.pretty_name,
+        loading=loading_block(names.load_name, sft=True, version=version),
+        load_name=names.load_name,
+        rationales=rationales,
+        code_names=CODE_TEXT,
         changelog=changelog,
         is_sample=is_sample,
         vilbias_version=__version__,
@@ -217,7 +272,7 @@ def render_card(
         sft_words=ARTICLE_WORDS,
         changelog_start=CHANGELOG_START,
         changelog_end=CHANGELOG_END,
-        **stats,
+        **{**defaults, **stats},
     )
 
 

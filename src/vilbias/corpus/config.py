@@ -43,9 +43,17 @@ class Origin:
 class CardNames:
     """How the card names the dataset and its release (its loading and pinning examples)."""
 
-    repo_id: str
+    repo_id: str | None
+    """The Hub repo the card's loading examples name; None: they name :attr:`folder`."""
     version: str
     pretty_name: str
+    folder: str = str(DEFAULT_OUTPUT)
+    """The output folder as the user gave it (what ``load_dataset`` loads before publishing)."""
+
+    @property
+    def load_name(self) -> str:
+        """What ``load_dataset`` is given in the card: the repo when one is named, else the folder."""
+        return self.repo_id or self.folder
 
 
 @dataclass
@@ -103,10 +111,18 @@ class BuildConfig:
         default=None,
         metadata={"help": "The previous release whose rows keep their split and fold: a built folder or a Hub dataset ORG/NAME[@REVISION]. Default: the existing build in --output, if any."},
     )
-    repo_id: str = field(default="vilbias/BiasCorpus", metadata={"help": "Hub repo id the card's loading examples name."})
+    repo_id: str | None = field(
+        default=None,
+        metadata={"help": "Hub repo id the card's loading examples name (default: the output folder; `vilbias publish dataset` writes its repo in)."},
+    )
     version: str = field(default="1.0.0", metadata={"help": "Release version the card's pinning example names."})
     pretty_name: str = field(default="BiasCorpus", metadata={"help": "Dataset name in the card."})
     max_shard_size: str = field(default="500MB", metadata={"help": "Parquet shard size cap, as datasets parses it (e.g. 500MB)."})
+    exclude_failed_rationales: bool = field(
+        default=False,
+        metadata={"help": "Keep rationales that fail the rationale check (vilbias.rationale) out of what `sft` trains on: their "
+                          "`sft` answer is the label alone. The rows and their rationales stay in `default`; the card states the count."},
+    )
     num_proc: int | None = field(
         default=None, metadata={"help": "Processes for image validation (default: all cores above 2,000 images, else 1)."}
     )
@@ -141,4 +157,4 @@ class BuildConfig:
 
     @property
     def card_names(self) -> CardNames:
-        return CardNames(self.repo_id, self.version, self.pretty_name)
+        return CardNames(self.repo_id, self.version, self.pretty_name, str(self.output))

@@ -59,12 +59,15 @@ from vilbias.loading_script.biascorpus import (
     IMPORTED_FEATURES,
     IMPORTED_STORED_FEATURES,
     SFT_FEATURES,
+    rationale_check,
 )
 from vilbias.task import ANSWER_LABELS
 from vilbias.workdir import iso_date
 
 logger = logging.getLogger(__name__)
 
+SOURCE_AUTHOR = "the source"
+"""Who wrote an imported row's rationale, as the card and report name it."""
 MAX_LISTED = 1000
 """Exclusions listed one by one in the report (all are counted)."""
 
@@ -182,7 +185,7 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
     if not reasoning:
         # No rationale in the source: the answer is the label alone, never an empty "Reasoning:".
         messages[-1]["content"][0]["text"] = f"Label: {ANSWER_LABELS[kept.label]}"
-    return {
+    example = {
         "unique_id": uid,
         "outlet": text("outlet"),
         "headline": headline,
@@ -208,6 +211,9 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
         "source_text_label": raw_text,
         "messages": messages,
     }
+    # The source records no techniques: the check compares quotations, label and completeness only.
+    example["rationale_problems"] = rationale_check(example, None)
+    return example
 
 
 def label_map_hint(unknown: Counter, layout: Layout) -> str:
@@ -312,9 +318,15 @@ class ReleaseSource:
                 raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
             yield (kept.split, kept.fold), _example(record, layout, uid, kept, data)
 
-    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
+    def rationale_author(self, example: dict[str, Any]) -> str | None:
+        """Every imported rationale is the source's."""
+        return SOURCE_AUTHOR if example["reasoning"] else None
+
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
+             rationales: dict[str, Any] | None) -> str:
         source, layout, scan = self._source, self._layout, self._scan
-        plot_label_by_outlet(scan.kept.values(), repo / PLOT_PATH)
+        if any(k.outlet for k in scan.kept.values()):  # no plot of a single "(unknown)" bar
+            plot_label_by_outlet(scan.kept.values(), repo / PLOT_PATH)
         card_data = DatasetCardData(
             pretty_name=names.pretty_name,
             license=layout.license,
@@ -326,8 +338,8 @@ class ReleaseSource:
         )
         card_metadata(card_data, self.views, infos, list(self.features))
         imported = {"source": source.describe(), "kind": source.kind, "exclusion_counts": dict(scan.reasons), **self._details}
-        card = render_card(card_data, {**row_statistics(scan.kept.values(), self._split_report), "imported": imported}, repo_id=names.repo_id, version=names.version,
-                           changelog=changelog, is_sample=False, pretty_name=names.pretty_name)
+        card = render_card(card_data, {**row_statistics(scan.kept.values(), self._split_report), "imported": imported},
+                           names=names, changelog=changelog, is_sample=False, rationales=rationales)
         return str(card)
 
     def close(self) -> None:

@@ -42,6 +42,7 @@ from vilbias.config import save_config
 from vilbias.corpus.card import row_statistics
 from vilbias.corpus.config import BuildConfig
 from vilbias.corpus.protocol import BuildPlan, CellKey, CorpusSource
+from vilbias.corpus.rationales import RationaleTally, describe_codes
 from vilbias.corpus.release import previous_cells
 from vilbias.corpus.writer import REPORT, RepoWriter, swap_in
 from vilbias.task import LABEL_NAMES
@@ -84,15 +85,19 @@ def build(config: BuildConfig) -> dict[str, Any]:
         pinned, previous = previous_cells(config.previous, output)
         with swap_in(output) as repo:
             plan = source.plan(repo.parent / "plan", pinned)
-            infos, corpus_bytes = write_rows(source, repo, config.max_shard_size)
+            tally = RationaleTally(exclude_failed=config.exclude_failed_rationales) if "reasoning" in source.features else None
+            infos, corpus_bytes = write_rows(source, repo, config.max_shard_size, tally)
+            rationales = tally.summary() if tally is not None else None
             kept = sum(1 for uid in plan.rows if uid in pinned)
-            card = source.card(repo, infos, config.card_names, changelog(previous, kept))
+            card = source.card(repo, infos, config.card_names, changelog(previous, kept), rationales)
             (repo / "README.md").write_text(card, encoding="utf-8")
             report = {
+                **({"warning": rationales["warning"]} if rationales and rationales["warning"] else {}),
                 "vilbias_version": __version__,
                 "source": {"kind": source.kind, "name": source.name, **plan.details},
                 **plan_figures(plan),
                 "configs": {name: {str(s): info.splits[s].num_examples for s in info.splits} for name, info in infos.items()},
+                **({"rationale_check": rationales} if rationales is not None else {}),
                 "previous_release": {"source": previous, "rows": len(pinned), "kept": kept, "dropped": len(pinned) - kept},
                 "corpus_bytes": corpus_bytes,
                 "seconds": round(time.perf_counter() - started, 2),
@@ -100,16 +105,22 @@ def build(config: BuildConfig) -> dict[str, Any]:
             (repo / REPORT).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             save_config(repo, "build", config)
     logger.info("built %d rows from %s into %s", report["rows"], source.name, output)
+    if report.get("warning"):
+        logger.warning("%s: %s", output, report["warning"])
     return report
 
 
-def write_rows(source: CorpusSource, repo: Path, max_shard_size: str) -> tuple[dict[str, DatasetInfo], int]:
-    """Every planned row once, into its cell's shards, one row group of examples at a time.
+def write_rows(source: CorpusSource, repo: Path, max_shard_size: str,
+               tally: RationaleTally | None = None) -> tuple[dict[str, DatasetInfo], int]:
+    """Every planned row once, into its cell's shards, one row group of examples at a time; each
+    counted by ``tally`` (which may make its ``sft`` answer the label alone) before it is written.
     Returns the configs' ``DatasetInfo`` and the bytes written (one copy of the corpus)."""
     writer = RepoWriter(repo, source.features, source.views, max_shard_size=max_shard_size)
     batch: list[tuple[CellKey, dict[str, Any]]] = []
     with tqdm(desc="writing", unit=" rows") as bar:
         for item in source.examples():
+            if tally is not None:
+                tally.add(item[1], source.rationale_author(item[1]))
             batch.append(item)
             if len(batch) >= writer.row_group_size:
                 writer.add_rows(batch)
@@ -148,7 +159,8 @@ def changelog(previous: str | None, kept: int) -> str:
 def format_report(report: dict[str, Any]) -> str:
     """The printed summary of a build report."""
     source = report["source"]
-    lines = [f"built {report['rows']} rows from {source['name']} in {report['seconds']} s"]
+    lines = [f"WARNING: {report['warning']}"] if report.get("warning") else []
+    lines.append(f"built {report['rows']} rows from {source['name']} in {report['seconds']} s")
     for name, splits in report["configs"].items():
         lines.append(f"  {name:<8} " + "  ".join(f"{s}={n}" for s, n in splits.items()))
     shares = report["label_share"]
@@ -161,6 +173,14 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"    {e['unique_id']}: {e['reason']}")
         if len(report["exclusions"]) > 20:
             lines.append(f"    … {len(report['exclusions']) - 20} more in build_report.json")
+    if "rationale_check" in report:
+        rc = report["rationale_check"]
+        line = f"  rationale check: {rc['passed']} of {rc['rows']} rows pass"
+        if rc["by_code"]:
+            line += f"; problems: {describe_codes(rc['by_code'])}"
+        if rc["exclude_failed"]:
+            line += f"; {rc['sft_label_only']} failing rationales kept out of sft (answer = label alone)"
+        lines.append(line)
     if source.get("unknown_labels"):
         values = ", ".join(f"{v!r} ({n})" for v, n in source["unknown_labels"].items())
         lines.append(f"  unknown label values: {values}; to take them: {source['label_map_hint']}")

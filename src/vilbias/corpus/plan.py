@@ -66,6 +66,7 @@ class WorkdirSource:
         self.name = str(workdir) if workdir else "embedded sample"
         self.num_proc = num_proc
         self._plan: Plan | None = None
+        self._authors: dict[str, str | None] = {}
 
     def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
         plan = self._plan = make_plan(self.workdir, scratch, pinned=dict(pinned), num_proc=self.num_proc)
@@ -77,10 +78,14 @@ class WorkdirSource:
                          {"annotation": plan.annotation, "flagged_for_review": len(plan.flagged)})
 
     def examples(self) -> Iterator[tuple[CellKey, dict[str, Any]]]:
-        for row, example in iter_examples(self._plan):
+        for row, example in iter_examples(self._plan, authors=self._authors):
             yield (row.split, row.fold), example
 
-    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
+    def rationale_author(self, example: dict[str, Any]) -> str | None:
+        return self._authors.pop(example["unique_id"], None)
+
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
+             rationales: dict[str, Any] | None) -> str:
         plan = self._plan
         with Resolutions(plan.resolved) as resolutions:  # the annotators' labels before review, for kappa
             automated = {uid: None if res["label"] is None else LABEL_NAMES.index(res["label"]) for uid, res in resolutions.items()}
@@ -95,8 +100,8 @@ class WorkdirSource:
             size_categories=[size_category(len(plan.rows))],
         )
         card_metadata(card_data, self.views, infos, list(self.features))
-        return str(render_card(card_data, stats, repo_id=names.repo_id, version=names.version, changelog=changelog,
-                               is_sample=self.workdir is None, pretty_name=names.pretty_name))
+        return str(render_card(card_data, stats, names=names, changelog=changelog, is_sample=self.workdir is None,
+                               rationales=rationales))
 
     def close(self) -> None:
         """Nothing to release: the plan's files live in the build's scratch folder."""
@@ -180,6 +185,7 @@ def _resolution(mm: VoteResult, text: VoteResult, votes: dict[str, list]) -> dic
         "flag_reason": mm.reason,
         "text_label": text.label,
         "reasoning": mm.rationale,
+        "rationale_from": mm.rationale_from,
         "techniques": mm.techniques,
         "votes": [v.ballot() for v in sorted(votes.get("multimodal", []), key=lambda v: (v.annotator, v.sample))],
         "text_votes": [v.ballot() for v in sorted(votes.get("text", []), key=lambda v: (v.annotator, v.sample))],

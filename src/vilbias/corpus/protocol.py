@@ -76,8 +76,16 @@ class CorpusSource(Protocol):
     def examples(self) -> Iterator[tuple[CellKey, dict[str, Any]]]:
         """``(cell, stored example)`` for every planned row, each once."""
 
-    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
-        """The card (``README.md``) of the written rows; may write assets (the plot) into ``repo``."""
+    def rationale_author(self, example: dict[str, Any]) -> str | None:
+        """Who wrote the rationale of ``example``, just yielded by :meth:`examples` (an annotator,
+        ``reviewer``, ``the source``); None when it has none. Only for sources whose rows carry
+        ``reasoning`` (and so ``rationale_problems``)."""
+
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
+             rationales: dict[str, Any] | None) -> str:
+        """The card (``README.md``) of the written rows; may write assets (the plot) into ``repo``.
+        ``rationales`` is the rationale check's summary over the rows written
+        (:meth:`vilbias.corpus.rationales.RationaleTally.summary`; None for a corpus without rationales)."""
 
     def close(self) -> None:
         """Release what :meth:`plan` opened (a zip, a download's scratch)."""

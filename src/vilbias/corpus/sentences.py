@@ -58,6 +58,7 @@ from pathlib import Path
 from datasets import ClassLabel, DatasetInfo, Features, List, Value, load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from vilbias.corpus.card import loading_block
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import BuildPlan, CellKey
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits
@@ -332,12 +333,18 @@ class SentenceSource:
         for r in sorted(self._rows, key=cell):
             yield cell(r), {name: r[name] for name in self.features}
 
-    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str) -> str:
+    def rationale_author(self, example: dict) -> str | None:
+        """Sentences carry no rationale."""
+        return None
+
+    def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
+             rationales: dict | None = None) -> str:
         card_data = DatasetCardData()
         card_metadata(card_data, self.views, infos, list(self.features))
         source = Path(str(self.source)).name if Path(str(self.source)).exists() else str(self.source)
         labels = Counter(r["label"] for r in self._rows)
-        body = _card_body(source, self._details, {name: labels[i] for i, name in enumerate(LABEL_NAMES)}, self._exclusions)
+        body = _card_body(source, self._details, {name: labels[i] for i, name in enumerate(LABEL_NAMES)}, self._exclusions,
+                          names.load_name, version=f"v{names.version}" if names.repo_id else None)
         return str(DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}"))
 
     def close(self) -> None:
@@ -401,12 +408,16 @@ REASON_TEXT = {
 }
 
 
-def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusions: list[dict]) -> str:
+def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusions: list[dict], load_name: str,
+               version: str | None = None) -> str:
     lines = [
         "# Sentence-level media bias corpus",
         "",
         f"Built by `vilbias build --sentences {source}` from labelled sentences in BABE's format.",
-        f"{report['rows_read']} rows read; {report['rows_kept']} sentences kept ({label_counts[BIASED_NAME]} {ANSWER_LABELS[BIASED]}, "
+        "Text only: one sentence per row with its label (and the source's biased words); no images, no rationales, "
+        "so no `sft` config. Labels are the source's own annotation, as published.",
+        "",
+        f"{report['rows_kept']} sentences kept of {report['rows_read']} rows read ({label_counts[BIASED_NAME]} {ANSWER_LABELS[BIASED]}, "
         f"{label_counts[NOT_BIASED_NAME]} {ANSWER_LABELS[1 - BIASED]}).",
         "",
     ]
@@ -416,15 +427,22 @@ def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusio
     for reason, at in by_reason.items():
         lines.append(f"- {len(at)} rows: {REASON_TEXT[reason]}; lines {', '.join(map(str, at))}.")
     lines += ["", "| config | split | rows | biased share |", "|---|---|---|---|"]
+    def share(s: dict) -> str:
+        return "—" if s["biased_share"] is None else f"{s['biased_share']}"
+
     for split, s in report["default"].items():
-        lines.append(f"| default | {split} | {s['rows']} | {s['biased_share']} |")
+        lines.append(f"| default | {split} | {s['rows']} | {share(s)} |")
     for fold, s in report["folds"].items():
-        lines.append(f"| {fold} | test | {s['rows']} | {s['biased_share']} |")
+        lines.append(f"| {fold} | test | {s['rows']} | {share(s)} |")
     lines += [
         "",
         "Folds are stratified by label and deterministic from the data; identical sentences never "
         "sit in two folds. BABE's protocol (stratified 5-fold, macro-F1): "
-        "`vilbias train classifier --dataset <this folder> --recipe babe --cv`.",
+        f"`vilbias train classifier --dataset {load_name} --recipe babe --cv`.",
+        "",
+        "## Loading",
+        "",
+        loading_block(load_name, sft=False, version=version),
         "",
     ]
     return "\n".join(lines)

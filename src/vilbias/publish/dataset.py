@@ -44,6 +44,7 @@ from huggingface_hub import (
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 from huggingface_hub.utils import filter_repo_objects
 
+from vilbias.corpus.card import insert_loading
 from vilbias.corpus.presets import restricted_license
 from vilbias.corpus.release import read_cells
 from vilbias.corpus.splits import Cell
@@ -186,6 +187,7 @@ def publish_dataset(config: PublishDatasetConfig) -> DatasetRelease:
         return release
     card = (source / "README.md").read_text(encoding="utf-8")
     card = insert_changelog(card, render_changelog(release.changelog), remote["previous"].card)
+    card = insert_loading(card, config.repo_id, tag)  # the loading examples name the repo and tag, not the folder
     (source / "README.md").write_text(card, encoding="utf-8")  # the folder stays what was published
     release.commit = _commit(api, config, tag, source, card, release, head, token)
     logger.info("published %s@%s (commit %s)", config.repo_id, tag, release.commit)
