@@ -21,7 +21,7 @@ from typing import Any
 
 from vilbias import __version__
 from vilbias.evaluate.analysis import closed_open_points, closed_vs_open, plot_closed_vs_open
-from vilbias.metrics.plots import plot_confusion_matrix, pyplot
+from vilbias.metrics.plots import plot_confusion_matrix, pyplot, set_title
 from vilbias.metrics.scores import CLOSED_KEYS, OPEN_KEYS, summarize
 from vilbias.publish.model import ModelCardInfo, render_model_card
 from vilbias.task import LABEL_NAMES
@@ -294,7 +294,7 @@ def plot_probe_deltas(deltas: list[dict], path: Path, model: str) -> None:
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(values)), labels, fontsize=7)
     ax.set_ylabel("ΔF1 (binary)")
-    ax.set_title(f"{model}: F1 change under each probe", fontsize=8)
+    set_title(ax, f"{model}: F1 change under each probe", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from vilbias.task import LABEL_NAMES
@@ -16,6 +17,13 @@ def pyplot():
     return plt
 
 
+def set_title(ax, title: str, fontsize: float) -> None:
+    """``ax``'s title, wrapped to the figure's width: a title naming the model must not run off the image."""
+    # about 0.6 em per character, 72 points per inch
+    width = max(20, int(ax.figure.get_figwidth() * 72 / (0.62 * fontsize)))
+    ax.set_title(textwrap.fill(title, width), fontsize=fontsize)
+
+
 def plot_confusion_matrix(matrix: list[list[int]], path: Path, title: str = "") -> None:
     """Confusion matrix heat map (rows gold, columns predicted)."""
     plt = pyplot()
@@ -28,7 +36,7 @@ def plot_confusion_matrix(matrix: list[list[int]], path: Path, title: str = "") 
     ax.set_yticks(range(len(LABEL_NAMES)), LABEL_NAMES)
     ax.set_xlabel("predicted")
     ax.set_ylabel("gold")
-    ax.set_title(title, fontsize=7)
+    set_title(ax, title, fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
