@@ -12,13 +12,36 @@ import pytest
 from tests.real_data import shared_data
 
 
+WEIGHTS_SHA256 = "dadd4711efccdf5d6af34e08b73fe9c65ed7ac9008b8cd305c1e60d82d2f814b"
+"""The shipped weights, unchanged since the card's figures were measured on them."""
+
+
 @pytest.fixture(scope="module")
 def shipped():
+    """The shipped model as any transformers user loads it: ``AutoModel`` after ``import vilbias``."""
+    from transformers import AutoModel
     from vilbias.training.train_default import DEFAULT_MODEL_DIR
+
+    return DEFAULT_MODEL_DIR, AutoModel.from_pretrained(DEFAULT_MODEL_DIR)
+
+
+def test_shipped_model_loads_through_auto_model_with_every_weight_in_place(shipped):
+    import hashlib
+
+    import torch
+    from transformers import AutoModel
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    return DEFAULT_MODEL_DIR, SentenceBiasModel.from_pretrained(DEFAULT_MODEL_DIR)
+    folder, model = shipped
+    assert hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest() == WEIGHTS_SHA256
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["model_type"] == "vilbias-sentence-bias" and config["architectures"] == ["SentenceBiasModel"]
+    assert isinstance(model, SentenceBiasModel)
+    _, info = AutoModel.from_pretrained(folder, output_loading_info=True)
+    assert not any(info.values())  # no missing, unexpected or mismatched key
+    texts = ["Radical activists rammed through a disastrous, reckless scheme.", "The council approved the budget on Tuesday."]
+    assert torch.equal(model.sentence_logits(texts)[0], SentenceBiasModel.from_pretrained(folder).sentence_logits(texts)[0])
 
 
 def test_shipped_model_is_an_adapter_and_heads_not_a_copy_of_minilm(shipped):
