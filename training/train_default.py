@@ -39,6 +39,7 @@ torch and transformers are imported inside the functions that use them, so
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -238,7 +239,8 @@ def run_split(cfg: DefaultModelConfig, settings: Settings, splits: dict[str, lis
         csv_sha256=_sha256(cfg.sentences), validation_rows=len(parts["validation"]),
         validation_ids_sha256=ids_digest(splits["validation"]), test_rows=len(parts["test"]),
         test_ids_sha256=ids_digest(splits["test"]), **extra)
-    config = dataclasses.replace(models[0].config, members=len(models))
+    config = copy.deepcopy(models[0].config)
+    config.members = len(models)
     return SplitRun(models, config, logs, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
                     biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits, member_test)
 

@@ -11,7 +11,6 @@ import pytest
 
 from tests.real_data import shared_data
 
-
 WEIGHTS_SHA256 = "dadd4711efccdf5d6af34e08b73fe9c65ed7ac9008b8cd305c1e60d82d2f814b"
 """The shipped weights, unchanged since the card's figures were measured on them."""
 
