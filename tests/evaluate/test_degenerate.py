@@ -56,6 +56,7 @@ def test_one_class_names_what_the_scores_cannot_show():
     assert one_class([0, 1], [1, None]) == "the model predicts biased for every row it answered (1 of 2; the rest unreadable)"
     assert one_class([0, 1], [None, None]) == "none of the model's 2 answers could be read"
     assert one_class([0, 0, 0], [0, 1, 0]) == "all 3 scored rows are not_biased"
+    assert one_class([1], [1]) == "the one scored row is biased"
     assert one_class([0, 1], [1, 0]) is None
 
 
@@ -125,5 +126,5 @@ def test_rows_of_one_class_are_said_to_show_nothing(sample_dataset_dir, test_ite
     n = next(k for k, i in enumerate(test_items) if i.label != first)
     model = fusion_folder(tmp_path / "fusion", sample_dataset_dir)
     results = evaluate(EvaluateConfig(dataset=str(sample_dataset_dir), model=str(model), limit=n, output=tmp_path / "run"))
-    assert results["degenerate"].startswith(f"all {n} scored rows are ")
+    assert results["degenerate"].startswith(f"all {n} scored rows are " if n > 1 else "the one scored row is ")
     assert "score a split that holds both" in results["degenerate"] and "constant's" not in results["degenerate"]

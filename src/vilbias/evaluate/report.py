@@ -43,7 +43,8 @@ def one_class(references: Sequence[int], predictions: Sequence[int | None]) -> s
     n = len(references)
     gold = set(references)
     if len(gold) == 1:
-        return f"all {n} scored rows are {LABEL_NAMES[gold.pop()]}"
+        label = LABEL_NAMES[gold.pop()]
+        return f"all {n} scored rows are {label}" if n > 1 else f"the one scored row is {label}"
     answered = [p for p in predictions if p is not None]
     if not answered:
         return f"none of the model's {n} answers could be read"
