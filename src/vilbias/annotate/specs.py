@@ -81,7 +81,9 @@ class AnnotatorSpec(ModelSpec):
         """What makes this annotator's answers what they are. Where it is served (URL, key,
         concurrency, the serve command) is left out, so moving a model to another server re-asks
         nothing. ``structured_output`` counts only when switched off (stores written before it
-        existed keep their fingerprints)."""
+        existed keep their fingerprints). How the K samples are requested (one request with ``n``,
+        or one per sample on a server without it) is left out too: either way the samples are the
+        annotator's, so a store written one way is complete for the other."""
         payload = {"backend": self.backend, "model": self.model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
         if self.structured_output != "json_schema":
             payload["structured_output"] = self.structured_output
