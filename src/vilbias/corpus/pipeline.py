@@ -12,7 +12,9 @@ source decides its rows; splits and folds from :func:`vilbias.corpus.splits.assi
 **write** (every row once into its cell's shards, :class:`~vilbias.corpus.writer.RepoWriter`) →
 **swap in** (the folder is written next to the output and renamed over it at the end, so a failed
 or killed build leaves the previous folder as it was) → **report** (``build_report.json``, the
-same keys whatever the source; what only one source has sits in its ``source`` section).
+same keys whatever the source; what only one source has sits in its ``source`` section; first,
+``warning``: what a reader must know before the figures, e.g. that the rationales mostly fail the
+rationale check, else null; ``rationale_check`` is null for a corpus without rationales).
 
 The folder is byte-for-byte what ``vilbias publish dataset`` uploads: ``README.md`` (card with
 ``configs:`` and ``dataset_info:`` YAML), the rows stored once as
@@ -92,12 +94,12 @@ def build(config: BuildConfig) -> dict[str, Any]:
             card = source.card(repo, infos, config.card_names, changelog(previous, kept), rationales)
             (repo / "README.md").write_text(card, encoding="utf-8")
             report = {
-                **({"warning": rationales["warning"]} if rationales and rationales["warning"] else {}),
+                "warning": rationales["warning"] if rationales else None,
                 "vilbias_version": __version__,
                 "source": {"kind": source.kind, "name": source.name, **plan.details},
                 **plan_figures(plan),
                 "configs": {name: {str(s): info.splits[s].num_examples for s in info.splits} for name, info in infos.items()},
-                **({"rationale_check": rationales} if rationales is not None else {}),
+                "rationale_check": rationales,
                 "previous_release": {"source": previous, "rows": len(pinned), "kept": kept, "dropped": len(pinned) - kept},
                 "corpus_bytes": corpus_bytes,
                 "seconds": round(time.perf_counter() - started, 2),
@@ -173,7 +175,7 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"    {e['unique_id']}: {e['reason']}")
         if len(report["exclusions"]) > 20:
             lines.append(f"    … {len(report['exclusions']) - 20} more in build_report.json")
-    if "rationale_check" in report:
+    if report.get("rationale_check"):
         rc = report["rationale_check"]
         line = f"  rationale check: {rc['passed']} of {rc['rows']} rows pass"
         if rc["by_code"]:
