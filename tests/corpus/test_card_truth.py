@@ -141,3 +141,73 @@ def test_report_and_card_state_the_rationale_check(cards):
     assert cards["sentences"][1]["rationale_check"] is None and cards["sentences"][1]["warning"] is None
     on_disk = json.loads((Path(cards["vilbias-paper"][2]) / "build_report.json").read_text())
     assert on_disk["rationale_check"]["by_author"]
+
+
+def _sft_answers(folder: Path) -> dict[str, str]:
+    from datasets import load_dataset
+
+    ds = load_dataset(str(folder), "sft")
+    return {r["unique_id"]: r["messages"][-1]["content"][0]["text"] for split in ds for r in ds[split]}
+
+
+def _default_rows(folder: Path) -> dict[str, dict]:
+    """Every stored row (its split from its file's name), read straight from the shards."""
+    import pyarrow.parquet as pq
+
+    columns = ["unique_id", "multimodal_label", "reasoning", "rationale_problems"]
+    return {r["unique_id"]: {**r, "split": p.name.split("-")[0]} for p in sorted((folder / "data").glob("*.parquet"))
+            for r in pq.read_table(p, columns=columns).to_pylist()}
+
+
+def test_rows_carry_their_check_in_default_not_in_sft(cards):
+    folder = Path(cards["sample"][2])
+    rows = _default_rows(folder)
+    from datasets import load_dataset
+
+    assert "rationale_problems" not in load_dataset(str(folder), "sft", split="train").column_names
+    failing = {u for u, r in rows.items() if r["rationale_problems"]}
+    assert len(failing) == cards["sample"][1]["rationale_check"]["failing"] > 0
+    answers = _sft_answers(folder)
+    assert all("\nReasoning: " in answers[u] for u in failing)  # kept as written without the flag
+
+
+def test_exclude_failed_rationales_keeps_them_out_of_sft_and_moves_no_row(cards, tmp_path):
+    card, report, _ = _build(tmp_path, "excluded", exclude_failed_rationales=True)
+    rc = report["rationale_check"]
+    assert rc["exclude_failed"] and rc["sft_label_only"] == rc["failing"] > 0 and rc["sft_failing_rationales"] == 0
+    rows, answers = _default_rows(tmp_path / "excluded"), _sft_answers(tmp_path / "excluded")
+    plain = _default_rows(Path(cards["sample"][2]))
+    assert {u: r["split"] for u, r in rows.items()} == {u: r["split"] for u, r in plain.items()}  # no row moves
+    for u, r in rows.items():
+        label = "biased" if r["multimodal_label"] else "not biased"
+        if r["rationale_problems"]:
+            assert answers[u] == f"Label: {label}" and r["reasoning"]  # out of sft, still in default
+        else:
+            assert answers[u].startswith(f"Label: {label}\nReasoning: ")
+    assert f"the {rc['failing']} failing rationales are kept out of what `sft` trains on" in card
+    assert contradictions(card, report, str(tmp_path / "excluded")) == []
+
+
+def test_an_import_whose_rationales_mostly_fail_says_so_first(tmp_path):
+    from dataclasses import replace
+
+    from vilbias.corpus import format_report
+
+    rows = items(12)
+    bad = {0: 'It calls the plan "a shameful betrayal of voters".', 1: "The wording is loaded and the",
+           2: "The article is neutral and balanced.", 3: "", 4: "Short.", 5: "The text repeats. The text repeats.",
+           6: 'It quotes "words nobody wrote here".'}
+    rows = [replace(it, reasoning=bad.get(i, it.reasoning), label=1 if i == 2 else it.label) for i, it in enumerate(rows)]
+    write_paper_zip(tmp_path / "dataset.zip", rows)
+    report = build(BuildConfig(source=str(tmp_path / "dataset.zip"), output=tmp_path / "out"))
+    rc = report["rationale_check"]
+    assert list(report)[0] == "warning" and report["warning"] and "mostly fail" in report["warning"]
+    assert rc["passed"] == 5 and rc["no_rationale"] == 1 and rc["by_author"]["the source"] == {"rows": 11, "passed": 5, "pass_share": 0.4545}
+    assert set(rc["by_code"]) == {"quote_not_in_article", "cut_off", "argues_other_label", "empty", "repeats_itself"}
+    assert format_report(report).startswith("WARNING: the rationales mostly fail")
+    got = _default_rows(tmp_path / "out")
+    assert got[rows[0].unique_id]["rationale_problems"] == ["quote_not_in_article"]
+    assert got[rows[3].unique_id]["rationale_problems"] == ["empty"] and got[rows[3].unique_id]["reasoning"] is None
+    card = (tmp_path / "out/README.md").read_text(encoding="utf-8")
+    assert "**5 of 12 rows pass (41.7%)**; 1 has no rationale, 6 rationales fail." in card
+    assert contradictions(card, report, str(tmp_path / "out")) == []
