@@ -54,8 +54,8 @@ def test_review_columns_in_the_built_dataset(annotated, tmp_path):
     sft = {r["unique_id"]: r for r in load_dataset(str(tmp_path / "out"), "sft", split="train+validation+test")}
     assert sft["item-2"]["messages"][1]["content"][0]["text"].endswith("Reasoning: The photo stages the protest.")
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "Reviewer-corrected rationales: 3" in card and "Needs Improvement without a corrected rationale: 1" in card
-    assert "labels set by review without a rationale: 1" in card and "ties 14.3% (1," in card
+    assert "3 reviewer-corrected rationales" in card and "1 Needs Improvement without a corrected rationale" in card
+    assert "1 label set by review without a rationale" in card and "ties 14.3% (1," in card
 
 
 def test_sheets_without_the_new_column_still_import(annotated, tmp_path):
