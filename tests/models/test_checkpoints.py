@@ -110,6 +110,50 @@ def test_fusion_classifier_round_trips_through_auto_model(tmp_path):
         assert loaded.predict(text=TEXTS[0])["probabilities"] == pytest.approx(model.predict(text=TEXTS[0])["probabilities"])
 
 
+def test_fusion_classifier_with_trained_encoders_round_trips(tmp_path):
+    """Trained encoders are saved and come back from the checkpoint (their architecture built
+    from their sources' configs), buffers included."""
+    import torch
+    from PIL import Image
+    from transformers import (
+        AutoModel,
+        AutoTokenizer,
+        BertConfig,
+        BertModel,
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        CLIPVisionModel,
+    )
+
+    from vilbias.models.fusion import (
+        MINILM,
+        FusionConfig,
+        FusionForClassification,
+        resolve_model_path,
+    )
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(MINILM))
+    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(tmp_path / "bert")
+    tokenizer.save_pretrained(tmp_path / "bert")
+    CLIPVisionModel(CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                     image_size=32, patch_size=8)).save_pretrained(tmp_path / "clip")
+    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(tmp_path / "clip")
+    model = FusionForClassification(FusionConfig(text_encoder=str(tmp_path / "bert"), image_encoder=str(tmp_path / "clip"),
+                                                 hidden_size=8, freeze_text_encoder=False, freeze_image_encoder=False)).eval()
+    with torch.no_grad():  # move the encoders away from their sources
+        for p in [*model.text_encoder.parameters(), *model.image_encoder.parameters()]:
+            p.add_(torch.randn_like(p) * 0.01)
+    model.save_pretrained(tmp_path / "f")
+    loaded, info = AutoModel.from_pretrained(tmp_path / "f", output_loading_info=True)
+    assert not any(info.values())
+    image = Image.new("RGB", (40, 30), (200, 30, 30))
+    inputs = {**model.tokenize(TEXTS[:1]), "pixel_values": model.image_encoder.preprocess([image])}
+    with torch.no_grad():
+        assert torch.allclose(loaded(**inputs).logits, model(**inputs).logits, atol=1e-6)
+
+
 def test_push_to_hub_and_from_pretrained_repo_id(tmp_path, monkeypatch):
     import torch
     from transformers import AutoModel

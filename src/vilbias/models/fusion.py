@@ -22,7 +22,6 @@ kilobytes) plus ``config.json``. It is a ``PreTrainedModel`` registered with ``A
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import torch
@@ -79,14 +78,12 @@ class FusionForClassification(PreTrainedModel):
         if config.uses_text:
             self.tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(config.text_encoder))
         # from_pretrained builds the model on the meta device and then fills it from
-        # model.safetensors: a frozen encoder is not in that file, so it is loaded from its source
-        # once the rest is in (see from_pretrained); a trained one is built here and overwritten.
-        deferred = building_on_meta()
-        encoders = {}
-        with torch.device("cpu") if deferred else contextlib.nullcontext():
-            for name in ("text_encoder", "image_encoder"):
-                if self._uses(name) and not (deferred and self._frozen(name)):
-                    encoders[name] = self._load_encoder(name)
+        # model.safetensors: a trained encoder is in that file, so only its architecture is built
+        # here; a frozen one is not, so it is loaded from its source once the rest is in (see
+        # from_pretrained).
+        loading = building_on_meta()
+        encoders = {name: self._load_encoder(name, pretrained=not loading) for name in ("text_encoder", "image_encoder")
+                    if self._uses(name) and not (loading and self._frozen(name))}
         in_dim = (config.text_dim if config.uses_text else 0) + (config.image_dim if config.uses_image else 0)
         self.head = nn.Sequential(
             nn.Dropout(config.dropout),
@@ -109,16 +106,18 @@ class FusionForClassification(PreTrainedModel):
     def _frozen(self, name: str) -> bool:
         return self.config.freeze_text_encoder if name == "text_encoder" else self.config.freeze_image_encoder
 
-    def _load_encoder(self, name: str) -> nn.Module:
-        """An encoder with its pretrained weights, from the source the config names."""
+    def _load_encoder(self, name: str, pretrained: bool = True) -> nn.Module:
+        """An encoder from the source the config names: with its pretrained weights, or (``pretrained=False``)
+        its architecture alone."""
         config = self.config
         if name == "text_encoder":
-            from transformers import AutoModel
+            from transformers import AutoConfig, AutoModel
 
-            module = AutoModel.from_pretrained(resolve_model_path(config.text_encoder))
+            path = resolve_model_path(config.text_encoder)
+            module = AutoModel.from_pretrained(path) if pretrained else AutoModel.from_config(AutoConfig.from_pretrained(path))
             config.text_dim = module.config.hidden_size
         else:
-            module = load_image_encoder(config.image_encoder)
+            module = load_image_encoder(config.image_encoder, pretrained=pretrained)
             config.image_dim = module.feature_dim
         return module
 

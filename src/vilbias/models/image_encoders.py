@@ -100,17 +100,18 @@ def load_efficientnet_lite0(pretrained: bool = True):
     return model.eval()
 
 
-def _build_clip(name_or_path: str):
+def _build_clip(name_or_path: str, pretrained: bool = True):
     import torch
     from torch import nn
-    from transformers import CLIPImageProcessor, CLIPVisionModel
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel
 
     class CLIPVisionEncoder(nn.Module):
         """CLIP's vision tower; features are its pooled (post-layernorm CLS) output."""
 
         def __init__(self):
             super().__init__()
-            self.model = CLIPVisionModel.from_pretrained(name_or_path)
+            self.model = (CLIPVisionModel.from_pretrained(name_or_path) if pretrained
+                          else CLIPVisionModel(CLIPVisionConfig.from_pretrained(name_or_path)))
             self.processor = CLIPImageProcessor.from_pretrained(name_or_path)
             self.feature_dim = self.model.config.hidden_size
 
@@ -124,18 +125,20 @@ def _build_clip(name_or_path: str):
     return CLIPVisionEncoder()
 
 
-def load_image_encoder(name_or_path: str):
+def load_image_encoder(name_or_path: str, pretrained: bool = True):
     """An ``nn.Module`` mapping ``pixel_values`` to ``(batch, feature_dim)`` pooled features.
 
     Args:
         name_or_path: :data:`EFFICIENTNET_LITE0` for the packaged EfficientNet-Lite0, otherwise a
             CLIP Hub id (``openai/clip-vit-base-patch32``) or a local folder holding a
             ``CLIPVisionModel`` (or full CLIP) checkpoint and its image processor.
+        pretrained: False builds the architecture without its weights (a checkpoint that trained
+            the encoder supplies them: ``FusionForClassification.from_pretrained``).
 
     The module has ``feature_dim`` and ``preprocess(list_of_PIL) -> pixel_values``.
     """
     if name_or_path == EFFICIENTNET_LITE0:
-        model = load_efficientnet_lite0()
+        model = load_efficientnet_lite0(pretrained)
         model.preprocess = lambda images: preprocess_images(images, LITE0_PREPROCESSING)
         return model
-    return _build_clip(name_or_path)
+    return _build_clip(name_or_path, pretrained)
