@@ -44,7 +44,6 @@ class ConfigParser(HfArgumentParser):
 
     def __init__(self, dataclass_types: type | Iterable[type], *, prog: str, **kwargs: Any):
         self.renamed: dict[str, str] = {}
-        self.file_values: dict[str, Any] = {}
         super().__init__(dataclass_types, prog=prog, allow_abbrev=False, **kwargs)
         self.add_argument("--config", dest="config_file", metavar="FILE.yaml", default=None,
                           help="A YAML file of this command's options (field names as keys); flags given "
@@ -71,11 +70,12 @@ class ConfigParser(HfArgumentParser):
             return
         if _is_list(field.type):
             # Repeatable (`--feed A --feed B`) as well as several values (`--shots 0 5`); given values
-            # replace the default instead of extending it (None = absent, see parse()).
+            # replace the default instead of extending it (see _ListAction).
             names = [f"--{field.name.replace('_', '-')}"] + ([f"--{field.name}"] if "_" in field.name else [])
             # dest: an alias listed first (`--column` for `columns`) would otherwise name the value.
+            default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
             parser.add_argument(*clean.pop("aliases", ()), *names, dest=field.name, type=_item_type(field.type), nargs="+",
-                                action="extend", default=None, **clean)
+                                action=_ListAction, default=None if default is dataclasses.MISSING else default, **clean)
             return
         before = len(parser._actions)
         HfArgumentParser._parse_dataclass_field(parser, field)
@@ -104,13 +104,8 @@ class ConfigParser(HfArgumentParser):
         for dtype in self.dataclass_types:
             values = {}
             for f in _command_line_fields(dtype):
-                value = getattr(namespace, f.name, None)
-                if value is None and _is_list(f.type):
-                    if f.name not in self.file_values:
-                        continue  # absent: the field's own default
-                    value = self.file_values[f.name]
                 if hasattr(namespace, f.name):
-                    values[f.name] = value
+                    values[f.name] = getattr(namespace, f.name)
             outputs.append(dtype(**values))
         return tuple(outputs)
 
@@ -139,11 +134,10 @@ class ConfigParser(HfArgumentParser):
                        f"of {self.prog}")
         for key, value in values.items():
             action = actions[self._current_key(key)]
-            if isinstance(action, argparse._ExtendAction):  # flags replace, not extend, the file's list
+            if isinstance(action, _ListAction):  # flags replace, not extend, the file's list
                 if value is None:  # an unset list (`label_names: null`): the field's own default
                     continue
-                self.file_values[action.dest] = _converted(action, value if isinstance(value, list) else [value])
-                continue
+                value = value if isinstance(value, list) else [value]
             action.default = _converted(action, value)
             action.required = False
             if not action.option_strings:  # a positional given by the file need not be given again
@@ -182,6 +176,18 @@ class ConfigParser(HfArgumentParser):
                                  "(--help lists them)\n")
             message = f"unknown option{'s' if len(unknown) > 1 else ''} {' '.join(unknown) or message.split(':', 1)[1].strip()} (--help lists them)"
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class _ListAction(argparse._ExtendAction):
+    """A list option: repeatable (``--feed A --feed B``) and multi-valued (``--shots 0 5``); the values
+    given replace the default (the field's, or a ``--config`` file's), which ``--help`` shows."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_lists_given", set())
+        if self.dest not in given:
+            given.add(self.dest)
+            setattr(namespace, self.dest, [])
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _is_list(tp: Any) -> bool:
