@@ -34,15 +34,14 @@ import yaml
 from vilbias.spaces.explain import (
     Evidence,
     Explanation,
-    evidence_rationale,
     parse_techniques_and_evidence,
 )
 from vilbias.spaces.inputs import InputError, Item
 
 from vilbias.models.catalogue import PREDICTORS, ModelSpec, load_predictor
+from vilbias.models.evidence import explain_output, sentence_offsets
 from vilbias.models.predictors import ModelOutput, NeedsGPUError, NoLabelError, sample_answers
 from vilbias.models.predictors import item_sentences as sentences_read
-from vilbias.task import BIASED_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -182,18 +181,6 @@ def item_sentences(item: Item) -> list[tuple[str, int, int]]:
     return sentence_offsets(item.display_text, sentences_read(item))
 
 
-def sentence_offsets(text: str, pieces: list[str]) -> list[tuple[str, int, int]]:
-    """Where each of ``pieces`` (consecutive sentences of ``text``) lies in ``text``."""
-    out, cursor = [], 0
-    for piece in pieces:
-        start = text.find(piece, cursor)
-        if start < 0:  # the splitter normalised something: fall back to the piece's first words
-            start = max(text.find(piece[:20], cursor), cursor)
-        out.append((piece, start, start + len(piece)))
-        cursor = start + len(piece)
-    return out
-
-
 class ModelView:
     """A model of the picker as the Space shows it: the catalogue's predictor
     (:func:`vilbias.models.catalogue.load_predictor`) labels the item; this turns its
@@ -233,12 +220,7 @@ class SentenceView(ModelView):
         return {"max_sentences": MAX_SENTENCES}
 
     def show(self, item: Item, out: ModelOutput) -> Prediction:
-        placed = sentence_offsets(item.display_text, [s.text for s in out.sentences])
-        evidence = [Evidence(text, start, end, s.probability, [(w.text, start + w.start, start + w.end, w.probability) for w in s.words], s.flagged)
-                    for (text, start, end), s in zip(placed, out.sentences, strict=True)]
-        rule = out.rule
-        explanation = evidence_rationale(out.label, out.probabilities[BIASED_NAME], evidence, rule.statistic, out.statistic,
-                                         rule.threshold, truncated=out.unread_sentences)
+        evidence, explanation = explain_output(item.display_text, out)
         return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title, reads_image=False,
                           reasoning=explanation.text, rationale_by="built from the model's evidence (no generative model)",
                           techniques=list(explanation.techniques), sentences=evidence, explanation=explanation)

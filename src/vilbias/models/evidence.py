@@ -1,0 +1,213 @@
+"""Rationales built from a classifier's evidence: the words a model's own numbers justify, never invented.
+
+A sentence-level model gives, in one pass, the article's label and each sentence's probability of
+being biased with the words that drive it. :func:`evidence_rationale` turns that into the
+explanation: the verdict and the rule's figure, then the flagged sentences (quoted from the
+article, each with its probability and marked words) and the techniques they show — or, for an
+article that is not biased, that no sentence (or too few) was flagged. It cannot contradict the
+label because it is written from the same numbers. :func:`explain_output` does it for a
+:class:`~vilbias.models.predictors.ModelOutput` and the text it read; the Space shows it (Markdown),
+the annotate stage stores it as a sentence model's rationale (plain text)::
+
+    from vilbias.models.evidence import explain_output
+    evidence, explanation = explain_output(headline + "\n\n" + article_text, predictor.predict(item), markdown=False)
+    explanation.text, explanation.techniques
+
+Techniques are named from surface cues in the flagged sentences (:data:`TECHNIQUE_CUES`; loaded
+words count as Word Choice). Selective presentation, omission of context and imbalance in
+representation concern what a story leaves out, which a sentence scorer cannot see, so the
+explanation never names them.
+
+Every passage it quotes is a sentence the model read, as the text gives it (whitespace collapsed,
+a long one cut at a word with an ellipsis), so the rationale check
+(:func:`vilbias.rationale.check_rationale`) finds each quotation in the article.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from vilbias.task import BIASED_NAME, TECHNIQUES
+
+MAX_CITED = 3
+"""Flagged sentences quoted in the explanation (the evidence table lists them all)."""
+
+_W = r"[\w'’-]*"
+TECHNIQUE_CUES: dict[str, re.Pattern] = {
+    "emotional_appeal": re.compile(
+        r"\b(tragic|tragedy|tragedies|heartbreak" + _W + r"|devastat" + _W + r"|horrif" + _W + r"|terrif" + _W + r"|outrag" + _W
+        + r"|shock" + _W + r"|disgust" + _W + r"|appall" + _W + r"|alarming|fear" + _W + r"|scary|cruel" + _W + r"|brutal" + _W
+        + r"|vile|evil|grief|suffer" + _W + r"|victims?|beloved|heroic|despicable|shameful|sicken" + _W + r"|nightmare" + _W
+        + r"|apocalyp" + _W + r"|betray" + _W + r"|doom" + _W + r"|bleed" + _W + r"|deadly|destroy" + _W + r"|panic" + _W
+        + r"|rage|fury|furious|hatred|horror" + _W + r")\b", re.I),
+    "exaggeration": re.compile(
+        r"\b(always|never|everyone|everybody|nobody|completely|totally|utterly|absolutely|massive|enormous|unprecedented"
+        r"|catastroph" + _W + r"|disaster" + _W + r"|skyrocket" + _W + r"|plummet" + _W + r"|flood(ed|ing)?|worst|insane|crazy"
+        r"|ridiculous|absurd|radical" + _W + r"|extreme" + _W + r"|all-out)\b", re.I),
+    "subjectivity": re.compile(
+        r"\b(clearly|obviously|of course|undoubtedly|surely|arguably|frankly|so-called|supposedly|I think|we believe"
+        r"|in my view|needless to say)\b", re.I),
+    "appeal_to_authority": re.compile(
+        r"\b((experts?|scientists?|economists?|doctors|studies|researchers?|professors?) (say|said|agree[sd]?|warn(s|ed)?"
+        r"|show(s|ed)?|found|believe[sd]?)|according to (experts|scientists|studies|research))\b", re.I),
+    "use_of_statistics": re.compile(r"\b\d[\d,.]*\s?(%|percent\b|per cent\b|million\b|billion\b|trillion\b|times\b)", re.I),
+    "framing": re.compile(
+        r"(\b(war on|attack on|assault on|invasion|crusade|witch[- ]hunt|regime|agenda|propaganda|elites?|scheme|ploy|stunt"
+        r"|cover-up|rigged)\b|[\"“][^\"“”\s]+(\s[^\"“”\s]+){0,2}[\"”])", re.I),
+    "logical_fallacies": re.compile(r"\b(inevitabl" + _W + r"|slippery slope|everyone knows|if we (let|allow)|will lead to)\b", re.I),
+}
+"""Surface cues of the techniques one sentence can show (ids of :data:`vilbias.task.TECHNIQUES`)."""
+UNSEEN = ("selective_presentation", "omission_of_context", "imbalance")
+"""Techniques about what a story leaves out: never named from sentences."""
+
+
+@dataclass
+class Evidence:
+    """One scored sentence, in the coordinates of the text shown to the user."""
+
+    text: str
+    start: int
+    end: int
+    probability: float
+    words: list[tuple[str, int, int, float]] = field(default_factory=list)
+    """``(word, start, end, probability)`` of the words the model marks."""
+    flagged: bool = False
+
+
+@dataclass
+class Explanation:
+    text: str
+    """Markdown."""
+    techniques: dict[str, list[str]]
+    """Technique id -> the cues that show it, in the order of :data:`vilbias.task.TECHNIQUES`."""
+
+
+def techniques_shown(flagged: list[Evidence]) -> dict[str, list[str]]:
+    """The techniques the flagged sentences show, with the words or phrases that show them."""
+    found: dict[str, list[str]] = {}
+
+    def add(tid: str, cue: str) -> None:
+        cues = found.setdefault(tid, [])
+        if cue.lower() not in (c.lower() for c in cues):
+            cues.append(cue)
+
+    for s in flagged:
+        for word, *_ in s.words:
+            add("word_choice", word)
+        for tid, pattern in TECHNIQUE_CUES.items():
+            for m in pattern.finditer(s.text):
+                add(tid, m.group(0).strip("\"“”"))
+    marked = Counter(w.lower() for s in flagged for w, *_ in s.words)
+    for word, n in marked.items():
+        if n > 1:
+            add("repetition", word)
+    if len(flagged) >= 3:
+        add("tone", f"{len(flagged)} flagged sentences")  # a count, not a quote: shown unquoted
+    return {tid: found[tid][:4] for tid in TECHNIQUES if tid in found and tid not in UNSEEN}
+
+
+def _quote(text: str, limit: int = 220) -> str:
+    """``text`` in curly quotes (whitespace collapsed, cut at a word past ``limit`` characters with an
+    ellipsis); its own curly double quotes become straight ones, so the quotation stays one passage."""
+    text = " ".join(text.split()).replace("“", '"').replace("”", '"')
+    return "“" + (text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …") + "”"
+
+
+def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None, markdown: bool = True) -> str:
+    line = f"- {_quote(s.text)} — " + (f"**{s.probability:.0%}**" if markdown else f"{s.probability:.0%}")
+    if s.words:
+        word = (lambda w: f"*{w}*") if markdown else (lambda w: f"“{w}”")
+        line += "; marked words: " + ", ".join(f"{word(w)} ({p:.0%})" for w, _, _, p in s.words[:6])
+    shows = []
+    for tid, cues in (techniques or {}).items():
+        # Word choice is the marked words; tone and repetition are about several sentences.
+        here = [c for c in cues if c.lower() in s.text.lower()] if tid not in ("word_choice", "tone", "repetition") else []
+        if here:
+            shows.append(f"{TECHNIQUES[tid]} (" + ", ".join(f"“{c}”" for c in here[:3]) + ")")
+    if shows:
+        line += "; shows " + ", ".join(shows)
+    return line
+
+
+def rule_figure(statistic: str, value: float, n: int, n_flagged: int) -> str:
+    """The rule's statistic for this article, in words."""
+    return {
+        "share": f"{n_flagged} of {n} sentences ({value:.0%}) are flagged as biased",
+        "mean": f"its {n} sentences' mean probability of being biased is {value:.0%}",
+        "max": f"its most biased sentence scores {value:.0%}",
+        "top3_mean": f"its {min(3, n)} most biased sentences average {value:.0%}",
+    }[statistic]
+
+
+def evidence_rationale(label: str, probability: float, sentences: list[Evidence], statistic: str, value: float,
+                       threshold: float, truncated: int = 0, *, markdown: bool = True) -> Explanation:
+    """The explanation written from the evidence alone (see the module docstring): Markdown for a
+    page, or plain text (``markdown=False``: a stored rationale, marked words in quotes)."""
+    flagged = sorted((s for s in sentences if s.flagged), key=lambda s: -s.probability)
+    figure = rule_figure(statistic, value, len(sentences), len(flagged))
+    bold = (lambda t: f"**{t}**") if markdown else (lambda t: t)
+    note = ""
+    if truncated:
+        note = f"Only the first {len(sentences)} sentences were read ({truncated} more were not)."
+        note = "\n\n" + (f"*{note}*" if markdown else note)
+    if label == BIASED_NAME:
+        techniques = techniques_shown(flagged)
+        lines = [f"{bold('Biased')} ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
+                 "", "The sentences that drive the label:"]
+        lines += [_sentence_line(s, techniques, markdown) for s in flagged[:MAX_CITED]]
+        if len(flagged) > MAX_CITED:
+            lines.append(f"- … and {len(flagged) - MAX_CITED} more " + ("in the evidence table." if markdown else "flagged sentences."))
+        if not flagged:
+            top = max(sentences, key=lambda s: s.probability)
+            lines.append(_sentence_line(top, markdown=markdown))
+        named = ", ".join(TECHNIQUES[t] for t in techniques) or "none with a surface cue"
+        lines += ["", f"Techniques these sentences show: {named}."]
+        return Explanation("\n".join(lines) + note, techniques)
+    lines = [f"{bold('Not biased')} ({1 - probability:.0%}): {figure}, below the {threshold:.0%} the rule needs."]
+    if not flagged:
+        top = max(sentences, key=lambda s: s.probability)
+        lines.append(f"No sentence was flagged (every one scores below 50%); the highest scores {top.probability:.0%}: {_quote(top.text)}.")
+    else:
+        lines += ["", "Flagged, but not enough to make the article biased:"] + [_sentence_line(s, markdown=markdown) for s in flagged[:MAX_CITED]]
+        lines.append("The other sentences read as plain reporting.")
+    return Explanation("\n".join(lines) + note, {})
+
+
+
+
+# -- a predictor's output, placed in the text it read ----------------------------------------------
+
+
+def sentence_offsets(text: str, pieces: list[str]) -> list[tuple[str, int, int]]:
+    """Where each of ``pieces`` (consecutive sentences of ``text``) lies in ``text``."""
+    out, cursor = [], 0
+    for piece in pieces:
+        start = text.find(piece, cursor)
+        if start < 0:  # the splitter normalised something: fall back to the piece's first words
+            start = max(text.find(piece[:20], cursor), cursor)
+        out.append((piece, start, start + len(piece)))
+        cursor = start + len(piece)
+    return out
+
+
+def explain_output(text: str, out: Any, *, markdown: bool = True) -> tuple[list[Evidence], Explanation]:
+    """A sentence model's output (:class:`~vilbias.models.predictors.ModelOutput` with ``sentences``
+    and ``rule``) as evidence placed in ``text`` (what it read, e.g. the headline and the article)
+    and the explanation written from it (:func:`evidence_rationale`)."""
+    placed = sentence_offsets(text, [s.text for s in out.sentences])
+    evidence = [Evidence(piece, start, end, s.probability, [(w.text, start + w.start, start + w.end, w.probability) for w in s.words],
+                         s.flagged)
+                for (piece, start, end), s in zip(placed, out.sentences, strict=True)]
+    rule = out.rule
+    explanation = evidence_rationale(out.label, out.probabilities[BIASED_NAME], evidence, rule.statistic, out.statistic,
+                                     rule.threshold, truncated=out.unread_sentences, markdown=markdown)
+    return evidence, explanation
+
+
+__all__ = [
+    "MAX_CITED", "TECHNIQUE_CUES", "UNSEEN", "Evidence", "Explanation", "evidence_rationale", "explain_output", "rule_figure",
+    "sentence_offsets", "techniques_shown",
+]
