@@ -7,7 +7,7 @@ import pytest
 from tests.fakes.workdirs import make_workdir
 from vilbias.annotate import prompts as P
 from vilbias.annotate.pipeline import AnnotateConfig, annotate
-from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec
+from vilbias.annotate.specs import AnnotatorSpec, smollm2_annotator
 from vilbias.annotate.store import AnnotationStore
 
 
@@ -15,7 +15,7 @@ from vilbias.annotate.store import AnnotationStore
 def test_default_annotator_gives_a_valid_answer(tmp_path):
     workdir = make_workdir(tmp_path / "w", n=1)
     # The default annotator as shipped (load ~25 s on 2 cores, one constrained answer ~30-60 s).
-    default = DEFAULT_ANNOTATORS[0]
+    default = smollm2_annotator()
     spec = AnnotatorSpec(name=default.name, kind="smollm2", model=default.model, params={**default.params, "seed": 0})
     summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, progress=False))
     with AnnotationStore.for_workdir(workdir) as store:

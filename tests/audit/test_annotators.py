@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec
+from vilbias.annotate.specs import AnnotatorSpec, smollm2_annotator
 from vilbias.annotate.store import AnnotationStore
 from vilbias.audit.annotators import audit_annotators, probe_version
 
@@ -66,7 +66,7 @@ def test_annotator_audit_writes_its_summary_into_annotations_sqlite(tmp_path):
 @pytest.mark.slow
 def test_default_annotator_smollm2(tmp_path):
     """The embedded SmolLM2-135M-Instruct, scored by option log-likelihood (~25-60 s to load on 2 cores)."""
-    default = DEFAULT_ANNOTATORS[0]
+    default = smollm2_annotator()
     result = audit_annotators(None, tmp_path / "w", limit=1, paradigms=["decision"], metrics=False, progress=False)
     entry = result["annotators"][default.name]["modalities"]["text"]
     assert (entry["questions"], entry["answered"]) == (6, 6)  # one identity pair, six role questions

@@ -9,7 +9,10 @@ not take ``n`` is asked one sample per request (recorded in the store's ``sampli
 current prompt versions and annotators (a changed prompt or annotator re-asks only what it
 changes); a killed run loses at most the calls that were in flight.
 
-The annotators are configured in a YAML file (:mod:`vilbias.annotate.specs`).
+The annotators are configured in a YAML file (:mod:`vilbias.annotate.specs`); without one, the
+sentence-level bias model shipped with vilbias labels the items (text prompt). An annotator may
+be any model the catalogue loads: a checkpoint that labels without writing text answers from its
+evidence, one sample per item (:mod:`vilbias.annotate.classifiers`).
 
 Every answer is asked for as the JSON Schema of :func:`vilbias.annotate.prompts.response_format`
 (servers: ``response_format``; local models: llguidance-constrained decoding) and checked with
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.annotate import prompts as prompting
+from vilbias.annotate.classifiers import PredictorAnnotator, is_deterministic, load_annotator
 from vilbias.annotate.specs import (
     DEFAULT_ANNOTATORS,
     LOCAL_BACKENDS,
@@ -39,7 +43,6 @@ from vilbias.annotate.specs import (
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.summary import format_summary, summarize
 from vilbias.ledger import ask_missing
-from vilbias.models.catalogue import load_chat_backend
 from vilbias.models.chat import (
     ChatBackend,
     ChatRequest,
@@ -61,7 +64,8 @@ DESCRIBE = "describe_image"
 class AnnotateConfig:
     workdir: Path = field(metadata={"help": "The workdir written by `vilbias ingest` (holds articles.jsonl)."})
     annotators: Path | None = field(
-        default=None, metadata={"help": "YAML file listing the annotators (default: the embedded SmolLM2-135M-Instruct)."}
+        default=None, metadata={"help": "YAML file listing the annotators, or a shipped one by name (paper, smollm2). Default: the "
+                                        "sentence-level bias model shipped with vilbias (trained on BABE's expert labels; text only)."}
     )
     samples: int = field(default=3, metadata={"help": "K: samples asked of each annotator per item and prompt (majority of K)."})
     prompts: list[str] | None = field(
@@ -79,7 +83,7 @@ class AnnotateConfig:
     annotator_specs: list[AnnotatorSpec] | None = field(
         default=None, metadata={"cli": False, "help": "Annotators given from Python (instead of a file)."}
     )
-    backends: dict[str, ChatBackend] | None = field(
+    backends: dict[str, ChatBackend | PredictorAnnotator] | None = field(
         default=None, metadata={"cli": False, "help": "Ready backends by annotator name (tests, reuse of a loaded model)."}
     )
 
@@ -101,6 +105,9 @@ class AnnotateConfig:
             specs = load_annotators(self.annotators)
         else:
             specs = list(DEFAULT_ANNOTATORS)
+            logger.info("no annotators file: annotating with %s, the sentence-level bias model shipped with vilbias (trained on "
+                        "BABE's expert labels; text only, one sample per item). Name others with --annotators (e.g. paper, smollm2).",
+                        specs[0].name)
         return specs
 
     def resolve_prompts(self, specs: list[AnnotatorSpec]) -> list[str]:
@@ -205,22 +212,26 @@ class _Recorder:
             rationale=answer.rationale, status=answer.status, **common,
         )
 
-    def mode(self, spec: AnnotatorSpec) -> tuple[str, str | None]:
+    def mode(self, spec: AnnotatorSpec, built: bool = False) -> tuple[str, str | None]:
         """What this run's calls got: ``server``, ``local_grammar``, ``fallback`` (with the
-        rejection) or ``off``."""
+        rejection), ``off``, or ``built`` (a predictor's answers, written from its output)."""
+        if built:
+            return "built", None
         if self.fallback is not None:
             return "fallback", self.fallback
         if spec.structured_output == "none":
             return "off", None
-        return ("local_grammar" if spec.backend in LOCAL_BACKENDS else "server"), None
+        return ("local_grammar" if spec.backend in (*LOCAL_BACKENDS, "checkpoint") else "server"), None
 
-    def sampling(self, spec: AnnotatorSpec) -> tuple[str, str | None]:
+    def sampling(self, spec: AnnotatorSpec, built: bool = False) -> tuple[str, str | None]:
         """How this run's samples were asked: ``n`` (K samples in one request),
-        ``num_return_sequences`` (local models), or ``per_sample`` (with the server's answer to
-        ``n`` > 1)."""
+        ``num_return_sequences`` (local models), ``per_sample`` (with the server's answer to
+        ``n`` > 1), or ``deterministic`` (a predictor: one sample)."""
+        if built:
+            return "deterministic", None
         if self.sampling_fallback is not None:
             return "per_sample", self.sampling_fallback
-        return ("num_return_sequences" if spec.backend in LOCAL_BACKENDS else "n"), None
+        return ("num_return_sequences" if spec.backend in (*LOCAL_BACKENDS, "checkpoint") else "n"), None
 
     def _commit(self) -> None:
         """Hand the current group to the writer thread (one group at a time)."""
@@ -267,8 +278,10 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     prompts = config.resolve_prompts(specs)
     workdir = Path(config.workdir)
     versions = {p: prompting.prompt_version(p) for p in prompts}
-    active = [ActiveAnnotator(s.name, s.fingerprint()) for s in specs]
-    backends: dict[str, ChatBackend] = dict(config.backends or {})
+    # a deterministic model (a predictor checkpoint) is asked one sample: its K would all be the same
+    samples = {s.name: 1 if is_deterministic(s) else config.samples for s in specs}
+    active = [ActiveAnnotator(s.name, s.fingerprint(), 1 if samples[s.name] != config.samples else None) for s in specs]
+    backends: dict[str, ChatBackend | PredictorAnnotator] = dict(config.backends or {})
     run: Counter[str] = Counter()
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
@@ -280,33 +293,42 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
 
         for spec in specs:
             fp = spec.fingerprint()
-            jobs = _Jobs(config, store, spec, prompts, versions, describer_key)
+            jobs = _Jobs(config, store, spec, prompts, versions, describer_key, samples[spec.name])
             pending = sum(1 for _ in jobs.keys())
             if pending == 0:
                 logger.info("%s: nothing to ask", spec.name)
                 continue
             if spec.name not in backends:
-                logger.info("%s: loading %s backend for %s", spec.name, spec.backend, spec.model)
-                backends[spec.name] = load_chat_backend(spec.model_spec())
+                logger.info("%s: loading %s %s", spec.name, spec.backend, spec.model)
+                backends[spec.name] = load_annotator(spec, workdir)
             backend = backends[spec.name]
+            built = isinstance(backend, PredictorAnnotator)
+            jobs.requests = not built  # a predictor reads the article, not a rendered prompt
+            if built:
+                ask = backend.ask
+            else:
+                def ask(todo, on_result, backend=backend):
+                    return chat_jobs(backend, todo, lambda job: job[1], on_result)
             recorder = _Recorder(store, spec.model)
             try:
                 # _Jobs yields only the missing calls, lazily (memory flat); ``pending`` counts them.
                 ask_missing(
-                    iter(jobs), total=pending, desc=f"annotate {spec.name}", progress=config.progress,
-                    ask=lambda todo, on_result, backend=backend: chat_jobs(backend, todo, lambda job: job[1], on_result),
+                    iter(jobs), total=pending, desc=f"annotate {spec.name}", progress=config.progress, ask=ask,
                     record=lambda job, result, recorder=recorder: recorder.call(job[0], result), size=lambda job: len(job[0]),
                 )
             finally:
                 recorder.flush()
             run.update(recorder.counts)
-            store.set_structured_output(spec.name, fp, spec.structured_output, *recorder.mode(spec))
-            store.set_sampling(spec.name, fp, *recorder.sampling(spec))
+            store.set_structured_output(spec.name, fp, spec.structured_output, *recorder.mode(spec, built))
+            store.set_sampling(spec.name, fp, *recorder.sampling(spec, built))
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
                 backends.pop(spec.name, None)
         summary = summarize(store, {a.unique_id for a in _articles(config)})
     summary["run"] = dict(run)
+    if config.annotators is None and config.annotator_specs is None:
+        summary["default_annotator"] = (f"{specs[0].name}, the sentence-level bias model shipped with vilbias (trained on BABE's "
+                                        "expert labels; reads the text only)")
     for line in format_summary(summary).splitlines():
         logger.info(line)
     return summary
@@ -315,7 +337,8 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
 class _Jobs:
     """The missing calls of one annotator, item by item (lazily: memory stays flat).
 
-    Iterating yields one ``(keys, ChatRequest)`` per item and prompt: the request asks for the
+    Iterating yields one ``(keys, ChatRequest, Article)`` per item and prompt (the request None when
+    :attr:`requests` is False: a predictor reads the article itself): the request asks for the
     samples the store lacks (``n = len(keys)``, sent with the first missing sample's seed, so a
     fresh item is asked with the annotator's own seed); :meth:`keys` yields only the keys (the
     counting pass). Each sample's parameters (with the structured-output request) are built once
@@ -323,18 +346,21 @@ class _Jobs:
     annotated one sample per request is complete under ``n`` and the other way round.
     """
 
-    def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, prompts: list[str], versions: dict[str, str], describer_key: str | None):
+    def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, prompts: list[str], versions: dict[str, str],
+                 describer_key: str | None, samples: int):
         self.config, self.store, self.spec, self.prompts, self.versions = config, store, spec, prompts, versions
+        self.samples = samples
+        self.requests = True
         self.describer_key = describer_key
         self.workdir = Path(config.workdir)
         self.fp = spec.fingerprint()
         self.system = {"role": "system", "content": prompting.system_message()}
         # Local grammars also bound the rationale, so a complete answer fits max_tokens.
-        bound = prompting.LOCAL_RATIONALE_CHARS if spec.backend in LOCAL_BACKENDS else None
+        bound = prompting.LOCAL_RATIONALE_CHARS if spec.backend in (*LOCAL_BACKENDS, "checkpoint") else None
         self.params: dict[str, list[dict[str, Any]]] = {}
         for p in prompts:
             self.params[p] = []
-            for k in range(config.samples):
+            for k in range(samples):
                 params = dict(spec.params)
                 if "seed" in params:
                     params["seed"] = int(params["seed"]) + k  # the K samples differ, each reproducible
@@ -353,7 +379,7 @@ class _Jobs:
                 yield from self._missing_of(article, answered[article.unique_id], descriptions)
 
     def _missing_of(self, article: Article, done: set[tuple[str, int, str]], descriptions: dict[str, str]) -> Iterator[tuple[Article, str, list[tuple[str, int]]]]:
-        missing = [(p, k) for p in self.prompts for k in range(self.config.samples) if (p, k, self.versions[p]) not in done]
+        missing = [(p, k) for p in self.prompts for k in range(self.samples) if (p, k, self.versions[p]) not in done]
         if missing:
             description = ""
             if self.describer_key is not None and any(p == "multimodal" for p, _ in missing):
@@ -368,14 +394,15 @@ class _Jobs:
             for p, k in missing:
                 yield CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p])
 
-    def __iter__(self) -> Iterator[tuple[tuple[CallKey, ...], ChatRequest]]:
+    def __iter__(self) -> Iterator[tuple[tuple[CallKey, ...], ChatRequest | None, Article]]:
         for article, description, missing in self._missing():
             by_prompt: dict[str, list[int]] = {}
             for p, k in missing:
                 by_prompt.setdefault(p, []).append(k)
             for p, samples in by_prompt.items():
                 keys = tuple(CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p]) for k in samples)
-                yield keys, ChatRequest(self._messages(article, p, description), self.params[p][samples[0]], n=len(samples))
+                request = ChatRequest(self._messages(article, p, description), self.params[p][samples[0]], n=len(samples)) if self.requests else None
+                yield keys, request, article
 
     def _messages(self, article: Article, prompt: str, description: str) -> list[dict[str, Any]]:
         text = prompting.render(
@@ -418,7 +445,9 @@ def _describe_images(
     if not pending:
         return
     if describer.name not in backends:
-        backends[describer.name] = load_chat_backend(describer.model_spec())
+        backends[describer.name] = load_annotator(describer, workdir)
+    if isinstance(backends[describer.name], PredictorAnnotator):
+        raise ValueError(f"annotator {describer.name!r} is a classifier and cannot describe images: list a vision chat model first")
     params = {**describer.params, "temperature": 0.0}
 
     def request(job: tuple[str, Article]) -> ChatRequest:

@@ -4,7 +4,7 @@ The annotators file (YAML)::
 
     annotators:
       - name: qwen2.5-vl-7b
-        backend: openai            # openai | transformers | smollm2
+        backend: openai            # openai | transformers | smollm2 | checkpoint
         model: Qwen/Qwen2.5-VL-7B-Instruct
         base_url: http://localhost:8000/v1
         api_key_env: OPENAI_API_KEY  # optional; the default variable
@@ -17,11 +17,17 @@ The annotators file (YAML)::
         model: meta-llama/Llama-3.1-8B-Instruct
         params: {temperature: 0.7, max_tokens: 512}
         batch_size: 8
+      - name: babe-sentence-model
+        backend: checkpoint        # any checkpoint the catalogue loads: read from its files
+        model: path/to/default_model
 
 Shipped files are named by their stem: ``--annotators paper`` is the paper's three open VLMs
-served by vLLM (``vilbias/annotate/annotators/paper.yaml``). Without a file, the embedded
-SmolLM2-135M-Instruct is the one annotator (:data:`DEFAULT_ANNOTATORS`); it is text-only, so only
-the text prompt is asked.
+served by vLLM (``vilbias/annotate/annotators/paper.yaml``); ``--annotators smollm2`` the embedded
+SmolLM2-135M-Instruct. Without a file, the sentence-level bias model shipped with vilbias (trained
+on BABE's expert labels, ``training/default_model``) is the one annotator
+(:data:`DEFAULT_ANNOTATORS`); it reads the text only, so only the text prompt is asked. A
+checkpoint that labels without writing text (the sentence model, a fusion classifier) answers
+from its evidence, one sample per item (:mod:`vilbias.annotate.classifiers`).
 
 An annotator's model fields are a model spec of :mod:`vilbias.models.catalogue` (``backend:`` is
 the spec's kind); ``name``, ``structured_output`` and ``serve`` are the annotate stage's own.
@@ -40,10 +46,11 @@ from typing import Any
 
 import yaml
 
-from vilbias.models.catalogue import ModelSpec
+from vilbias.models.catalogue import ModelSpec, check_spec, local_folder, shipped_sentence_model
 
-BACKENDS = ("openai", "transformers", "smollm2")
+BACKENDS = ("openai", "transformers", "smollm2", "checkpoint")
 LOCAL_BACKENDS = ("transformers", "smollm2")
+"""Chat kinds that generate on this machine (a generative checkpoint does too, found when loaded)."""
 STRUCTURED_OUTPUT = ("json_schema", "none")
 
 
@@ -84,7 +91,8 @@ class AnnotatorSpec(ModelSpec):
         existed keep their fingerprints). How the K samples are requested (one request with ``n``,
         or one per sample on a server without it) is left out too: either way the samples are the
         annotator's, so a store written one way is complete for the other."""
-        payload = {"backend": self.backend, "model": self.model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
+        model = checkpoint_identity(self.model, self.revision) if self.backend == "checkpoint" else self.model
+        payload = {"backend": self.backend, "model": model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
         if self.structured_output != "json_schema":
             payload["structured_output"] = self.structured_output
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
@@ -99,6 +107,11 @@ class AnnotatorSpec(ModelSpec):
             super().validate()
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
+        if self.backend == "checkpoint":
+            try:
+                check_spec(self.model_spec(), "checkpoint")
+            except (FileNotFoundError, PermissionError, ValueError) as e:
+                raise ValueError(f"{where}: {e}") from None
         if self.structured_output not in STRUCTURED_OUTPUT:
             raise ValueError(f"{where}: structured_output {self.structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
         if "response_format" in self.params:
@@ -107,17 +120,27 @@ class AnnotatorSpec(ModelSpec):
             raise ValueError(f"{where}: constrained decoding needs llguidance: pip install llguidance (or set structured_output: none)")
 
 
-DEFAULT_ANNOTATORS = [
-    AnnotatorSpec(
-        name="smollm2-135m-instruct",
-        kind="smollm2",
-        model="HuggingFaceTB/SmolLM2-135M-Instruct",
-        # 512 tokens: a complete answer (about 150 tokens of JSON around a rationale of at most
-        # LOCAL_RATIONALE_CHARS characters) always fits, so decoding never cuts one short.
-        params={"temperature": 0.7, "top_p": 0.9, "max_tokens": 512},
-    )
-]
-"""Used when no annotators file is given: one text-only model, asked the text prompt only."""
+def checkpoint_identity(model: str, revision: str | None) -> str:
+    """What a checkpoint is, for the fingerprint: a local folder by its config and the size and
+    first MiB of each weights file (so moving the folder re-asks nothing and retraining it in place
+    re-asks everything); a Hub id by its id and revision."""
+    folder = local_folder(model) if model else None
+    if folder is None:
+        return f"{model}@{revision}" if revision else model
+    h = hashlib.sha256()
+    for f in sorted(folder.iterdir()):
+        if f.name == "config.json" or f.suffix in (".safetensors", ".bin", ".pt"):
+            h.update(f.name.encode())
+            h.update(str(f.stat().st_size).encode())
+            with f.open("rb") as fh:
+                h.update(fh.read(1 << 20))
+    return "sha256:" + h.hexdigest()
+
+
+DEFAULT_NAME = "babe-sentence-model"
+DEFAULT_ANNOTATORS = [AnnotatorSpec(name=DEFAULT_NAME, kind="checkpoint", model=str(shipped_sentence_model()))]
+"""Used when no annotators file is given: the sentence-level bias model shipped with vilbias
+(trained on BABE's expert labels), text only, one sample per item; asked the text prompt only."""
 
 
 def shipped_annotators() -> dict[str, Path]:
@@ -153,3 +176,9 @@ def load_annotators(path: str | Path) -> list[AnnotatorSpec]:
     if dupes := [n for n, c in names.items() if c > 1]:
         raise ValueError(f"{path}: annotator names must be unique, repeated: {dupes}")
     return specs
+
+
+def smollm2_annotator() -> AnnotatorSpec:
+    """The embedded SmolLM2-135M-Instruct as an annotator (the shipped ``smollm2`` file): the chat
+    model that needs neither a server nor a checkpoint (the stereotype audit's default)."""
+    return load_annotators("smollm2")[0]

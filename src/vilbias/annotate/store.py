@@ -36,11 +36,14 @@ calls have a ``label``. A ``calls`` row without a ``call_status`` row (written b
 counts as ``failed`` without ``raw``, ``unparseable`` without ``label``, else ``valid``.
 ``structured_output`` records, per annotator, what its latest run got: ``server`` (the server
 decoded under the schema), ``local_grammar`` (llguidance), ``fallback`` (the server rejected the
-request; answers parsed strictly; ``detail`` holds the rejection) or ``off`` (configured).
+request; answers parsed strictly; ``detail`` holds the rejection), ``off`` (configured) or ``built``
+(a predictor checkpoint: the answer is written from the model's output, nothing is decoded).
 ``sampling`` records, per annotator, how its latest run asked for the K samples: ``n`` (one request
 for the K samples of an item and prompt: one prefill), ``num_return_sequences`` (local models, the
 same over one ``generate``) or ``per_sample`` (the server rejected ``n`` > 1 or answered with fewer
-choices; ``detail`` says which; one request per sample). The table joined schema 2 without a new
+choices; ``detail`` says which; one request per sample) or ``deterministic`` (a predictor
+checkpoint, asked one sample: the ``active`` table's annotator entry then carries ``samples: 1``,
+which overrides the run's K for that annotator). The table joined schema 2 without a new
 version: a store without it is read as before, and an older vilbias ignores it. How samples were
 asked is not part of an annotator's fingerprint, so a store annotated either way is complete for the other.
 
@@ -150,6 +153,12 @@ class ActiveAnnotator:
     name: str
     fingerprint: str
     """Hash of what makes this annotator's answers what they are (backend, model, params)."""
+    samples: int | None = None
+    """Samples asked of this annotator per item and prompt when not the run's K: 1 for a
+    deterministic model (a predictor checkpoint), whose K answers would all be the same."""
+
+    def samples_of(self, k: int) -> int:
+        return self.samples if self.samples is not None else k
 
 
 def _migrate_from_1(db: sqlite3.Connection) -> None:
@@ -230,7 +239,7 @@ class AnnotationStore(Ledger):
                 rows = self.query(
                     f"SELECT {_STATUS}, COUNT(*) FROM calls c LEFT JOIN call_status s USING({_KEY}) "
                     "WHERE c.prompt=? AND c.prompt_version=? AND c.annotator=? AND c.fingerprint=? AND c.sample < ? GROUP BY 1",
-                    (prompt, cfg["prompt_version"], a.name, a.fingerprint, cfg["samples"]),
+                    (prompt, cfg["prompt_version"], a.name, a.fingerprint, a.samples_of(cfg["samples"])),
                 )
                 counts = dict.fromkeys(STATUSES, 0) | dict(rows)
                 total = sum(counts.values())
@@ -278,7 +287,9 @@ class AnnotationStore(Ledger):
     # -- the active configuration ---------------------------------------------------------
 
     def set_active(self, prompt: str, prompt_version: str, annotators: list[ActiveAnnotator], samples: int) -> None:
-        payload = json.dumps([{"name": a.name, "fingerprint": a.fingerprint} for a in annotators])
+        # an annotator's own sample count only where it has one: stores without it read as before
+        payload = json.dumps([{"name": a.name, "fingerprint": a.fingerprint} | ({"samples": a.samples} if a.samples is not None else {})
+                              for a in annotators])
         self.put(ACTIVE, [(prompt, prompt_version, payload, samples)])
 
     def active(self) -> dict[str, dict[str, Any]]:
@@ -301,7 +312,7 @@ class AnnotationStore(Ledger):
         in corpus size: the build uses this). ``techniques=False`` leaves the votes' techniques
         and rationales out (for counting labels)."""
         active = self.active()
-        specs = {p: ({a.name: a.fingerprint for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
+        specs = {p: ({a.name: (a.fingerprint, a.samples_of(cfg["samples"])) for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
         rows = self.stream(
             "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale "
             "FROM calls ORDER BY item_id"
@@ -314,10 +325,11 @@ class AnnotationStore(Ledger):
                     yield current, self._complete(bucket, specs)
                 current, bucket = item_id, {p: [] for p in PROMPTS}
             spec = specs.get(prompt)
-            if spec is None or spec[0].get(annotator) != fp:
+            own = spec[0].get(annotator) if spec is not None else None
+            if own is None or own[0] != fp:
                 continue
             cfg = spec[1]
-            if version != cfg["prompt_version"] or sample >= cfg["samples"]:
+            if version != cfg["prompt_version"] or sample >= own[1]:
                 continue
             if techniques:
                 bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
@@ -327,7 +339,7 @@ class AnnotationStore(Ledger):
             yield current, self._complete(bucket, specs)
 
     @staticmethod
-    def _complete(bucket: dict[str, list[Vote]], specs: dict[str, tuple[dict[str, str], dict[str, Any]]]) -> dict[str, list[Vote]]:
+    def _complete(bucket: dict[str, list[Vote]], specs: dict[str, tuple[dict[str, tuple[str, int]], dict[str, Any]]]) -> dict[str, list[Vote]]:
         """Fill never-answered samples of a prompt the item was asked under as abstentions."""
         for prompt, (_, cfg) in specs.items():
             votes = bucket.setdefault(prompt, [])
@@ -335,7 +347,7 @@ class AnnotationStore(Ledger):
                 continue
             done = {(v.annotator, v.sample) for v in votes}
             for a in cfg["annotators"]:
-                for k in range(cfg["samples"]):
+                for k in range(a.samples_of(cfg["samples"])):
                     if (a.name, k) not in done:
                         votes.append(Vote(a.name, k, None))
         return bucket

@@ -92,6 +92,8 @@ def call_rates(c: dict[str, int]) -> dict[str, float]:
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as a few readable lines (the CLI prints this)."""
     lines = [f"items: {summary['items']}"]
+    if summary.get("default_annotator"):
+        lines.insert(0, f"annotators: {summary['default_annotator']} (no annotators file)")
     if "run" in summary:
         run = summary["run"]
         lines.append("this run: " + ", ".join(f"{k} {v}" for k, v in sorted(run.items())) if run else "this run: nothing to ask")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators
+from vilbias.annotate.specs import AnnotatorSpec, load_annotators, smollm2_annotator
 from vilbias.annotate.store import AnnotationStore
 from vilbias.audit.questions import PARADIGMS, all_questions, prompt_version
 from vilbias.audit.runner import (
@@ -109,7 +109,7 @@ class AnnotatorAuditConfig:
 def _specs(annotators_spec: Any) -> list[Any]:
 
     if annotators_spec is None:
-        return list(DEFAULT_ANNOTATORS)
+        return [smollm2_annotator()]  # the audit asks chat models: the embedded SmolLM2
     if isinstance(annotators_spec, (str, Path)):
         return load_annotators(annotators_spec)
     specs = [a if isinstance(a, AnnotatorSpec) else AnnotatorSpec.from_dict(a) for a in annotators_spec]

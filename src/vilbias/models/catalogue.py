@@ -483,6 +483,32 @@ def predictor_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
     return "vlm" if config is None else our_model_types().get(config.get("model_type"), "vlm")
 
 
+def checkpoint_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
+    """What a checkpoint is, from its files (as :func:`load_model` reads them): a key of
+    :data:`PREDICTORS` for our own models and VLMs, ``causal_lm`` for a text LM and
+    ``text_classifier`` for a ``*ForSequenceClassification`` of another project."""
+    config = _checkpoint_config(ModelSpec.parse(spec))
+    if config is None:
+        return "vlm"
+    ours = our_model_types().get(config.get("model_type"))
+    if ours:
+        return ours
+    architectures = config.get("architectures") or []
+    if any(a.endswith("ForSequenceClassification") for a in architectures):
+        return "text_classifier"
+    if any(a.endswith("ForCausalLM") for a in architectures):
+        return "causal_lm"
+    return "vlm"
+
+
+def shipped_sentence_model() -> Path:
+    """The sentence-level bias model shipped with vilbias (``training/default_model``, package data
+    of ``vilbias.training``): the Space's and the annotate stage's offline default."""
+    from importlib import resources
+
+    return Path(str(resources.files("vilbias.training") / "default_model"))
+
+
 def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None = None, **options: Any) -> Predictor:
     """The checkpoint ``spec`` names, behind :class:`vilbias.models.predictors.Predictor`.
 
@@ -539,7 +565,7 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
 
 
 __all__ = [
-    "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec",
+    "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec", "checkpoint_kind",
     "hub_file", "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
-    "local_folder", "looks_local", "our_model_types", "predictor_kind",
+    "local_folder", "looks_local", "our_model_types", "predictor_kind", "shipped_sentence_model",
 ]
