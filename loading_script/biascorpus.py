@@ -56,6 +56,10 @@ DEFAULT_FEATURES = datasets.Features(
         "image_caption": datasets.Value("string"),
         "text_label": datasets.ClassLabel(names=LABEL_NAMES),
         "multimodal_label": datasets.ClassLabel(names=LABEL_NAMES),
+        # Which vote the row's label (multimodal_label) came from: "multimodal" (annotators that saw
+        # the image), "text" (text-only annotators: no vision annotator took part, so the label did
+        # not see the image), "review" (set or overturned by human review), "import" (an imported release).
+        "label_source": datasets.Value("string"),
         "reasoning": datasets.Value("string"),
         # The model-free rationale check's result for `reasoning` (vilbias.rationale): its problem
         # codes, empty when the rationale passes. Not an sft column.
@@ -168,6 +172,8 @@ class PlanRow:
     image_ext: str
     split: str = ""
     fold: int = -1
+    label_source: str = "multimodal"
+    """Which vote gave ``label``: ``multimodal``, ``text`` or ``review`` (the ``label_source`` column)."""
 
 
 @dataclass
@@ -290,6 +296,7 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
                 "image_caption": art.image_caption,
                 "text_label": row.text_label,
                 "multimodal_label": row.label,
+                "label_source": row.label_source,
                 "reasoning": reasoning,
                 "techniques": res["techniques"],
                 "votes": res["votes"],

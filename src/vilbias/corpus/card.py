@@ -144,6 +144,8 @@ def card_statistics(plan: Plan, automated_labels: Mapping[str, int | None]) -> d
         **annotation_rates(ann),
         **review_columns(plan),
         "annotation": ann,
+        # which vote gave each row's label, most common first ("text": labels that did not see the image)
+        "label_sources": dict(Counter(r.label_source for r in rows).most_common()),
         "n_flagged_excluded": len(plan.flagged),
         "mean_agreement": sum(agreements) / len(agreements) if agreements else 0.0,
         "unanimous_share": sum(a == 1.0 for a in agreements) / len(agreements) if agreements else 0.0,
@@ -256,7 +258,7 @@ def render_card(
     ``imported`` (the report's ``source`` section)."""
     template = files("vilbias.dataset_card") / "README.md.jinja"
     version = f"v{names.version}" if names.repo_id else None
-    defaults = {"imported": None, "n_reviewed": 0}
+    defaults = {"imported": None, "n_reviewed": 0, "label_sources": {}}
     return DatasetCard.from_template(
         card_data,
         template_str=template.read_text(encoding="utf-8"),

@@ -197,6 +197,7 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
         "image_caption": text("image_caption"),
         "text_label": text_label,
         "multimodal_label": kept.label,
+        "label_source": "import",
         "reasoning": reasoning,
         "techniques": [],
         "votes": [],

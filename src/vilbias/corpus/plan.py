@@ -179,19 +179,29 @@ def _import_annotations(jsonl: Path, store_path: Path) -> None:
                 store.set_active(prompt, "sample", [ActiveAnnotator(n, "sample") for n in names], samples[prompt])
 
 
-def _resolution(mm: VoteResult, text: VoteResult, votes: dict[str, list]) -> dict[str, Any]:
+def _resolution(mm: VoteResult, text: VoteResult, votes: dict[str, list], label_from: str = "multimodal") -> dict[str, Any]:
+    """An item's settled votes: the row's label, rationale and techniques from the ``label_from``
+    prompt's vote (``multimodal``; ``text`` when no vision annotator took part)."""
+    chosen = mm if label_from == "multimodal" else text
     return {
-        "label": mm.label,
-        "flag_reason": mm.reason,
+        "label": chosen.label,
+        "label_source": label_from,
+        "flag_reason": chosen.reason,
         "text_label": text.label,
-        "reasoning": mm.rationale,
-        "rationale_from": mm.rationale_from,
-        "techniques": mm.techniques,
+        "reasoning": chosen.rationale,
+        "rationale_from": chosen.rationale_from,
+        "techniques": chosen.techniques,
         "votes": [v.ballot() for v in sorted(votes.get("multimodal", []), key=lambda v: (v.annotator, v.sample))],
         "text_votes": [v.ballot() for v in sorted(votes.get("text", []), key=lambda v: (v.annotator, v.sample))],
-        "agreement": mm.agreement,
-        "annotator_labels": mm.annotator_labels,
+        "agreement": chosen.agreement,
+        "annotator_labels": chosen.annotator_labels,
     }
+
+
+def label_prompt(active: dict[str, dict[str, Any]]) -> str:
+    """The prompt whose vote labels the rows: ``multimodal`` when vision annotators were asked it,
+    else ``text`` (an offline, text-only annotation still builds a corpus; its rows say so)."""
+    return "multimodal" if active.get("multimodal", {}).get("annotators") else "text"
 
 
 def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
@@ -203,15 +213,17 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
     reasons: Counter[str] = Counter()
     with AnnotationStore(store_path) as store:
         active = store.active()
+        label_from = label_prompt(active)
         names = {p: [a.name for a in cfg["annotators"]] or None for p, cfg in active.items()}
         batch = []
         for item_id, votes in tqdm(store.iter_votes(), desc="votes", unit=" items", leave=False):
             mm = hierarchical_vote(votes.get("multimodal", []), names.get("multimodal"))
             tv = hierarchical_vote(votes.get("text", []), names.get("text"))
-            batch.append((item_id, _resolution(mm, tv, votes)))
+            res = _resolution(mm, tv, votes, label_from)
+            batch.append((item_id, res))
             annotated += 1
-            flagged += mm.flagged
-            reasons[mm.reason or "decided"] += 1
+            flagged += res["label"] is None
+            reasons[res["flag_reason"] or "decided"] += 1
             if len(batch) >= 1000:
                 resolutions.put_all(batch)
                 batch.clear()
@@ -226,11 +238,21 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
         "calls": {p: dict(c) for p, c in calls.items()},
         "structured_output": structured,
         "annotators": {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()},
-        "samples": {p: cfg["samples"] for p, cfg in active.items()},
+        "samples": {p: _samples(cfg) for p, cfg in active.items()},
         "prompt_versions": {p: cfg["prompt_version"] for p, cfg in active.items()},
         "items_annotated": annotated,
         "items_flagged": flagged,
+        "label_prompt": label_from,
     }
+
+
+def _samples(cfg: dict[str, Any]) -> int | str:
+    """Samples per annotator of one prompt: K, or each annotator's own where they differ (a
+    deterministic model is asked one)."""
+    own = {a.name: a.samples_of(cfg["samples"]) for a in cfg["annotators"]}
+    if len(set(own.values())) <= 1:
+        return next(iter(own.values()), cfg["samples"])
+    return ", ".join(f"{name} {k}" for name, k in own.items())
 
 
 def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], dict[str, tuple]]:
@@ -253,13 +275,15 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
                 plan.exclusions.append({"unique_id": art.unique_id, "reason": f"flagged_for_review:{reason}"})
                 continue
             settled.append((art.unique_id, _settle_review(res, outcome)))
+            # a label the review set or overturned is the reviewers'; otherwise the vote's prompt's
+            source = "review" if label != res["label"] else res.get("label_source", "multimodal")
             if len(settled) >= 1000:
                 resolutions.put_all(settled)
                 settled.clear()
             text_label = LABEL_NAMES.index(res["text_label"]) if res["text_label"] else -1
             meta[art.unique_id] = (
                 LABEL_NAMES.index(label), text_label, review, art.outlet, res["agreement"], art.image_path,
-                art.fetched_at, story_keys(art.url, art.headline),
+                art.fetched_at, story_keys(art.url, art.headline), source,
             )
             candidates.append((art.unique_id, str(workdir / art.image_path)))
         resolutions.put_all(settled)
@@ -304,7 +328,7 @@ def _check_images(candidates: list[tuple[str, str]], meta: dict[str, tuple], pla
             if error:
                 plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
                 continue
-            label, text_label, review, outlet, agreement, image_path, order, stories = meta.pop(uid)
-            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext)
+            label, text_label, review, outlet, agreement, image_path, order, stories, source = meta.pop(uid)
+            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext, label_source=source)
             split_items.append(SplitItem(uid, label, order, sha, phash, stories))
     return split_items
