@@ -47,8 +47,9 @@ PREDICTOR_KINDS = ("sentence", "fusion", "text_classifier")
 """Checkpoint kinds (:func:`vilbias.models.catalogue.checkpoint_kind`) that label without writing text."""
 PREDICTOR_OPTIONS = {"sentence": ("max_sentences",), "fusion": ("temperature", "calibration"), "text_classifier": ()}
 """The ``params`` each predictor kind takes (options of :func:`vilbias.models.catalogue.load_predictor`)."""
-BATCH_ITEMS = 256
-"""Items a predictor labels in one batched pass (the progress bar moves per batch)."""
+BATCH_ITEMS = 32
+"""Items a predictor labels in one batched pass: the sentences of 32 articles fill its length-sorted
+batches, and the progress bar moves every few seconds."""
 
 
 @dataclass

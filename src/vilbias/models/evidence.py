@@ -116,11 +116,16 @@ def _quote(text: str, limit: int = 220) -> str:
     return "“" + (text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …") + "”"
 
 
-def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None, markdown: bool = True) -> str:
+def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None, markdown: bool = True,
+                   seen: set[str] | None = None) -> str:
     line = f"- {_quote(s.text)} — " + (f"**{s.probability:.0%}**" if markdown else f"{s.probability:.0%}")
-    if s.words:
+    words = s.words[:6]
+    if seen is not None:  # each marked word once in the whole text (a stored rationale must not repeat itself)
+        words = [w for w in words if w[0].lower() not in seen]
+        seen.update(w[0].lower() for w in words)
+    if words:
         word = (lambda w: f"*{w}*") if markdown else (lambda w: f"“{w}”")
-        line += "; marked words: " + ", ".join(f"{word(w)} ({p:.0%})" for w, _, _, p in s.words[:6])
+        line += "; marked words: " + ", ".join(f"{word(w)} ({p:.0%})" for w, _, _, p in words)
     shows = []
     for tid, cues in (techniques or {}).items():
         # Word choice is the marked words; tone and repetition are about several sentences.
@@ -132,8 +137,16 @@ def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None, 
     return line
 
 
-def rule_figure(statistic: str, value: float, n: int, n_flagged: int) -> str:
-    """The rule's statistic for this article, in words."""
+def rule_figure(statistic: str, value: float, n: int, n_flagged: int, *, plain: bool = False) -> str:
+    """The rule's statistic for this article, in words (``plain``: in scores, without the word
+    "biased", which under a ``not_biased`` label would read as an argument for the other label)."""
+    if plain:
+        return {
+            "share": f"{n_flagged} of {n} sentences ({value:.0%}) are flagged",
+            "mean": f"its {n} sentences' mean score is {value:.0%}",
+            "max": f"its highest-scoring sentence scores {value:.0%}",
+            "top3_mean": f"its {min(3, n)} highest-scoring sentences average {value:.0%}",
+        }[statistic]
     return {
         "share": f"{n_flagged} of {n} sentences ({value:.0%}) are flagged as biased",
         "mean": f"its {n} sentences' mean probability of being biased is {value:.0%}",
@@ -147,7 +160,9 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
     """The explanation written from the evidence alone (see the module docstring): Markdown for a
     page, or plain text (``markdown=False``: a stored rationale, marked words in quotes)."""
     flagged = sorted((s for s in sentences if s.flagged), key=lambda s: -s.probability)
-    figure = rule_figure(statistic, value, len(sentences), len(flagged))
+    figure = rule_figure(statistic, value, len(sentences), len(flagged), plain=not markdown)
+    if not markdown:  # a sentence the article gives twice is cited once (a stored rationale must not repeat itself)
+        flagged = _once(flagged)
     bold = (lambda t: f"**{t}**") if markdown else (lambda t: t)
     note = ""
     if truncated:
@@ -157,13 +172,18 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         techniques = techniques_shown(flagged)
         lines = [f"{bold('Biased')} ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
                  "", "The sentences that drive the label:"]
-        lines += [_sentence_line(s, techniques, markdown) for s in flagged[:MAX_CITED]]
+        seen: set[str] | None = None if markdown else set()
+        # plain text names each technique once, with its cues, at the end (not on every line: no repeats)
+        lines += [_sentence_line(s, techniques if markdown else None, markdown, seen) for s in flagged[:MAX_CITED]]
         if len(flagged) > MAX_CITED:
             lines.append(f"- … and {len(flagged) - MAX_CITED} more " + ("in the evidence table." if markdown else "flagged sentences."))
         if not flagged:
             top = max(sentences, key=lambda s: s.probability)
             lines.append(_sentence_line(top, markdown=markdown))
-        named = ", ".join(TECHNIQUES[t] for t in techniques) or "none with a surface cue"
+        if markdown:
+            named = ", ".join(TECHNIQUES[t] for t in techniques) or "none with a surface cue"
+        else:
+            named = ", ".join(TECHNIQUES[t] + _cues(t, cues) for t, cues in techniques.items()) or "none with a surface cue"
         lines += ["", f"Techniques these sentences show: {named}."]
         return Explanation("\n".join(lines) + note, techniques)
     lines = [f"{bold('Not biased')} ({1 - probability:.0%}): {figure}, below the {threshold:.0%} the rule needs."]
@@ -171,11 +191,33 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         top = max(sentences, key=lambda s: s.probability)
         lines.append(f"No sentence was flagged (every one scores below 50%); the highest scores {top.probability:.0%}: {_quote(top.text)}.")
     else:
-        lines += ["", "Flagged, but not enough to make the article biased:"] + [_sentence_line(s, markdown=markdown) for s in flagged[:MAX_CITED]]
+        lead = "Flagged, but not enough to make the article biased:" if markdown else "Flagged, but too few to change the label:"
+        seen = None if markdown else set()
+        lines += ["", lead] + [_sentence_line(s, markdown=markdown, seen=seen) for s in flagged[:MAX_CITED]]
         lines.append("The other sentences read as plain reporting.")
     return Explanation("\n".join(lines) + note, {})
 
 
+def _once(sentences: list[Evidence]) -> list[Evidence]:
+    """``sentences`` without the repeats of a text already given (case and spacing aside)."""
+    seen: set[str] = set()
+    out = []
+    for s in sentences:
+        key = " ".join(s.text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+def _cues(tid: str, cues: list[str]) -> str:
+    """A technique's cues for the plain text: quoted from the article (word choice: the marked
+    words listed above; tone: a count, unquoted)."""
+    if tid == "word_choice":
+        return " (the marked words)"
+    if tid == "tone":
+        return f" ({cues[0]})"
+    return " (" + ", ".join(f"“{c}”" for c in cues[:3]) + ")"
 
 
 # -- a predictor's output, placed in the text it read ----------------------------------------------
