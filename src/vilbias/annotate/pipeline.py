@@ -327,8 +327,8 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
         summary = summarize(store, {a.unique_id for a in _articles(config)})
     summary["run"] = dict(run)
     if config.annotators is None and config.annotator_specs is None:
-        summary["default_annotator"] = (f"{specs[0].name}, the sentence-level bias model shipped with vilbias (trained on BABE's "
-                                        "expert labels; reads the text only)")
+        summary["default_annotator"] = (f"{specs[0].name}, the sentence-level bias model shipped with vilbias, trained on BABE's "
+                                        "expert labels; it reads the text only")
     for line in format_summary(summary).splitlines():
         logger.info(line)
     return summary
