@@ -53,7 +53,7 @@ def test_v1_layout_with_an_images_folder(tmp_path):
     assert set(got) == {it.unique_id for it in rows}
     for it in rows:
         r = got[it.unique_id]
-        assert r["multimodal_label"] == it.label and r["source_label"] == V1_LABELS[it.label]
+        assert r["multimodal_label"] == it.label and r["source_label"] == V1_LABELS[it.label] and r["label_source"] == "import"
         assert r["text_label"] == it.text_label and r["source_text_label"] == V1_LABELS[it.text_label]
         assert r["url"] == it.url and r["published"] == it.published and r["outlet"] == it.outlet
         assert r["image_caption"] == f"A photo for story {it.unique_id}"

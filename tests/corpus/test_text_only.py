@@ -11,6 +11,8 @@ from tests.fakes.workdirs import make_workdir
 from vilbias.annotate import AnnotateConfig, annotate
 from vilbias.corpus import BuildConfig, build
 from vilbias.corpus.release import read_cells
+from vilbias.review.verdicts import VERDICTS_FILE
+from vilbias.workdir import REVIEWS, append_jsonl
 
 
 def rows(out) -> dict[str, dict]:
@@ -45,3 +47,12 @@ def test_text_votes_build_then_vision_votes_replace_them_in_place(tmp_path):
     assert read_cells(out) == cells  # the labels changed in place: every row kept its split and fold
     card = (out / "README.md").read_text()
     assert "did not see the images" not in card and "20 rows `multimodal`" in card
+
+    # a reviewer overturns one label: that row's label is the review's
+    (workdir / REVIEWS).mkdir(exist_ok=True)
+    append_jsonl(workdir / REVIEWS / VERDICTS_FILE, {"unique_id": "item-0", "reviewer": "ann", "verdict": "incorrect",
+                                                       "corrected_label": "biased", "corrected_rationale": "It says “Body of article 0”."})
+    build(BuildConfig(workdir=workdir, output=out))
+    third = rows(out)
+    assert (third["item-0"]["label_source"], third["item-0"]["multimodal_label"]) == ("review", 1)
+    assert {r["label_source"] for u, r in third.items() if u != "item-0"} == {"multimodal"}
