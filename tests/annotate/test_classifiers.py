@@ -140,3 +140,25 @@ def test_a_killed_run_resumes_without_asking_again(tmp_path, monkeypatch):
     dying.clear()
     summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], backends={"babe": annotator}, progress=False))
     assert sum(asked) == 3 and summary["run"] == {"valid": 3}
+
+
+def test_a_fusion_checkpoint_annotates_both_prompts_from_text_and_image(tmp_path):
+    import torch
+
+    from vilbias.models.fusion import FusionConfig, FusionForClassification
+
+    torch.manual_seed(0)
+    folder = tmp_path / "fusion"
+    FusionForClassification(FusionConfig(hidden_size=8, freeze_text_encoder=True)).save_pretrained(folder)
+    workdir = make_workdir(tmp_path / "w", n=2)
+    spec = AnnotatorSpec(name="fusion", kind="checkpoint", model=str(folder), vision=True, params={"temperature": 1.5})
+    summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=3, progress=False))
+    assert summary["run"] == {"valid": 4}  # 2 items × 2 prompts, one sample each; no image description needed
+    with AnnotationStore.for_workdir(workdir) as store:
+        calls = list(store.iter_calls())
+    assert sorted((c["item_id"], c["prompt"], c["sample"]) for c in calls) == [
+        (f"item-{i}", p, 0) for i in range(2) for p in ("multimodal", "text")]
+    assert all("the text and the image" in c["rationale"] and "calibrated" in c["rationale"] for c in calls)
+    with pytest.raises(ValueError, match="annotator 'text-only-fusion': .* takes no params"):
+        C.load_annotator(AnnotatorSpec(name="text-only-fusion", kind="checkpoint", model=str(folder), params={"max_sentences": 3}),
+                         workdir)

@@ -279,21 +279,24 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     workdir = Path(config.workdir)
     versions = {p: prompting.prompt_version(p) for p in prompts}
     # a deterministic model (a predictor checkpoint) is asked one sample: its K would all be the same
-    samples = {s.name: 1 if is_deterministic(s) else config.samples for s in specs}
+    deterministic = {s.name: is_deterministic(s) for s in specs}
+    samples = {s.name: 1 if deterministic[s.name] else config.samples for s in specs}
     active = [ActiveAnnotator(s.name, s.fingerprint(), 1 if samples[s.name] != config.samples else None) for s in specs]
     backends: dict[str, ChatBackend | PredictorAnnotator] = dict(config.backends or {})
     run: Counter[str] = Counter()
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
-        describer = next((s for s in specs if s.vision), None) if "multimodal" in prompts else None
+        # the first vision chat model describes the images (a classifier writes no description)
+        describer = next((s for s in specs if s.vision and not deterministic[s.name]), None) if "multimodal" in prompts else None
         describer_key = f"{describer.name}@{describer.fingerprint()}" if describer else None
         if describer is not None:
             _describe_images(config, store, describer, describer_key, backends, run)
 
         for spec in specs:
             fp = spec.fingerprint()
-            jobs = _Jobs(config, store, spec, prompts, versions, describer_key, samples[spec.name])
+            # a classifier reads the image itself: its multimodal calls wait for no description
+            jobs = _Jobs(config, store, spec, prompts, versions, None if deterministic[spec.name] else describer_key, samples[spec.name])
             pending = sum(1 for _ in jobs.keys())
             if pending == 0:
                 logger.info("%s: nothing to ask", spec.name)
@@ -446,8 +449,6 @@ def _describe_images(
         return
     if describer.name not in backends:
         backends[describer.name] = load_annotator(describer, workdir)
-    if isinstance(backends[describer.name], PredictorAnnotator):
-        raise ValueError(f"annotator {describer.name!r} is a classifier and cannot describe images: list a vision chat model first")
     params = {**describer.params, "temperature": 0.0}
 
     def request(job: tuple[str, Article]) -> ChatRequest:
