@@ -1,7 +1,7 @@
-"""LLM-as-annotator: prompts, backends, hierarchical voting and the call store.
+"""LLM-as-annotator (and any catalogue model): prompts, backends, hierarchical voting and the call store.
 
     vilbias annotate --workdir work --annotators paper    # the paper's three VLMs on vLLM, K=3
-    vilbias annotate --workdir work                       # the embedded SmolLM2 (text prompt), K=3
+    vilbias annotate --workdir work                       # offline: the shipped BABE sentence model (text prompt)
 
 From Python: ``annotate(AnnotateConfig(workdir="work"))``. See ``docs/annotate.md``.
 """

@@ -1,8 +1,9 @@
-"""``vilbias annotate``: label every item of a workdir with LLM annotators.
+"""``vilbias annotate``: label every item of a workdir with annotators (LLMs, VLMs or any catalogue model).
 
     vilbias annotate --workdir work --annotators paper --samples 3   # the paper's three VLMs on vLLM
     vilbias annotate --workdir work --annotators annotators.yaml --samples 3
-    vilbias annotate --workdir work                                  # embedded SmolLM2-135M: text prompt, K=3
+    vilbias annotate --workdir work                                  # offline: the shipped BABE sentence model (text prompt)
+    vilbias annotate --workdir work --annotators smollm2             # the embedded SmolLM2-135M (text prompt, K=3)
     vilbias annotate --workdir work --limit 20 --prompts text        # a quick trial
     vilbias annotate --config work/annotate_config.yaml              # the options the last run used
 
