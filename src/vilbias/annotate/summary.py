@@ -57,7 +57,10 @@ def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[
         "items": len(item_ids) if item_ids is not None else max((s["items"] for s in prompts_out.values()), default=0),
         "prompts": prompts_out,
         "annotators": annotators,
-        "active": {p: {"prompt_version": cfg["prompt_version"], "samples": cfg["samples"]} for p, cfg in active.items()},
+        "active": {p: {"prompt_version": cfg["prompt_version"], "samples": cfg["samples"],
+                       # samples each annotator was asked (a deterministic model: 1, whatever K)
+                       "annotator_samples": {a.name: a.samples_of(cfg["samples"]) for a in cfg["annotators"]}}
+                   for p, cfg in active.items()},
     }
 
 
