@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers.hf_argparser import HfArgumentParser
 
-from vilbias.config import _command_line_fields
+from vilbias.config import _command_line_fields, quiet_transformers_import
+
+with quiet_transformers_import():
+    from transformers.hf_argparser import HfArgumentParser
 
 # Field metadata keys that are ours, not argparse's (HfArgumentParser hands metadata to add_argument).
 _OWN_KEYS = ("cli", "positional", "deprecated")
