@@ -10,7 +10,8 @@ import pytest
 import yaml
 from transformers import HfArgumentParser
 
-from vilbias.config import ConfigParser, config_dict, run_subcommand, save_config
+from vilbias.cli import run_subcommand
+from vilbias.config import ConfigParser, config_dict, save_config
 
 
 @dataclass

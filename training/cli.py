@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from vilbias.config import run_subcommand
+from vilbias.cli import run_subcommand
 
 # `--help` of `classifier` and `sft` is the text their parsers print, rendered ahead of time: the
 # parsers are TrainingArguments / TRL's dataclasses, and importing them costs seconds (torch).

@@ -11,7 +11,7 @@ Each stage's module defines ``main(argv, prog)``: it parses its arguments with
 :class:`vilbias.config.ConfigParser` (``HfArgumentParser`` over the stage's config dataclasses,
 ``--config FILE.yaml`` included) and calls the stage function, which Python callers use directly
 with the same config dataclasses. A stage with commands of its own (``review export``) dispatches
-them with :func:`vilbias.config.run_subcommand`.
+them with :func:`run_subcommand`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import difflib
 import importlib
 import logging
 import sys
+from collections.abc import Callable, Sequence
 
 # stage -> (module defining main(argv, prog), one-line description)
 STAGES: dict[str, tuple[str, str]] = {
@@ -40,6 +41,30 @@ EXTRAS: dict[str, str] = {
     "ingest": "ingest", "annotate": "annotate", "review": "annotate", "train": "train", "evaluate": "evaluate",
     "audit": "evaluate", "demo": "space",
 }
+
+
+Handler = Callable[[list[str], str], int]
+
+
+def run_subcommand(prog: str, description: str, commands: dict[str, tuple[str, Handler]], argv: Sequence[str]) -> int:
+    """Dispatch ``prog COMMAND ...`` to ``commands[COMMAND] = (help, handler(argv, prog))``.
+
+    ``--help`` (or no command) lists the commands; a misspelled one names the closest.
+    """
+    argv = list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        width = max(map(len, commands))
+        lines = [f"usage: {prog} {{{','.join(commands)}}} [--help] ...", "", description, "", "commands:"]
+        lines += [f"  {name:<{width}}  {help_}" for name, (help_, _) in commands.items()]
+        print("\n".join(lines), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in commands:
+        close = difflib.get_close_matches(name, list(commands), n=1)
+        hint = f"; did you mean {close[0]}?" if close else f"; choose from {', '.join(commands)}"
+        print(f"{prog}: error: unknown command {name!r}{hint}", file=sys.stderr)
+        return 2
+    return commands[name][1](rest, f"{prog} {name}")
 
 
 def _top_parser() -> argparse.ArgumentParser:

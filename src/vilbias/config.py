@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import enum
 import os
-import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,27 +99,3 @@ def save_config(folder: str | Path, stage: str, *configs: Any, command: str | No
     header = f"# The options `{command}` ran with; re-run with: {command} --config {path.name}\n"
     path.write_text(header + yaml.safe_dump(config_dict(*configs), sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
-
-
-Handler = Callable[[list[str], str], int]
-
-
-def run_subcommand(prog: str, description: str, commands: dict[str, tuple[str, Handler]], argv: Sequence[str]) -> int:
-    """Dispatch ``prog COMMAND ...`` to ``commands[COMMAND] = (help, handler(argv, prog))``.
-
-    ``--help`` (or no command) lists the commands; a misspelled one names the closest.
-    """
-    argv = list(argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        width = max(map(len, commands))
-        lines = [f"usage: {prog} {{{','.join(commands)}}} [--help] ...", "", description, "", "commands:"]
-        lines += [f"  {name:<{width}}  {help_}" for name, (help_, _) in commands.items()]
-        print("\n".join(lines), file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    if name not in commands:
-        close = difflib.get_close_matches(name, list(commands), n=1)
-        hint = f"; did you mean {close[0]}?" if close else f"; choose from {', '.join(commands)}"
-        print(f"{prog}: error: unknown command {name!r}{hint}", file=sys.stderr)
-        return 2
-    return commands[name][1](rest, f"{prog} {name}")

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.audit.statistics import MetricOptions
-from vilbias.config import ConfigParser, run_subcommand, save_config
+from vilbias.cli import run_subcommand
+from vilbias.config import ConfigParser, save_config
 
 RUN_HELP = "Ask a model the audit's questions; store, export and score the answers."
 METRICS_HELP = "Score a responses file: tables and plots."

@@ -17,7 +17,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vilbias.config import ConfigParser, run_subcommand, save_config
+from vilbias.cli import run_subcommand
+from vilbias.config import ConfigParser, save_config
 
 EXPORT_HELP = "Write one review sheet (CSV + HTML) per reviewer."
 IMPORT_HELP = "Import filled-in sheets (all rows valid or nothing)."
