@@ -151,17 +151,19 @@ class ConfigParser(HfArgumentParser):
         if flag in self.renamed and str(key).replace("-", "_") not in {a.dest for a in self._actions}:
             current = self.renamed[flag]
             if not quiet:
-                print(f"{self.prog}: {key} is deprecated and will be removed in the next release; use "
-                      f"{current.removeprefix('--')}", file=sys.stderr)
+                self._deprecated(str(key), current.removeprefix("--"))
             action = self._option_string_actions.get(current)
             return action.dest if action is not None else current.removeprefix("--").replace("-", "_")
         return str(key).replace("-", "_")
 
+    def _deprecated(self, old: str, new: str) -> None:
+        """The one deprecation line, on the parser's own error stream (as argparse writes its errors)."""
+        self._print_message(f"{self.prog}: {old} is deprecated and will be removed in the next release; use {new}\n", sys.stderr)
+
     def _current_spelling(self, arg: str) -> str:
         name, sep, value = arg.partition("=")
         if name in self.renamed:
-            print(f"{self.prog}: {name} is deprecated and will be removed in the next release; use {self.renamed[name]}",
-                  file=sys.stderr)
+            self._deprecated(name, self.renamed[name])
             return self.renamed[name] + sep + value
         return arg
 
