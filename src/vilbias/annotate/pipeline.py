@@ -26,7 +26,7 @@ import logging
 import mimetypes
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -147,34 +147,53 @@ def _image(workdir: Path, article: Article) -> tuple[str, bytes, str]:
     return _image_sha(article), (workdir / article.image_path).read_bytes(), mime
 
 
+COMMIT_INTERVAL_S = 0.005
+"""How long the first result of a group waits for others before the group is committed."""
+
+
 class _Recorder:
     """Hands requests to a backend lazily and stores each result as it arrives (one row per
     sample of the request).
 
     Called from inside an event loop (the OpenAI backend), results are committed in groups by a
-    writer thread: a result joins the current group, the group goes to the writer as soon as it
-    is idle (SQLite works outside the GIL, so the loop keeps serving requests meanwhile, and the
-    results that arrive during a commit form the next group), and :meth:`call` returns a future
-    the backend awaits before that worker takes its next request. So a result not yet committed
-    still holds its worker's slot: what a ``kill -9`` can lose is never more than
-    ``concurrency`` requests, the same bound as with one commit per call, at a fraction of the
-    commits. Called without a running loop (local models), each result is committed at once.
+    writer thread: the first result of a group schedules its commit :data:`COMMIT_INTERVAL_S`
+    later, the results that arrive meanwhile (and during a commit) join it, and the group goes to
+    the writer (SQLite works outside the GIL, so the loop keeps serving requests meanwhile). A
+    worker does not wait for its result's commit: it takes its next request at once, so
+    ``concurrency`` requests stay at the server while SQLite writes. Results awaiting their commit
+    are bounded: past ``max_backlog`` requests' results, :meth:`call` returns the group's future
+    and the backend awaits it before that worker takes its next request (when SQLite cannot keep
+    up). So what a ``kill -9`` can lose is never more than the requests in flight plus
+    ``max_backlog`` answered ones (in practice those of the last few milliseconds). Called
+    without a running loop (local models), each result is committed at once. A failed commit
+    stops the run: the next result raises it.
     """
 
-    def __init__(self, store: AnnotationStore, model: str):
+    def __init__(self, store: AnnotationStore, model: str, max_backlog: int = 32):
         self.store = store
         self.model = model
+        self.max_backlog = max_backlog
         self.counts: Counter[str] = Counter()
         self.fallback: str | None = None
         self.sampling_fallback: str | None = None
         self._rows: list[tuple] = []
+        self._requests = 0
+        """Requests whose results are in :attr:`_rows`."""
+        self._backlog = 0
+        """Requests whose results are not committed yet (in :attr:`_rows` or being written)."""
         self._group: asyncio.Future | None = None
+        self._scheduled = False
         self._writing = False
         self._writer: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
+        self._last_commit: Future | None = None
 
     def call(self, keys: tuple[CallKey, ...], result: ChatResult) -> asyncio.Future | None:
-        """Store the answers to one request: ``keys`` are its samples, in the order asked."""
+        """Store the answers to one request: ``keys`` are its samples, in the order asked.
+        Returns a future to await before the next request when too many results await their
+        commit (else None)."""
+        if self._error is not None:
+            raise self._error
         created = utcnow()
         rows = [self._row(key, sample, created) for key, sample in zip(keys, result.per_sample(len(keys)), strict=True)]
         self.counts.update(row_status(row) for row in rows)
@@ -186,12 +205,15 @@ class _Recorder:
             self.store.record_calls(rows)
             return None
         self._rows.extend(rows)
+        self._requests += 1
+        self._backlog += 1
+        if not self._scheduled and not self._writing:
+            self._scheduled = True
+            loop.call_later(COMMIT_INTERVAL_S, self._commit)
+        if self._backlog <= self.max_backlog:
+            return None
         if self._group is None:
             self._group = loop.create_future()
-            if not self._writing:
-                # call_soon runs after the steps already ready in this loop iteration: every
-                # result that arrived in the same poll goes into one transaction.
-                loop.call_soon(self._commit)
         return self._group
 
     def _row(self, key: CallKey, result: ChatResult, created: str) -> tuple:
@@ -235,37 +257,51 @@ class _Recorder:
 
     def _commit(self) -> None:
         """Hand the current group to the writer thread (one group at a time)."""
-        rows, group = self._rows, self._group
-        self._rows, self._group = [], None
-        if group is None:
+        self._scheduled = False
+        rows, group, requests = self._rows, self._group, self._requests
+        self._rows, self._group, self._requests = [], None, 0
+        if not rows:
             return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="annotate-commit")
         self._writing = True
-        done = asyncio.get_running_loop().run_in_executor(self._writer, self.store.record_calls, rows)
-        done.add_done_callback(lambda f: self._committed(f, group))
+        loop = asyncio.get_running_loop()
+        self._last_commit = done = self._writer.submit(self.store.record_calls, rows)
 
-    def _committed(self, done: asyncio.Future, group: asyncio.Future) -> None:
+        def back_on_the_loop(_: Future) -> None:
+            try:
+                loop.call_soon_threadsafe(self._committed, done, group, requests)
+            except RuntimeError:  # the loop has ended (the backend returned): flush() reads the outcome
+                pass
+
+        done.add_done_callback(back_on_the_loop)
+
+    def _committed(self, done: Future, group: asyncio.Future | None, requests: int) -> None:
         self._writing = False
+        self._backlog -= requests
         error = done.exception()
-        if error is not None:  # handed to the awaiting workers: the run stops with it
-            self._error = error
-        if group.done():  # cancelled with the workers awaiting it
-            return
         if error is not None:
-            group.set_exception(error)
-        else:
+            # Raised by the next result, and to the workers awaiting this group or the next one.
+            self._error = error
+            for waiting in (group, self._group):
+                if waiting is not None and not waiting.done():
+                    waiting.set_exception(error)
+            return
+        if group is not None and not group.done():  # not cancelled with the workers awaiting it
             group.set_result(None)
-        if self._group is not None:  # the results that arrived meanwhile
-            self._commit()
+        if self._rows:  # the results that arrived meanwhile
+            self._scheduled = True
+            asyncio.get_running_loop().call_later(COMMIT_INTERVAL_S, self._commit)
 
     def flush(self) -> None:
-        """Wait for the writer, commit what a backend left uncommitted (one that did not await
-        :meth:`call`'s future) and raise a commit error the backend did not."""
+        """Wait for the writer, commit what is left (a backend returns without waiting for the
+        commits of its last results) and raise a commit error."""
         if self._writer is not None:
             self._writer.shutdown(wait=True)
             self._writer = None
-        if self._rows:
+        if self._error is None and self._last_commit is not None:
+            self._error = self._last_commit.exception()
+        if self._rows and self._error is None:
             rows, self._rows, self._group = self._rows, [], None
             self.store.record_calls(rows)
         if self._error is not None:
@@ -312,7 +348,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             else:
                 def ask(todo, on_result, backend=backend):
                     return chat_jobs(backend, todo, lambda job: job[1], on_result)
-            recorder = _Recorder(store, spec.model)
+            recorder = _Recorder(store, spec.model, max_backlog=spec.concurrency)
             try:
                 # _Jobs yields only the missing calls, lazily (memory flat); ``pending`` counts them.
                 ask_missing(
