@@ -5,7 +5,7 @@ import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.models.catalogue import load_chat_backend as load_backend
-from vilbias.models.chat import ChatRequest, image_part
+from vilbias.models.chat import ChatRequest, image_mime, image_part
 from vilbias.models.chat_openai import OpenAIBackend
 
 
@@ -52,6 +52,20 @@ def test_image_parts_are_data_urls(server):
     assert part["image_url"]["url"].startswith("data:image/png;base64,")
     OpenAIBackend("m", server.base_url).chat([ChatRequest([{"role": "user", "content": [part, {"type": "text", "text": "x"}]}])])
     assert server.requests[0]["messages"][0]["content"][0] == part
+
+
+def test_image_mime_is_read_from_the_bytes():
+    # every format ingestion stores (vilbias.images.FORMAT_EXTENSIONS), whatever the file's name says
+    import io
+
+    from PIL import Image
+
+    from vilbias.images import FORMAT_EXTENSIONS
+
+    for fmt in sorted(set(FORMAT_EXTENSIONS) - {"MPO"}):
+        data = io.BytesIO()
+        Image.new("RGB", (8, 8)).save(data, format=fmt)
+        assert image_mime(data.getvalue()) == f"image/{fmt.lower()}", fmt
 
 
 def test_429_honours_retry_after(server):

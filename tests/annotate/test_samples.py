@@ -73,21 +73,22 @@ def test_fake_server_counts_images_and_distinct_prompts():
 @pytest.mark.parametrize("n_support", ["refuse", "ignore"])
 def test_a_server_without_n_is_found_out_once_and_asked_per_sample(n_support):
     with FakeOpenAIServer(lambda body: f"seed {body['seed']}", n_support=n_support) as server:
-        backend = OpenAIBackend("m", server.base_url, concurrency=8, backoff_s=0.01)
-        results = backend.chat([req(f"q{i}", seed=10 * i) for i in range(6)])
+        backend = OpenAIBackend("m", server.base_url, concurrency=4, backoff_s=0.01)
+        results = backend.chat([req(f"q{i}", seed=10 * i) for i in range(12)])
     bodies = [samples_of(b) for b in server.requests]
-    with_n = [b for b in bodies if b[1] > 1]
-    assert with_n == [(0, 3)]  # one probe, then never again: the others waited for its answer
+    # Each worker's first request asks for n (they go out at once); the first answer without all
+    # samples finds the server out, the others wait for its finding, and no request asks for n again.
+    assert [b[1] for b in bodies[:4]] == [3] * 4 and all(b[1] == 1 for b in bodies[4:])
     for i, r in enumerate(results):
         # sample k is sent with seed + k, as vLLM seeds the samples of n
         assert [s.text for s in r.per_sample(K)] == [f"seed {10 * i + k}" for k in range(K)]
         assert r.sampling_fallback == backend.n_rejected
     if n_support == "refuse":
         assert "HTTP 400" in backend.n_rejected and "n > 1 is not supported" in backend.n_rejected
-        assert len(server.requests) == 1 + 6 * K  # the refused probe, then one request per sample
+        assert len(server.requests) == 4 + 12 * K  # the refused first requests, then one request per sample
     else:
         assert backend.n_rejected == "asked for n=3, the server returned 1 choice(s)"
-        assert len(server.requests) == 1 + 2 + 5 * K  # the probe's one choice is kept: 2 more for it
+        assert len(server.requests) == 12 * K  # each first request's one choice is kept: nothing is asked twice
 
 
 def test_a_bad_request_that_is_not_about_n_is_an_error_and_marks_nothing():
@@ -151,9 +152,9 @@ def test_refused_n_is_recorded_like_the_structured_output_fallback(tmp_path):
     workdir = make_workdir(tmp_path / "w", n=3)
     with FakeOpenAIServer(biased, n_support="refuse") as server:
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec(server, concurrency=4)], samples=K, prompts=["text"], progress=False))
-    # the probe is refused twice (with the answer schema, then without it, to tell which part the
-    # server refused), then every sample is one request
-    assert server.count == 2 + 3 * K
+    # the three first requests are refused twice each (with the answer schema, then without it, to
+    # tell which part the server refused), then every sample is one request
+    assert server.count == 3 * 2 + 3 * K
     assert summary["run"] == {"valid": 9}
     mode = summary["annotators"]["fake"]["sampling"]
     assert mode["mode"] == "per_sample" and "n > 1 is not supported" in mode["detail"]
@@ -172,7 +173,8 @@ def test_how_samples_were_asked_is_not_part_of_the_fingerprint(tmp_path):
     workdir = make_workdir(tmp_path / "w", n=3)
     with FakeOpenAIServer(biased, n_support="refuse") as old:
         annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec(old)], samples=K, progress=False))
-    assert len([b for b in old.requests if b.get("n", 1) > 1]) == 2  # the refused probe only
+    # only the 3 items x 2 prompts asked at once before the server was found out (with and without the schema)
+    assert len([b for b in old.requests if b.get("n", 1) > 1]) == 2 * 6
     with FakeOpenAIServer() as new:
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec(new)], samples=K, progress=False))
     assert new.count == 0 and summary["run"] == {} and summary["prompts"]["text"]["decided"] == 3

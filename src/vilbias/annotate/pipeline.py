@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import mimetypes
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,6 +47,7 @@ from vilbias.models.chat import (
     ChatRequest,
     ChatResult,
     chat_jobs,
+    image_mime,
     image_part,
 )
 from vilbias.workdir import ARTICLES, Article, read_articles, utcnow
@@ -143,8 +143,8 @@ def _image_sha(article: Article) -> str:
 
 
 def _image(workdir: Path, article: Article) -> tuple[str, bytes, str]:
-    mime = mimetypes.guess_type(article.image_path)[0] or "image/jpeg"
-    return _image_sha(article), (workdir / article.image_path).read_bytes(), mime
+    data = (workdir / article.image_path).read_bytes()
+    return _image_sha(article), data, image_mime(data)
 
 
 COMMIT_INTERVAL_S = 0.005
@@ -474,11 +474,14 @@ def _describe_images(
 
     def todo() -> Iterator[tuple[str, Article]]:
         seen: set[str] = set()
-        for article in _articles(config):
-            sha = _image_sha(article)
-            if sha not in seen and store.image_description(sha, describer_key) is None:
-                seen.add(sha)
-                yield sha, article
+        articles = _articles(config)
+        while chunk := list(islice(articles, CHUNK)):
+            described = store.image_descriptions(list({_image_sha(a) for a in chunk}), describer_key)
+            for article in chunk:
+                sha = _image_sha(article)
+                if sha not in seen and sha not in described:
+                    seen.add(sha)
+                    yield sha, article
 
     pending = sum(1 for _ in todo())
     if not pending:

@@ -152,6 +152,10 @@ def image_mime(data: bytes) -> str:
         return "image/webp"
     if data[:3] == b"GIF":
         return "image/gif"
+    if data[:2] == b"BM":
+        return "image/bmp"
+    if data[:4] in (b"II*\x00", b"MM\x00*"):
+        return "image/tiff"
     return "image/jpeg"
 
 

@@ -104,8 +104,10 @@ class OpenAIBackend:
         connector = aiohttp.TCPConnector(limit=self.concurrency)
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         source = enumerate(requests)
-        # Until the server has answered one request for n > 1 samples, such requests go one at a
-        # time: a server that does not take n is found out by one request, not by `concurrency`.
+        # Requests for n > 1 samples go out at once (most servers take n). The first answer that
+        # lacks samples finds out, under this lock, whether the server takes n; until then the
+        # requests in flight with n (at most `concurrency`) are not wasted: a refusal costs the
+        # server no prefill, and a server that ignores n answers one sample, which is kept.
         self._probe = asyncio.Lock()
         async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as session:
 
@@ -151,24 +153,28 @@ class OpenAIBackend:
     async def _call(self, session: Any, request: ChatRequest) -> ChatResult:
         if request.n == 1:
             return (await self._ask(session, request))[0]
-        if self.n_rejected is None and not self._n_accepted:
-            assert self._probe is not None
-            async with self._probe:
-                if self.n_rejected is None and not self._n_accepted:
-                    return await self._probe_n(session, request)
         if self.n_rejected is not None:
             return await self._one_by_one(session, request, [])
-        return (await self._ask(session, request))[0]
-
-    async def _probe_n(self, session: Any, request: ChatRequest) -> ChatResult:
-        """Ask for ``n`` samples in one request, and learn from the answer whether the server
-        takes ``n``: all the choices (it does), a rejection or fewer choices (it does not: the
-        samples still missing are asked one request each, and so are all later ones)."""
         result, status = await self._ask(session, request)
         got = list(result.samples) or ([result] if _answered(result) else [])
         if len(got) >= request.n:
             self._n_accepted = True
             return result
+        if self._n_accepted:
+            return result  # the server takes n: what is missing failed for a reason of its own
+        assert self._probe is not None
+        async with self._probe:  # one request finds out why; the others wait for its finding
+            if self.n_rejected is None and not self._n_accepted:
+                return await self._learn_n(session, request, result, status, got)
+        if self.n_rejected is not None:
+            return await self._one_by_one(session, request, got)
+        return result
+
+    async def _learn_n(self, session: Any, request: ChatRequest, result: ChatResult, status: int | None, got: list[ChatResult]) -> ChatResult:
+        """Learn from an answer to a request for ``n`` samples that lacks some whether the server
+        takes ``n``: a rejection (when one sample alone is answered) or fewer choices say it does
+        not; then the samples still missing are asked one request each, and so are all later
+        ones."""
         if status in REJECTED_STATUS:
             # Whether n was what the server refused shows when one sample alone is answered.
             first, _ = await self._ask(session, request.sample(0))
