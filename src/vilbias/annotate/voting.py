@@ -23,13 +23,13 @@ from typing import Any
 
 def majority_vote(ballots: Sequence[str | None]) -> str | None:
     """The label holding a strict majority of ``ballots`` (``None`` = abstention), else None."""
-    counts = Counter(b for b in ballots if b is not None)
-    if not counts:
-        return None
-    (label, n), *rest = counts.most_common(2)
-    if rest and rest[0][1] == n:
-        return None
-    return label if n * 2 > len(ballots) else None
+    counts: dict[str, int] = {}
+    for b in ballots:
+        if b is not None:
+            counts[b] = counts.get(b, 0) + 1
+    # A strict majority of all ballots is unique: no tie to break.
+    label = max(counts, key=counts.__getitem__, default=None)
+    return label if label is not None and counts[label] * 2 > len(ballots) else None
 
 
 @dataclass(frozen=True)
