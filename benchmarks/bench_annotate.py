@@ -73,12 +73,12 @@ threading.Event().wait()
 """
 
 
-def server_stats(url: str) -> dict[str, int]:
+def server_stats(url: str) -> dict[str, float]:
     with urllib.request.urlopen(url + "/stats") as f:
         return json.load(f)
 
 
-def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
     return {k: after[k] - before[k] for k in after}
 
 
@@ -216,6 +216,9 @@ def main() -> None:
               f"-> ratio {work['prompt_tokens'] / work['distinct_prompt_tokens']:.2f} (target 1.00)")
         print(f"pipeline: {work['requests']} requests, {rate:7.1f} requests/s ({rate * stored / work['requests']:.0f} samples/s), "
               f"ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= {TARGET})")
+        served = work["service_s"] / work["requests"]
+        print(f"          the server took {served * 1e3:.2f} ms per request (asked {args.latency * 1e3:.0f}; its event loop's timer), "
+              f"so it allowed {args.concurrency / served:.0f}/s -> {rate * served / args.concurrency:.3f} of that")
         print(f"          client CPU {cpu_stage * 1e3:.3f} ms per request ({(cpu_stage - cpu) * 1e3:+.3f} ms over the backend alone)")
         print(f"          RSS peak after 1/4 of the samples {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")
         print(f"resume  : {lost} samples deleted -> the re-run asked {resumed} requests for {resumed_samples} samples")

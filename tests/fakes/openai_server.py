@@ -32,7 +32,10 @@ request prefills its prompt once, whatever its ``n``; no prefix cache), ``choice
 and ``distinct_prompt_tokens``, the least a server must prefill (each distinct model and prompt
 once). A token is a whitespace-separated word of the messages' text, and an image is
 :data:`IMAGE_TOKENS` tokens. ``GET /v1/stats`` returns these counts (for a server in another
-process).
+process), with ``service_s``, the seconds its chat answers took in all.
+
+``latency_s`` is the time from a request's arrival to its answer, the server's own work
+(parsing, counting, the responder) included, as a real server's latency includes its own.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class FakeOpenAIServer:
         self.prompt_tokens = 0
         self.distinct_prompt_tokens = 0
         self.choices = 0
+        self.service_s = 0.0
         self._prompts_seen: set[bytes] = set()
         self.faults_served: list[str] = []
         self._faults: deque[tuple[str, dict[str, Any]]] = deque()
@@ -191,11 +195,14 @@ class FakeOpenAIServer:
             self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
             return True
         if method == "GET" and path.rstrip("/").endswith("/stats"):
-            self._send(writer, 200, json.dumps(self.stats()))
+            with self._lock:
+                service_s = self.service_s
+            self._send(writer, 200, json.dumps({**self.stats(), "service_s": service_s}))
             return True
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             self._send(writer, 404, json.dumps({"error": {"message": f"no route {method} {path}"}}))
             return True
+        arrived = time.perf_counter()
         with self._lock:
             fault = self._faults.popleft() if self._faults else None
             self.count += 1
@@ -242,27 +249,26 @@ class FakeOpenAIServer:
             if prompt not in self._prompts_seen:
                 self._prompts_seen.add(prompt)
                 self.distinct_prompt_tokens += tokens
-        if self.latency_s:
-            await asyncio.sleep(self.latency_s)
         contents = [self.responder(payload) for _ in range(n)]
         completion = sum(len(c.split()) for c in contents)
-        self._send(
-            writer,
-            200,
-            json.dumps(
-                {
-                    "id": f"chatcmpl-{self.count}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": payload.get("model", self.model),
-                    "choices": [
-                        {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}
-                        for i, c in enumerate(contents)
-                    ],
-                    "usage": {"prompt_tokens": tokens, "completion_tokens": completion, "total_tokens": tokens + completion},
-                }
-            ),
+        answer = json.dumps(
+            {
+                "id": f"chatcmpl-{self.count}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": payload.get("model", self.model),
+                "choices": [
+                    {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}
+                    for i, c in enumerate(contents)
+                ],
+                "usage": {"prompt_tokens": tokens, "completion_tokens": completion, "total_tokens": tokens + completion},
+            }
         )
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s - (time.perf_counter() - arrived))
+        self._send(writer, 200, answer)
+        with self._lock:
+            self.service_s += time.perf_counter() - arrived
         return True
 
     @staticmethod

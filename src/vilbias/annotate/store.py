@@ -55,9 +55,9 @@ valid.
 from __future__ import annotations
 
 import json
-from collections import Counter
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
