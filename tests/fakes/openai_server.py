@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import selectors
 import threading
 import time
 from collections import deque
@@ -157,7 +158,9 @@ class FakeOpenAIServer:
         self.stop()
 
     def _serve(self) -> None:
-        self._loop = asyncio.new_event_loop()
+        # select() takes its timeout in microseconds (epoll in milliseconds, rounded up): the
+        # answer leaves at its latency, not up to a millisecond after it.
+        self._loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024))
         self.port = self._server.sockets[0].getsockname()[1]
