@@ -216,8 +216,8 @@ def main() -> None:
               f"-> ratio {work['prompt_tokens'] / work['distinct_prompt_tokens']:.2f} (target 1.00)")
         print(f"pipeline: {work['requests']} requests, {rate:7.1f} requests/s ({rate * stored / work['requests']:.0f} samples/s), "
               f"ideal {ideal:.0f}/s -> ratio {rate / ideal:.3f} (target >= {TARGET})")
-        served = work["service_s"] / work["requests"]
-        print(f"          the server took {served * 1e3:.2f} ms per request (asked {args.latency * 1e3:.0f}; the rest is its event loop serving the others), "
+        served = work["service_s"] / work["answered"]
+        print(f"          the server took {served * 1e3:.2f} ms per answer (asked {args.latency * 1e3:.0f}; the rest is its event loop serving the others), "
               f"so it allowed {args.concurrency / served:.0f}/s -> {rate * served / args.concurrency:.3f} of that")
         print(f"          client CPU {cpu_stage * 1e3:.3f} ms per request ({(cpu_stage - cpu) * 1e3:+.3f} ms over the backend alone)")
         print(f"          RSS peak after 1/4 of the samples {mem.early:.1f} MB, at the end {mem.peak:.1f} MB (+{mem.peak - mem.early:.1f} MB)")

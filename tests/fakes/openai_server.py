@@ -32,7 +32,7 @@ request prefills its prompt once, whatever its ``n``; no prefix cache), ``choice
 and ``distinct_prompt_tokens``, the least a server must prefill (each distinct model and prompt
 once). A token is a whitespace-separated word of the messages' text, and an image is
 :data:`IMAGE_TOKENS` tokens. ``GET /v1/stats`` returns these counts (for a server in another
-process), with ``service_s``, the seconds its chat answers took in all.
+process), with ``answered``, the chat requests it answered, and ``service_s``, the seconds they took in all.
 
 ``latency_s`` is the time from a request's arrival to its answer, the server's own work
 (parsing, counting, the responder) included, as a real server's latency includes its own.
@@ -98,6 +98,7 @@ class FakeOpenAIServer:
         self.distinct_prompt_tokens = 0
         self.choices = 0
         self.service_s = 0.0
+        self.answered = 0
         self._prompts_seen: set[bytes] = set()
         self.faults_served: list[str] = []
         self._faults: deque[tuple[str, dict[str, Any]]] = deque()
@@ -199,8 +200,8 @@ class FakeOpenAIServer:
             return True
         if method == "GET" and path.rstrip("/").endswith("/stats"):
             with self._lock:
-                service_s = self.service_s
-            self._send(writer, 200, json.dumps({**self.stats(), "service_s": service_s}))
+                timing = {"answered": self.answered, "service_s": self.service_s}
+            self._send(writer, 200, json.dumps({**self.stats(), **timing}))
             return True
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             self._send(writer, 404, json.dumps({"error": {"message": f"no route {method} {path}"}}))
@@ -272,6 +273,7 @@ class FakeOpenAIServer:
         self._send(writer, 200, answer)
         with self._lock:
             self.service_s += time.perf_counter() - arrived
+            self.answered += 1
         return True
 
     @staticmethod
