@@ -17,7 +17,9 @@ for ``n`` samples (as vLLM does; ``--n-support refuse|ignore`` plays a server wi
   into ``OpenAIBackend.chat``) and for the whole stage (prompt rendering, the structured-output
   request, the strict schema check of every sample, grouped SQLite commits, the counting pass
   and the summary). Each also prints the client's CPU time per request, a figure that other load
-  on the machine disturbs less than the rate.
+  on the machine disturbs less than the rate; the stage also prints the server's own time per
+  answer (its latency plus its event loop serving the other connections) and the ratio to the
+  bound that time allowed.
 - **Resume.** The last sample of every tenth item, prompt and annotator is deleted and the stage
   run again: it asks only those (one request for one sample each).
 - **Memory.** Peak RSS after the first quarter of the samples against peak RSS at the end (flat
