@@ -368,8 +368,9 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     if config.annotators is None and config.annotator_specs is None:
         summary["default_annotator"] = (f"{specs[0].name}, the sentence-level bias model shipped with vilbias, trained on BABE's "
                                         "expert labels; it reads the text only")
+    # The caller shows the summary (the CLI prints it): logged at INFO it would be shown twice.
     for line in format_summary(summary).splitlines():
-        logger.info(line)
+        logger.debug(line)
     return summary
 
 
