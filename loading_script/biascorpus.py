@@ -33,10 +33,13 @@ from vilbias.task import LABEL_NAMES, N_FOLDS, SPLITS
 from vilbias.workdir import read_articles
 
 _DESCRIPTION = (
-    "BiasCorpus: news article-image pairs labelled biased / not biased by LLM annotators with "
-    "hierarchical majority voting and human review, each with a rationale."
+    "BiasCorpus: news article-image pairs labelled biased / not biased, each with a rationale: by LLM "
+    "annotators with hierarchical majority voting and human review, or imported from expert labels "
+    "(the dataset card says which, from the data)."
 )
-_HOMEPAGE = "https://huggingface.co/datasets/vilbias/BiasCorpus"
+# The Hub repository is chosen when the corpus is published (`vilbias publish dataset`); its card
+# names it. A builder used from Python has no repository to point to.
+_HOMEPAGE = ""
 _LICENSE = "cc-by-nc-4.0"
 
 _BALLOT = {"annotator": datasets.Value("string"), "sample": datasets.Value("int32"), "label": datasets.Value("string")}
