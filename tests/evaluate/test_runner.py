@@ -268,3 +268,14 @@ def test_compare_runs_and_model_index(sample_dataset_dir, test_items, tmp_path):
     assert "model-index" in readme and "reasoning_accuracy" in readme
     again, _ = write_model_index(runs[0], folder)
     assert len(again.eval_results) == len(info.eval_results)  # replaced, not duplicated
+    assert "(*)" not in (folder / "README.md").read_text()
+    # a constant model's figures go into the card flagged as such, with the reason
+    stub, _ = write_model_index(untagged, folder)
+    from vilbias.evaluate.report import eval_results
+
+    flagged = {e["metric_name"] for e in eval_results(json.loads((untagged / "results.json").read_text()))}
+    assert flagged and all(e["note"].endswith("not evidence that the model tells the classes apart")
+                           for e in stub.eval_results if e.get("metric_name") in flagged)
+    readme = (folder / "README.md").read_text()
+    assert readme.count("(*) |") == len(flagged)
+    assert "(*) stub" in readme and "the model predicts biased for every scored row" in readme

@@ -305,15 +305,23 @@ def plot_probe_deltas(deltas: list[dict], path: Path, model: str) -> None:
 
 
 def eval_results(results: dict) -> list[dict[str, Any]]:
-    """``ModelCardInfo.eval_results`` entries for a run: each regime's plain-input metrics."""
+    """``ModelCardInfo.eval_results`` entries for a run: each regime's plain-input metrics. The
+    entries of a setting whose scores are a constant's (:func:`one_class`) carry a ``note``
+    saying so, which the card prints under its table."""
     entries = []
     split = results["dataset"]["split"]
     config = results["dataset"]["config"]
     cv = config.startswith("fold_0..")
+    why = {(e["view"], e["regime"]): e["degenerate"] for e in results.get("evaluations", [])
+           if e["probe"] == "none" and e.get("degenerate")}
     for s in results["summary"]:
         if s["probe"] != "none":
             continue
         suffix = f"{s['regime']}" + (", 5-fold CV mean" if cv else "")
+        reasons = list(dict.fromkeys(why.get((view, s["regime"]), "") for view in s.get("degenerate", [])))
+        note = (f"{results.get('model', {}).get('title', 'the model')}, {s['regime']}: {'; '.join(r for r in reasons if r) or 'degenerate'} — "
+                "a constant's scores, not evidence that the model tells the classes apart") if reasons else None
+        start = len(entries)
         for metric, key in (("accuracy", "accuracy"), ("f1", "f1_binary"), ("f1", "f1_macro"),
                             ("precision", "precision_binary"), ("recall", "recall_binary")):
             name = "accuracy" if key == "accuracy" else f"{metric} ({key.split('_')[1]})"
@@ -324,6 +332,9 @@ def eval_results(results: dict) -> list[dict[str, Any]]:
                 if key in s["open"]:
                     entries.append({"metric_type": key, "metric_name": f"{key.replace('_', ' ')} (LLM judge, %), {suffix}",
                                     "value": s["open"][key]["mean"], "split": split, "config": "default" if cv else config})
+        if note:
+            for entry in entries[start:]:
+                entry["note"] = note
     return entries
 
 
