@@ -7,7 +7,8 @@ request for K samples (OpenAI's and vLLM's ``n``; local models: ``num_return_seq
 server reads the prompt once; each sample is stored, and checked, on its own. A server that does
 not take ``n`` is asked one sample per request (recorded in the store's ``sampling`` table). Re-running asks only the calls the store lacks for the
 current prompt versions and annotators (a changed prompt or annotator re-asks only what it
-changes); a killed run loses at most the calls that were in flight.
+changes); a killed run loses at most the calls that were in flight and the answers of the last
+few milliseconds, not yet committed (see :class:`_Recorder`).
 
 The annotators are configured in a YAML file (:mod:`vilbias.annotate.specs`); without one, the
 sentence-level bias model shipped with vilbias labels the items (text prompt). An annotator may
