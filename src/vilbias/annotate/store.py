@@ -57,7 +57,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,25 +233,24 @@ class AnnotationStore(Ledger):
         """``{(prompt, annotator): counts}`` over the active prompt versions, annotators and
         samples: ``calls``, ``answered`` (with raw text), and one count per status of
         :data:`STATUSES` (``unparseable`` = format abstentions; ``failed`` calls are asked again)."""
-        active = self.active()
         # One scan of the store, grouped by what tells the active calls apart (a few hundred rows).
-        found: Counter[tuple] = Counter()
-        by = "prompt, annotator, fingerprint, prompt_version, sample"
-        unmarked = self.query(f"SELECT COUNT(*) FROM calls c WHERE NOT EXISTS (SELECT 1 FROM call_status s WHERE "
-                              f"{' AND '.join(f's.{k} = c.{k}' for k in CALLS.key)})")[0][0]
         # Every call the stage stores has its status row: then the narrow status table says it all.
-        sql = (f"SELECT {by}, status, COUNT(*) FROM call_status s WHERE EXISTS (SELECT 1 FROM calls c WHERE "
-               f"{' AND '.join(f'c.{k} = s.{k}' for k in CALLS.key)}) GROUP BY 1, 2, 3, 4, 5, 6") if not unmarked else (
-               f"SELECT {', '.join(f'c.{k}' for k in by.split(', '))}, {_STATUS}, COUNT(*) "
+        match = " AND ".join(f"c.{k} = s.{k}" for k in CALLS.key)
+        unmarked = self.query(f"SELECT COUNT(*) FROM calls c WHERE NOT EXISTS (SELECT 1 FROM call_status s WHERE {match})")[0][0]
+        by = "prompt, annotator, fingerprint, prompt_version"
+        sql = (f"SELECT {by}, sample, status, COUNT(*) FROM call_status s WHERE EXISTS (SELECT 1 FROM calls c WHERE {match}) "
+               "GROUP BY 1, 2, 3, 4, 5, 6") if not unmarked else (
+               f"SELECT c.prompt, c.annotator, c.fingerprint, c.prompt_version, c.sample, {_STATUS}, COUNT(*) "
                f"FROM calls c LEFT JOIN call_status s USING({_KEY}) GROUP BY 1, 2, 3, 4, 5, 6")
+        found: dict[tuple[str, str, str, str], list[tuple[int, str, int]]] = {}
         for prompt, annotator, fp, version, sample, status, n in self.query(sql):
-            found[(prompt, annotator, fp, version, sample, status)] += n
+            found.setdefault((prompt, annotator, fp, version), []).append((sample, status, n))
         out: dict[tuple[str, str], dict[str, int]] = {}
-        for prompt, cfg in active.items():
+        for prompt, cfg in self.active().items():
             for a in cfg["annotators"]:
                 counts = dict.fromkeys(STATUSES, 0)
-                for (p, name, fp, version, sample, status), n in found.items():
-                    if (p, name, fp, version) == (prompt, a.name, a.fingerprint, cfg["prompt_version"]) and sample < a.samples_of(cfg["samples"]):
+                for sample, status, n in found.get((prompt, a.name, a.fingerprint, cfg["prompt_version"]), []):
+                    if sample < a.samples_of(cfg["samples"]):
                         counts[status] = counts.get(status, 0) + n
                 total = sum(counts.values())
                 out[(prompt, a.name)] = {"calls": total, "answered": total - counts["failed"], **counts}
@@ -326,8 +324,8 @@ class AnnotationStore(Ledger):
         active = self.active()
         specs = {p: ({a.name: (a.fingerprint, a.samples_of(cfg["samples"])) for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
         rows = self.stream(
-            "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, "
-            + ("techniques_json, rationale" if techniques else "NULL, NULL") + " FROM calls ORDER BY item_id"
+            "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale "
+            "FROM calls ORDER BY item_id"
         )
         current: str | None = None
         bucket: dict[str, list[Vote]] = {}
