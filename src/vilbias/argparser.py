@@ -14,9 +14,11 @@ dataclasses, with ``--config FILE.yaml`` (as TRL's ``TrlParser``) and the conven
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import difflib
+import os
 import sys
 import types
 from collections.abc import Callable, Iterable, Sequence
@@ -25,9 +27,25 @@ from typing import Any
 
 import yaml
 
-from vilbias.config import _command_line_fields, quiet_transformers_import
+from vilbias.config import _command_line_fields
 
-with quiet_transformers_import():
+
+@contextlib.contextmanager
+def _quiet_transformers_import():
+    """Import transformers for its parser without its advice that PyTorch is missing: a command
+    that parses its flags without torch installed (the core install: `vilbias build`) loads no model."""
+    saved = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"]
+        else:
+            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = saved
+
+
+with _quiet_transformers_import():
     from transformers.hf_argparser import HfArgumentParser
 
 # Field metadata keys that are ours, not argparse's (HfArgumentParser hands metadata to add_argument).

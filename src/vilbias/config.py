@@ -24,29 +24,12 @@ writing a config (:func:`save_config`, as every build and run does) does not imp
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-
-@contextlib.contextmanager
-def quiet_transformers_import():
-    """Import transformers for its parser without its advice that PyTorch is missing: a command
-    that parses its flags without torch installed (the core install: `vilbias build`) loads no model."""
-    saved = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
-    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"]
-        else:
-            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = saved
 
 
 def __getattr__(name: str) -> Any:
