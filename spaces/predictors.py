@@ -38,9 +38,17 @@ from vilbias.spaces.explain import (
 )
 from vilbias.spaces.inputs import InputError, Item
 
+from vilbias.languages import language_name
 from vilbias.models.catalogue import PREDICTORS, ModelSpec, load_predictor
 from vilbias.models.evidence import explain_output, sentence_offsets
-from vilbias.models.predictors import ModelOutput, NeedsGPUError, NoLabelError, sample_answers
+from vilbias.models.predictors import (
+    ModelOutput,
+    NeedsGPUError,
+    NoLabelError,
+    UnreadLanguageError,
+    check_language,
+    sample_answers,
+)
 from vilbias.models.predictors import item_sentences as sentences_read
 
 logger = logging.getLogger(__name__)
@@ -200,6 +208,11 @@ class ModelView:
         return self.predictor.model
 
     def predict(self, item: Item) -> Prediction:
+        try:
+            check_language(self.predictor, item)  # a model abstains on a language it does not read
+        except UnreadLanguageError as e:
+            raise InputError(f"{self.spec.title} does not read {language_name(e.language)}: {e}. "
+                             f"Pick a model that reads {language_name(e.language)}.") from None
         return self.show(item, self.predictor.predict(item))
 
     @property

@@ -3,7 +3,7 @@
 A workdir is what one stage leaves for the next::
 
     workdir/
-      workdir.json            {"schema_version": "1.0", "created_at": ...}
+      workdir.json            {"schema_version": "1.1", "created_at": ...}
       articles.jsonl          one Article per kept item          (ingest)
       images/<sha256>.<ext>   original image bytes, content-addressed (ingest)
       ingest_errors.jsonl     one IngestError per failed fetch    (ingest)
@@ -29,15 +29,19 @@ import json
 import logging
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from vilbias.outputs import claim_output
+
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+"""1.1 added ``Article.language``; a 1.0 workdir reads as 1.1 with the language unknown (``""``)."""
 
 ARTICLES = "articles.jsonl"
 IMAGES = "images"
@@ -75,6 +79,11 @@ class Article:
     """ISO 8601 UTC time of the fetch. Orders rows for the stable split."""
     item_url: str = ""
     """The feed item's own link (e.g. a Google News link), so a re-run recognises it unresolved."""
+    language: str = ""
+    """ISO 639-1 code of the headline and text, detected at ingest (:func:`vilbias.languages.detect_language`);
+    "" when unknown (too little text to tell, or a workdir of schema 1.0). Annotators that do not
+    read it abstain (status ``other_language``); the corpus's ``language`` column and the card's
+    ``language:`` come from it. (Schema 1.1.)"""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Article:
@@ -114,8 +123,20 @@ def unique_id_for(canonical_url: str) -> str:
     return hashlib.sha256(canonical_url.encode("utf-8")).hexdigest()[:16]
 
 
-def init_workdir(workdir: str | os.PathLike) -> Path:
-    """Create ``workdir`` (or check an existing one's schema version) and return it."""
+def claim_workdir(workdir: str | os.PathLike, command: str) -> Path:
+    """Refuse, in one line, a ``workdir`` that is neither new, empty nor a workdir
+    (:func:`vilbias.outputs.claim_output`): a stage writes its files into a workdir, never into a
+    folder of someone else's files. Files a user keeps beside a workdir's own are left alone."""
+    return claim_output(workdir, command, signs=(MANIFEST, ARTICLES, ANNOTATIONS), flag="--workdir")
+
+
+def init_workdir(workdir: str | os.PathLike, command: str = "vilbias ingest") -> Path:
+    """Create ``workdir`` (or check an existing one's schema version) and return it.
+
+    Raises:
+        vilbias.outputs.OutputRefused: ``workdir`` is a non-empty folder that is not a workdir.
+    """
+    claim_workdir(workdir, command)
     root = Path(workdir)
     (root / IMAGES).mkdir(parents=True, exist_ok=True)
     manifest = root / MANIFEST
@@ -189,6 +210,56 @@ def read_articles(workdir: str | os.PathLike) -> Iterator[Article]:
             continue
         seen.add(article.unique_id)
         yield article
+
+
+class EmptyWorkdir(WorkdirError):
+    """The workdir was made by ``vilbias ingest`` but holds no article: the message says why
+    (from ``ingest_errors.jsonl``) and what to check."""
+
+
+def require_articles(workdir: str | os.PathLike) -> Path:
+    """Check that ``workdir`` holds at least one article before a stage reads it (annotate, build).
+
+    Raises:
+        FileNotFoundError: no ingest ever wrote it (no ``workdir.json``, no ``articles.jsonl``):
+            run ``vilbias ingest`` first.
+        EmptyWorkdir: ingest ran and kept nothing; the message names the reasons it recorded.
+    """
+    root = Path(workdir)
+    if not (root / MANIFEST).is_file() and not (root / ARTICLES).is_file():
+        raise FileNotFoundError(f"{root} is not a workdir (no {ARTICLES}): run `vilbias ingest --workdir {root}` first")
+    if next(read_jsonl(root / ARTICLES), None) is None:
+        raise EmptyWorkdir(f"{root} holds no articles: {why_no_articles(root)}")
+    return root
+
+
+def why_no_articles(workdir: str | os.PathLike) -> str:
+    """Why ingest kept nothing in ``workdir``, read from ``ingest_errors.jsonl`` (each URL's latest
+    line), with what to check: one sentence."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in read_jsonl(Path(workdir) / INGEST_ERRORS):
+        latest[(rec.get("stage", ""), rec.get("url", ""))] = rec
+    feeds = Counter(r.get("reason", "?") for (stage, _), r in latest.items() if stage == "feed")
+    items = Counter(r.get("reason", "?") for (stage, _), r in latest.items() if stage != "feed")
+
+    def counted(c: Counter) -> str:
+        return ", ".join(f"{n} {reason}" for reason, n in c.most_common())
+
+    if not items and feeds:
+        return (f"every feed failed ({counted(feeds)}; see {INGEST_ERRORS}): check the --feed URLs and that this "
+                "machine reaches them, then run `vilbias ingest` again")
+    if not items:
+        return ("the feeds listed no items (an empty feed, or a page that is not RSS/Atom): check that each --feed URL "
+                "lists entries, then run `vilbias ingest` again")
+    advice = []
+    if items.get("too_few_sentences"):
+        advice.append("--min-sentences lowers the 20-sentence minimum")
+    if items.get("no_usable_image"):
+        advice.append("every kept article needs a photo of its own")
+    if set(items) - {"too_few_sentences", "no_usable_image", "not_an_article", "multimedia", "duplicate_url", "duplicate_content", "not_html"}:
+        advice.append("failed fetches are tried again by the next run")
+    return (f"ingest kept none of the {sum(items.values())} items it read ({counted(items)}; see {INGEST_ERRORS})"
+            + (": " + "; ".join(advice) if advice else ""))
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:

@@ -51,7 +51,7 @@ from vilbias.models.chat import (
     image_mime,
     image_part,
 )
-from vilbias.workdir import ARTICLES, Article, read_articles, utcnow
+from vilbias.workdir import Article, read_articles, require_articles, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +90,7 @@ class AnnotateConfig:
 
     def resolve_annotators(self) -> list[AnnotatorSpec]:
         """Validate the config and return the annotators, before anything expensive starts."""
-        if not (Path(self.workdir) / ARTICLES).is_file():
-            raise FileNotFoundError(f"{Path(self.workdir) / ARTICLES} not found: run `vilbias ingest --workdir {self.workdir}` first")
+        require_articles(self.workdir)  # never ingested: run ingest first; ingested but empty: why
         if self.samples < 1:
             raise ValueError("--samples must be at least 1")
         if self.prompts is not None and (not self.prompts or set(self.prompts) - set(prompting.PROMPT_NAMES)):

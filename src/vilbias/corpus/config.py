@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.corpus.presets import PRESETS
+from vilbias.workdir import require_articles
 
 DEFAULT_OUTPUT = Path("BiasCorpus")
 """Where ``vilbias build`` writes by default. Not ``./vilbias``: a folder named like the package
@@ -149,8 +150,8 @@ class BuildConfig:
         if not given:
             return Origin("sample", None)
         (name, value), = given.items()
-        if name == "workdir" and not (value / "articles.jsonl").exists():
-            raise FileNotFoundError(f"{value} is not a workdir (no articles.jsonl): run `vilbias ingest --workdir {value}` first")
+        if name == "workdir":
+            require_articles(value)  # never ingested: run ingest first; ingested but empty: why
         if name == "sentences" and not value.exists() and not _HUB_ID.match(str(value)):
             raise FileNotFoundError(f"sentence file {value} does not exist")
         return Origin(SOURCE_FLAGS[name][1], str(value))

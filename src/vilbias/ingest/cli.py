@@ -6,7 +6,10 @@
 
 Re-run the same command to resume: kept and dropped items are skipped, transient failures are
 retried (up to --max-attempts runs). The summary at the end counts items by outcome and reason.
-Each run writes its options to ``<workdir>/ingest_config.yaml``.
+Each run writes its options to ``<workdir>/ingest_config.yaml``. A run that leaves the workdir
+without any article says why (from ``ingest_errors.jsonl``) and exits with status 1; the workdir
+is still one (``workdir.json``, an empty ``articles.jsonl``), and annotate and build say it is
+empty rather than "run ingest first".
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from vilbias.config import ConfigParser, save_config
+from vilbias.workdir import why_no_articles
 
 
 def main(argv: list[str], prog: str = "vilbias ingest") -> int:
@@ -29,4 +33,8 @@ def main(argv: list[str], prog: str = "vilbias ingest") -> int:
     summary = ingest(config)
     print(summary.format())
     save_config(config.workdir, "ingest", config, config.fetch)
+    if summary.articles_total == 0:
+        # Nothing for the next stage: say why and fail, so `ingest && annotate` stops here.
+        print(f"nothing kept: {config.workdir} holds no articles: {why_no_articles(config.workdir)}")
+        return 1
     return 0 if summary.feeds_failed < summary.feeds else 1

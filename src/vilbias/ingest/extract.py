@@ -46,6 +46,7 @@ from vilbias.ingest.page_images import (
 )
 from vilbias.ingest.text import content_hash, squash
 from vilbias.ingest.urls import canonicalize_url, is_http_url, strip_amp
+from vilbias.languages import detect_language
 from vilbias.workdir import iso_date
 
 # trafilatura and pysbd are imported where they are used: together they take ~0.4 s to import,
@@ -117,8 +118,11 @@ class Extracted:
     """For multimedia: ``video``, ``gallery``, ``slideshow``, ``live_blog`` or ``podcast``;
     for a non-article: why."""
     language: str = ""
-    """The page's language (ISO 639-1, from ``<html lang>``, ``og:locale`` or
-    ``Content-Language``), "" when it does not say; sentences are split by its rules."""
+    """The language of the headline and text (ISO 639-1), detected from them
+    (:func:`vilbias.languages.detect_language`); when they are too short to tell, the one the
+    page declares (``<html lang>``, ``og:locale``, ``Content-Language``); "" when neither says.
+    Sentences are split by its rules. A declaration alone is not trusted: templates declare the
+    site's language over articles in others."""
 
     @property
     def content_hash(self) -> str:
@@ -596,7 +600,6 @@ def extract_article(html: str, url: str) -> Extracted:
         result.page_kind, result.kind_detail = "non_article", "unparseable"
         return result
     result.url = _canonical_url(page)
-    result.language = _language(page)
     blocks, document = _main_text(html, url)
     titles = _title_variants(page)
     headings = _title_headings(page, {_key(t) for t in titles})
@@ -615,6 +618,7 @@ def extract_article(html: str, url: str) -> Extracted:
     result.images = _image_candidates(page, article_images)
     result.outlet, result.outlet_guessed = _outlet(page, document)
     result.published = _published(page, document)
+    result.language = detect_language(f"{result.headline}\n\n{result.text}") or _language(page)
 
     kind = _multimedia_kind(result.url, page.og_type, page.ld_types, result.headline, page.ld_article is not None)
     reason = "" if kind else _non_article_reason(page, result)

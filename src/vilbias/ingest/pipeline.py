@@ -193,6 +193,9 @@ class _Run:
         self.config = config
         self.feed_urls = feed_urls
         self.root = init_workdir(config.workdir)
+        # An ingest that keeps nothing still leaves articles.jsonl: later stages tell an empty
+        # workdir from one never ingested.
+        (self.root / ARTICLES).touch()
         self.state = _State(self.root, config.max_attempts)
         self.summary = IngestSummary(feeds=len(feed_urls), articles_total=self.state.articles)
         self.claimed_urls: set[str] = set()
@@ -385,6 +388,7 @@ class _Run:
             image_url=found.candidate.url,
             image_caption=found.candidate.caption,
             fetched_at=utcnow(),
+            language=extracted.language,
         )
         # item_url extends the Article line so a re-run recognises the feed link (a Google
         # News link differs from every URL of the article itself).

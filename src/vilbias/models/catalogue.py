@@ -20,7 +20,7 @@ string                     YAML (``kind:`` or its older name ``backend:``)      
 The YAML form carries the options a string cannot: ``params`` (sampling parameters sent with
 every request), ``vision``, ``api_key_env`` (default ``OPENAI_API_KEY``; the key is read from the
 environment, never stored), ``concurrency``, ``timeout_s``, ``max_retries``, ``batch_size``,
-``gguf_file``, ``revision``.
+``gguf_file``, ``revision``, ``languages`` (what the model reads; :func:`declared_languages`).
 
 A checkpoint is recognised from its files: ``adapter_config.json`` → a PEFT adapter on a VLM
 (its base found from the adapter); ``config.json`` with ``model_type: vilbias-fusion`` → the
@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from vilbias.languages import ANY, normalize_languages
 from vilbias.models.chat import ChatBackend
 from vilbias.models.chat_local import TransformersBackend, smollm2_backend
 from vilbias.models.chat_openai import OpenAIBackend
@@ -175,6 +176,9 @@ class ModelSpec:
     """Generation batch size of a local model."""
     gguf_file: str | None = None
     """A GGUF file inside ``model`` to load with transformers' ``gguf_file=``."""
+    languages: list[str] | None = None
+    """The languages the model reads (ISO 639-1 codes, or ``[any]``); on an item in another it
+    abstains instead of labelling. None: what the checkpoint declares (:func:`declared_languages`)."""
 
     @classmethod
     def parse(cls, spec: str | Mapping[str, Any] | ModelSpec) -> ModelSpec:
@@ -219,6 +223,10 @@ class ModelSpec:
             raise ValueError("SmolLM2 is text-only; set vision: false")
         if not isinstance(self.params, dict):
             raise ValueError(f"model {self.model or self.kind!r}: params must be a mapping")
+        try:
+            normalize_languages(self.languages)
+        except ValueError as e:
+            raise ValueError(f"model {self.model or self.kind!r}: {e}") from None
 
     def __str__(self) -> str:
         """The string form (options the string cannot carry are left out)."""
@@ -501,6 +509,35 @@ def checkpoint_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
     return "vlm"
 
 
+KIND_LANGUAGES: dict[str, tuple[str, ...]] = {"sentence": ("en",)}
+"""Checkpoint kinds whose every model reads the same languages when its config declares none:
+the sentence model's encoder (all-MiniLM-L6-v2) and its training data (BABE) are English."""
+
+
+def declared_languages(spec: str | Mapping[str, Any] | ModelSpec) -> tuple[str, ...]:
+    """The languages a model reads, as ISO 639-1 codes, or ``("any",)``
+    (:data:`vilbias.languages.ANY`): the spec's ``languages``, else the ``languages`` its
+    checkpoint's ``config.json`` records, else its kind's (:data:`KIND_LANGUAGES`: the shipped
+    sentence model reads English), else any (chat models, VLMs, classifiers of other projects).
+
+    Example::
+
+        >>> declared_languages(shipped_sentence_model())
+        ('en',)
+        >>> declared_languages("openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
+        ('any',)
+    """
+    parsed = ModelSpec.parse(spec)
+    if parsed.languages:
+        return normalize_languages(parsed.languages)
+    if parsed.kind != "checkpoint":
+        return (ANY,)
+    config = _checkpoint_config(parsed)
+    if config is not None and config.get("languages"):
+        return normalize_languages(config["languages"])
+    return KIND_LANGUAGES.get(checkpoint_kind(parsed), (ANY,))
+
+
 def shipped_sentence_model() -> Path:
     """The sentence-level bias model shipped with vilbias (``training/default_model``, package data
     of ``vilbias.training``): the Space's and the annotate stage's offline default."""
@@ -525,7 +562,9 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
     kind = kind or predictor_kind(parsed)
     if kind not in PREDICTORS:
         raise ValueError(f"unknown predictor kind {kind!r}: use {', '.join(PREDICTORS)}")
-    return PREDICTORS[kind](parsed, **options)
+    predictor = PREDICTORS[kind](parsed, **options)
+    predictor.languages = declared_languages(parsed)  # callers check items against it (check_language)
+    return predictor
 
 
 def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -> ModelSpec:
@@ -565,7 +604,7 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
 
 
 __all__ = [
-    "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec", "checkpoint_kind",
+    "KIND_LANGUAGES", "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec", "checkpoint_kind", "declared_languages",
     "hub_file", "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
     "local_folder", "looks_local", "our_model_types", "predictor_kind", "shipped_sentence_model",
 ]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vilbias.images import grey_image
+from vilbias.languages import ANY, describe_languages, detect_language, reads
 from vilbias.metrics.calibration import scale_probabilities
 from vilbias.task import (
     BIASED_NAME,
@@ -105,6 +106,10 @@ class Predictor(Protocol):
     @property
     def reads_image(self) -> bool: ...
 
+    languages: tuple[str, ...]
+    """The languages it reads (ISO 639-1, or ``("any",)``), as the catalogue declares them
+    (:func:`vilbias.models.catalogue.declared_languages`); :func:`check_language` holds items to it."""
+
     def predict(self, item: ItemLike) -> ModelOutput: ...
 
 
@@ -113,6 +118,32 @@ def predict_batch(predictor: Predictor, items: Sequence[ItemLike]) -> list[Model
     (:meth:`SentencePredictor.predict_batch`), else one item at a time."""
     batched = getattr(predictor, "predict_batch", None)
     return batched(items) if batched is not None else [predictor.predict(item) for item in items]
+
+
+class UnreadLanguageError(ValueError):
+    """The item is in a language the model does not read: it abstains rather than label it
+    (``language``: the item's ISO 639-1 code; ``languages``: what the model reads)."""
+
+    def __init__(self, language: str, languages: Sequence[str]):
+        super().__init__(f"it reads {describe_languages(languages)} only, and this text is in {describe_languages([language])}: "
+                         "it gives no label rather than a guess")
+        self.language, self.languages = language, tuple(languages)
+
+
+def check_language(predictor: Any, item: ItemLike) -> str:
+    """The item's language (ISO 639-1; ``""`` when unknown): its ``language`` attribute where it
+    has one (an ingested article), else detected from its headline and text.
+
+    Raises:
+        UnreadLanguageError: the predictor's :attr:`Predictor.languages` do not include it.
+    """
+    languages = getattr(predictor, "languages", (ANY,))
+    if ANY in languages:
+        return getattr(item, "language", "") or ""
+    language = getattr(item, "language", "") or detect_language(f"{item.headline}\n\n{item.article_text}")
+    if not reads(languages, language):
+        raise UnreadLanguageError(language, languages)
+    return language
 
 
 class NoLabelError(ValueError):
@@ -157,6 +188,8 @@ class SentencePredictor:
 
     kind = "sentence"
     reads_text, reads_image = True, False
+    languages: tuple[str, ...] = ("en",)
+    """Set by the catalogue from the checkpoint (:func:`vilbias.models.catalogue.declared_languages`)."""
     deterministic = True
     """The same item always gets the same output (one sample says all it would say)."""
 
@@ -222,6 +255,7 @@ class FusionPredictor:
 
     kind = "fusion"
     deterministic = True
+    languages: tuple[str, ...] = (ANY,)
 
     def __init__(self, model: Any, *, temperature: float = 1.0, calibration: str = ""):
         if temperature <= 0:
@@ -283,6 +317,7 @@ class VLMPredictor:
 
     kind = "vlm"
     reads_text, reads_image = True, True
+    languages: tuple[str, ...] = (ANY,)
 
     def __init__(self, model: Any, processor: Any, *, samples: int = 5, max_new_tokens: int = 160,
                  generate: Callable[..., list] = sample_answers):
@@ -313,5 +348,5 @@ class VLMPredictor:
 
 __all__ = [
     "FusionPredictor", "ItemLike", "ModelOutput", "NeedsGPUError", "NoLabelError", "Predictor", "SentencePredictor",
-    "VLMPredictor", "item_sentences", "predict_batch", "rgb_image", "sample_answers",
+    "UnreadLanguageError", "VLMPredictor", "check_language", "item_sentences", "predict_batch", "rgb_image", "sample_answers",
 ]
