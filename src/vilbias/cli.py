@@ -8,7 +8,7 @@
     vilbias -v train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml --max_steps 10
 
 Each stage's module defines ``main(argv, prog)``: it parses its arguments with
-:class:`vilbias.config.ConfigParser` (``HfArgumentParser`` over the stage's config dataclasses,
+:class:`vilbias.argparser.ConfigParser` (``HfArgumentParser`` over the stage's config dataclasses,
 ``--config FILE.yaml`` included) and calls the stage function, which Python callers use directly
 with the same config dataclasses. A stage with commands of its own (``review export``) dispatches
 them with :func:`run_subcommand`.
@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
+
+from vilbias import stops
 
 # stage -> (module defining main(argv, prog), one-line description)
 STAGES: dict[str, tuple[str, str]] = {
@@ -108,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    # SIGTERM (a job scheduler's stop) takes Ctrl-C's path: cleanup runs, and the line below says what was kept.
+    stops.install()
     # Only the chosen stage's module is imported: `vilbias build` must not pay for torch or trl.
     try:
         module = importlib.import_module(STAGES[stage][0])
@@ -120,9 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vilbias {stage}: error: this needs the optional dependency {missing!r}, which is not installed; "
               f"install it with: pip install 'vilbias[{extra}]'", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; re-run the same command to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # One line: what the stop kept and whether a re-run resumes, as the stage computed it
+        # (vilbias.stops.on_stop); a stage that declares nothing promises nothing.
+        print(f"vilbias {stage}: stopped" + (f"; {e.kept}" if isinstance(e, stops.Stopped) else ""), file=sys.stderr)
+        # Everything the stage opened is closed by now. With torch loaded, the interpreter's last
+        # garbage collections take seconds; objects frozen here are left to the exit, so a stopped
+        # command ends at once (gc.freeze: the objects stay alive and are freed with the process).
+        gc.freeze()
+        return stops.exit_status()
     except (ValueError, FileNotFoundError, PermissionError, RuntimeError) as e:
         # Expected failures (bad input, missing files, refused actions) get one clear line;
         # -v shows the traceback.

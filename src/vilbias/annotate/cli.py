@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from vilbias.config import ConfigParser, save_config
+from vilbias.argparser import ConfigParser
+from vilbias.config import save_config
+from vilbias.stops import on_stop, stored_rows
+from vilbias.workdir import ANNOTATIONS
 
 
 @dataclass
@@ -31,7 +35,11 @@ def main(argv: list[str], prog: str = "vilbias annotate") -> int:
 
     config, shown = ConfigParser([AnnotateConfig, SummaryPrint], prog=prog,
                                  description=__doc__.splitlines()[0]).parse(argv)
-    summary = annotate(config)
+    store = Path(config.workdir) / ANNOTATIONS
+    # Each answer is committed as it arrives (vilbias.ledger): a stop keeps them all, a re-run asks the rest.
+    with on_stop(lambda: f"{stored_rows(store, 'calls', 'raw IS NOT NULL')} answers kept in {store}; "
+                         "re-run the same command to resume (it asks only what is missing)"):
+        summary = annotate(config)
     print(json.dumps(summary, indent=2) if shown.json else format_summary(summary))
     save_config(config.workdir, "annotate", config)
     return 0

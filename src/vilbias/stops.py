@@ -1,0 +1,135 @@
+"""Stopping a long command: Ctrl-C and SIGTERM take one path, and a stop says what it kept.
+
+A person stops a command with Ctrl-C (SIGINT), a job scheduler with SIGTERM. Python turns SIGINT
+into :class:`KeyboardInterrupt` (and ``asyncio.run`` into a cancellation of its main task, then
+``KeyboardInterrupt``), so every ``finally`` and ``with`` block on the way out runs: ledgers have
+committed each answer as it arrived, scratch folders are removed. SIGTERM's default is to end the
+process at once, with no cleanup. :func:`install` (called once by the ``vilbias`` command) sends
+SIGTERM down the SIGINT path, whatever handler SIGINT has at that moment.
+
+A stage says what a stop keeps with :func:`on_stop`: the stop becomes a :class:`Stopped` carrying
+one sentence computed when it happens (``"42 articles kept in work/articles.jsonl; re-run the same
+command to resume"``), which the command prints as its one line. A stage that must finish a step
+before it can keep anything (a training step, then its checkpoint) runs it under
+:func:`deferred`: the first signal is only recorded (:func:`requested`) and the stage stops at its
+next safe point; a second one stops at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop (Ctrl-C or SIGTERM), with what it kept in one sentence (:attr:`kept`).
+
+    A ``KeyboardInterrupt``, so code that lets an interrupt through lets this through too."""
+
+    def __init__(self, kept: str):
+        super().__init__(kept)
+        self.kept = kept
+
+
+_last_signal: int | None = None
+"""The signal of the latest stop (the exit status names it: 128 + its number)."""
+_requested: int | None = None
+"""Within :func:`deferred`: the signal waiting for the next safe point."""
+
+
+def install() -> None:
+    """Route SIGTERM down the SIGINT path (see the module docstring). Called by the ``vilbias``
+    command; a Python caller keeps its own SIGTERM handling unless it calls this. A SIGTERM that is
+    ignored or handled already (a caller's own handler) is left alone."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame) -> None:
+    global _last_signal
+    _last_signal = signum
+    sigint = signal.getsignal(signal.SIGINT)
+    if callable(sigint):
+        # Python's own (KeyboardInterrupt), asyncio.run's (cancel the main task), or deferred()'s.
+        sigint(signal.SIGINT, frame)
+    else:
+        # SIGINT is ignored (a job started with `&` from a script): SIGTERM still stops cleanly.
+        raise KeyboardInterrupt
+
+
+def _deferring(signum: int, frame) -> None:
+    global _requested, _last_signal
+    if _requested is None:
+        _requested = _last_signal = signum
+        return
+    raise KeyboardInterrupt  # the second signal: stop now
+
+
+def requested() -> bool:
+    """Whether a stop is waiting for the next safe point (only ever true inside :func:`deferred`)."""
+    return _requested is not None
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, the first Ctrl-C or SIGTERM is recorded, not raised: the code checks
+    :func:`requested` at its safe points and stops there (raising :class:`Stopped` itself). A second
+    signal raises ``KeyboardInterrupt`` at once. Outside the main thread, or when SIGINT is ignored
+    and SIGTERM is not routed here (a Python caller's own handling), signals keep their handlers."""
+    global _requested
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if previous[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _deferring)
+    if previous[signal.SIGTERM] is _on_sigterm:
+        signal.signal(signal.SIGTERM, _deferring)
+    _requested = None
+    try:
+        yield
+    finally:
+        _requested = None
+        for s, handler in previous.items():
+            if signal.getsignal(s) is _deferring:
+                signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def on_stop(kept: Callable[[], str]) -> Iterator[None]:
+    """A stop inside the block becomes :class:`Stopped` with ``kept()``: what the stop kept, in one
+    sentence computed when it happens (a count read from the files, and whether a re-run resumes).
+    A :class:`Stopped` from inside (a stage that knows more) passes unchanged."""
+    try:
+        yield
+    except Stopped:
+        raise
+    except KeyboardInterrupt:
+        raise Stopped(kept()) from None
+
+
+def exit_status() -> int:
+    """The exit status of a stopped command: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+    return 128 + (_last_signal or signal.SIGINT)
+
+
+def stored_rows(path: str | Path, table: str, where: str = "") -> int:
+    """Rows of ``table`` in the SQLite file ``path`` (0 when the file or table does not exist), read
+    without creating or changing anything: for the sentence a stop prints."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    try:
+        return db.execute(f"SELECT COUNT(*) FROM {table}" + (f" WHERE {where}" if where else "")).fetchone()[0]
+    except sqlite3.OperationalError:  # the run stopped before it created its tables
+        return 0
+    finally:
+        db.close()
+
+
+__all__ = ["Stopped", "deferred", "exit_status", "install", "on_stop", "requested", "stored_rows"]
