@@ -42,7 +42,10 @@ from vilbias.annotate.specs import (
 )
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.summary import format_summary, summarize
+from vilbias.annotate.voting import OTHER_LANGUAGE
+from vilbias.languages import ANY, describe_languages, detect_language, reads
 from vilbias.ledger import ask_missing
+from vilbias.models.catalogue import declared_languages
 from vilbias.models.chat import (
     ChatBackend,
     ChatRequest,
@@ -333,6 +336,11 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             fp = spec.fingerprint()
             # a classifier reads the image itself: its multimodal calls wait for no description
             jobs = _Jobs(config, store, spec, prompts, versions, None if deterministic[spec.name] else describer_key, samples[spec.name])
+            languages = declared_languages(spec.model_spec())
+            if ANY not in languages:
+                # Items in a language the annotator does not read are answered with its abstention
+                # first, without loading the model; the jobs left are those it reads.
+                run[OTHER_LANGUAGE] += _abstain_on_languages(store, jobs, spec, languages)
             pending = sum(1 for _ in jobs.keys())
             if pending == 0:
                 logger.info("%s: nothing to ask", spec.name)
@@ -363,8 +371,10 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
                 backends.pop(spec.name, None)
+        languages_seen = Counter(article_language(a) or "unknown" for a in _articles(config))
         summary = summarize(store, {a.unique_id for a in _articles(config)})
     summary["run"] = dict(run)
+    summary["languages"] = dict(languages_seen.most_common())
     if config.annotators is None and config.annotator_specs is None:
         summary["default_annotator"] = (f"{specs[0].name}, the sentence-level bias model shipped with vilbias, trained on BABE's "
                                         "expert labels; it reads the text only")
@@ -372,6 +382,34 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     for line in format_summary(summary).splitlines():
         logger.debug(line)
     return summary
+
+
+def article_language(article: Article) -> str:
+    """The article's language as ingest recorded it, else (a workdir of schema 1.0) detected now."""
+    return article.language or detect_language(f"{article.headline}\n\n{article.article_text}")
+
+
+def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSpec, languages: tuple[str, ...]) -> int:
+    """Store an ``other_language`` abstention for each missing call of an item in a language
+    ``spec`` does not read (see :mod:`vilbias.annotate.store`); returns the calls stored."""
+    requests, jobs.requests = jobs.requests, False  # nothing is rendered for the model: it is not asked
+    rows: list[tuple] = []
+    stored = 0
+    try:
+        for keys, _, article in jobs:
+            language = article_language(article)
+            if reads(languages, language):
+                continue
+            problem = (f"the article is in {describe_languages([language])}; {spec.name} reads {describe_languages(languages)}, "
+                       "so it abstains")
+            rows += [call_row(key, model=spec.model, raw=problem, status=OTHER_LANGUAGE, problem=problem) for key in keys]
+            if len(rows) >= CHUNK:
+                store.record_calls(rows)
+                stored, rows = stored + len(rows), []
+        store.record_calls(rows)
+    finally:
+        jobs.requests = requests
+    return stored + len(rows)
 
 
 class _Jobs:

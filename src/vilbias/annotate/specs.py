@@ -20,6 +20,8 @@ The annotators file (YAML)::
       - name: babe-sentence-model
         backend: checkpoint        # any checkpoint the catalogue loads: read from its files
         model: path/to/default_model
+        languages: [en]            # optional: what it reads (default: what the checkpoint declares;
+                                   # the sentence model: en; chat models: any)
 
 Shipped files are named by their stem: ``--annotators paper`` is the paper's three open VLMs
 served by vLLM (``vilbias/annotate/annotators/paper.yaml``); ``--annotators smollm2`` the embedded
@@ -46,6 +48,7 @@ from typing import Any
 
 import yaml
 
+from vilbias.languages import normalize_languages
 from vilbias.models.catalogue import ModelSpec, check_spec, local_folder, shipped_sentence_model
 
 BACKENDS = ("openai", "transformers", "smollm2", "checkpoint")
@@ -95,6 +98,8 @@ class AnnotatorSpec(ModelSpec):
         payload = {"backend": self.backend, "model": model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
         if self.structured_output != "json_schema":
             payload["structured_output"] = self.structured_output
+        if self.languages:  # declared in the file: which items the annotator abstains on
+            payload["languages"] = list(normalize_languages(self.languages))
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
     def validate(self) -> None:

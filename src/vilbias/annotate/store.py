@@ -31,8 +31,12 @@ stereotype audit of each annotator (``vilbias audit annotators`` writes it throu
 
 A call's ``status`` is ``valid`` (its ``label`` is a vote), ``invalid`` (an answer object that
 breaks the schema), ``unparseable`` (no answer object: a format abstention), ``refused`` (the model
-declined; ``raw`` holds its message) or ``failed`` (no answer; asked again next run). Only valid
-calls have a ``label``. A ``calls`` row without a ``call_status`` row (written by other tools)
+declined; ``raw`` holds its message), ``failed`` (no answer; asked again next run) or
+``other_language`` (the annotator abstained: the item is in a language it does not read; the
+model was not asked; ``raw`` and ``problem`` say which, e.g. "the article is in German (de);
+babe-sentence-model reads English (en)"). Only valid calls have a ``label``. An
+``other_language`` call is an answered abstention (not asked again); the vote sets its annotator
+aside (:func:`vilbias.annotate.voting.hierarchical_vote`). A ``calls`` row without a ``call_status`` row (written by other tools)
 counts as ``failed`` without ``raw``, ``unparseable`` without ``label``, else ``valid``.
 ``structured_output`` records, per annotator, what its latest run got: ``server`` (the server
 decoded under the schema), ``local_grammar`` (llguidance), ``fallback`` (the server rejected the
@@ -63,7 +67,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vilbias.annotate.prompts import parse_annotation
-from vilbias.annotate.voting import Vote
+from vilbias.annotate.voting import OTHER_LANGUAGE, Vote
 from vilbias.ledger import Ledger, Table
 from vilbias.workdir import ANNOTATIONS, utcnow
 
@@ -74,7 +78,7 @@ logger = logging.getLogger(__name__)
 
 STORE_SCHEMA_VERSION = 2
 PROMPTS = ("text", "multimodal")
-STATUSES = ("valid", "invalid", "unparseable", "refused", "failed")
+STATUSES = ("valid", "invalid", "unparseable", "refused", "failed", OTHER_LANGUAGE)
 _KEY = "item_id, prompt, annotator, fingerprint, sample, prompt_version"
 # The status of a call, also for rows without a call_status row (see the module docstring).
 _STATUS = "COALESCE(s.status, CASE WHEN c.raw IS NULL THEN 'failed' WHEN c.label IS NULL THEN 'unparseable' ELSE 'valid' END)"
@@ -323,13 +327,17 @@ class AnnotationStore(Ledger):
         and rationales out (for counting labels)."""
         active = self.active()
         specs = {p: ({a.name: (a.fingerprint, a.samples_of(cfg["samples"])) for a in cfg["annotators"]}, cfg) for p, cfg in active.items()}
+        # An abstention's status is looked up (by primary key) only for calls without a label: the
+        # vote needs it to set aside an annotator that does not read the item's language.
+        match = " AND ".join(f"s.{k} = c.{k}" for k in CALLS.key)
         rows = self.stream(
-            "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale "
-            "FROM calls ORDER BY item_id"
+            "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale, "
+            f"CASE WHEN c.label IS NULL THEN (SELECT s.status FROM call_status s WHERE {match}) END "
+            "FROM calls c ORDER BY item_id"
         )
         current: str | None = None
         bucket: dict[str, list[Vote]] = {}
-        for item_id, prompt, annotator, fp, sample, version, label, tj, rationale in rows:
+        for item_id, prompt, annotator, fp, sample, version, label, tj, rationale, status in rows:
             if item_id != current:
                 if current is not None:
                     yield current, self._complete(bucket, specs)
@@ -341,10 +349,11 @@ class AnnotationStore(Ledger):
             cfg = spec[1]
             if version != cfg["prompt_version"] or sample >= own[1]:
                 continue
+            abstention = OTHER_LANGUAGE if status == OTHER_LANGUAGE else None
             if techniques:
-                bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or ""))
+                bucket[prompt].append(Vote(annotator, sample, label, json.loads(tj) if tj else {}, rationale or "", abstention))
             else:
-                bucket[prompt].append(Vote(annotator, sample, label))
+                bucket[prompt].append(Vote(annotator, sample, label, abstention=abstention))
         if current is not None:
             yield current, self._complete(bucket, specs)
 

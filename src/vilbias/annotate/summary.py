@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from vilbias.annotate.store import AnnotationStore
-from vilbias.annotate.voting import hierarchical_vote
+from vilbias.annotate.voting import OTHER_LANGUAGE, hierarchical_vote
 
 
 def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[str, Any]:
@@ -65,8 +65,9 @@ def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[
 
 
 def item_rates(items: int, decided: int, flagged: Counter[str] | dict[str, int]) -> dict[str, Any]:
-    """Items, decided items and the flag rate with its parts: ``tie_rate`` (an annotator tie)
-    and ``no_majority_rate`` (too many annotators without a majority of their own)."""
+    """Items, decided items and the flag rate with its parts: ``tie_rate`` (an annotator tie),
+    ``no_majority_rate`` (too many annotators without a majority of their own) and
+    ``other_language`` (items, not a rate: no annotator reads their language)."""
     flagged = dict(flagged)
     return {
         "items": items,
@@ -74,13 +75,16 @@ def item_rates(items: int, decided: int, flagged: Counter[str] | dict[str, int])
         "flagged": flagged,
         "flag_rate": sum(flagged.values()) / items if items else 0.0,
         "tie_rate": flagged.get("tie", 0) / items if items else 0.0,
-        "no_majority_rate": sum(v for k, v in flagged.items() if k != "tie") / items if items else 0.0,
+        "no_majority_rate": sum(v for k, v in flagged.items() if k not in ("tie", OTHER_LANGUAGE)) / items if items else 0.0,
+        # items no annotator reads (their language): abstained on, not labelled
+        "other_language": flagged.get(OTHER_LANGUAGE, 0),
     }
 
 
 def call_rates(c: dict[str, int]) -> dict[str, float]:
     """Shares of the calls that abstain: all abstentions (every call that is not a valid vote),
-    format abstentions (no JSON object), invalid answers, refusals and failures."""
+    format abstentions (no JSON object), invalid answers, refusals, failures and abstentions on
+    an item's language (``other_language_rate``)."""
     n = c.get("calls", 0)
     answered = c.get("answered", 0)
     return {
@@ -89,6 +93,7 @@ def call_rates(c: dict[str, int]) -> dict[str, float]:
         "invalid_rate": c.get("invalid", 0) / answered if answered else 0.0,
         "refusal_rate": c.get("refused", 0) / n if n else 0.0,
         "failure_rate": c.get("failed", 0) / n if n else 0.0,
+        "other_language_rate": c.get(OTHER_LANGUAGE, 0) / n if n else 0.0,
     }
 
 
@@ -100,17 +105,21 @@ def format_summary(summary: dict[str, Any]) -> str:
     if "run" in summary:
         run = summary["run"]
         lines.append("this run: " + ", ".join(f"{k} {v}" for k, v in sorted(run.items())) if run else "this run: nothing to ask")
+    if summary.get("languages"):
+        lines.append("languages: " + ", ".join(f"{code} {n}" for code, n in summary["languages"].items()))
     for prompt, s in summary["prompts"].items():
         shares = ", ".join(f"{k} {v:.1%}" for k, v in s["label_shares"].items()) or "-"
+        unread = f", no annotator reads its language {s['other_language']}" if s.get("other_language") else ""
         lines.append(
             f"{prompt}: {s['decided']}/{s['items']} decided; flagged {s['flag_rate']:.1%} (ties {s['tie_rate']:.1%}, "
-            f"no majority {s['no_majority_rate']:.1%}); calls abstaining {s['abstention_rate']:.1%} "
+            f"no majority {s['no_majority_rate']:.1%}{unread}); calls abstaining {s['abstention_rate']:.1%} "
             f"(format {s['format_abstention_rate']:.1%}); labels: {shares}"
         )
     for name, by_prompt in summary["annotators"].items():
         parts = [
             f"{p} {c['valid']}/{c['calls']} valid, {c['unparseable']} format abstentions, {c['invalid']} invalid, "
             f"{c['refused']} refused, {c['failed']} failed"
+            + (f", {c[OTHER_LANGUAGE]} abstained on the language" if c.get(OTHER_LANGUAGE) else "")
             for p, c in by_prompt.items() if p not in ("structured_output", "sampling")
         ]
         for what in ("structured_output", "sampling"):

@@ -7,6 +7,12 @@ failed calls) included: with K=3, ``[biased, biased, None]`` is ``biased`` but `
 None]`` is no majority. An item with a tie or no majority at either level is flagged for review
 and stays out of the build until a reviewer settles it.
 
+An annotator that does not read the item's language abstains on every sample (status
+``other_language``, :data:`OTHER_LANGUAGE`): it is set aside, not counted as a ballot at the
+second level, since it never judged the item. When every annotator is set aside the item is
+flagged ``other_language``: no annotator reads it, so it has no label (the build leaves it out,
+unless a reviewer labels it).
+
 The rationale of the final answer is taken from the annotator in the majority whose own vote was
 the strongest (most samples for the final label; ties go to the annotator listed first), from its
 first sample with that label and a non-empty rationale. Techniques are those that a majority of
@@ -32,6 +38,11 @@ def majority_vote(ballots: Sequence[str | None]) -> str | None:
     return label if label is not None and counts[label] * 2 > len(ballots) else None
 
 
+OTHER_LANGUAGE = "other_language"
+"""The status of a call an annotator abstained on because the item is in a language it does not
+read (the store's ``call_status.status``; a flag reason when no annotator reads the item)."""
+
+
 @dataclass(frozen=True)
 class Vote:
     """One call's parsed answer. ``label`` is None for an abstention."""
@@ -41,6 +52,8 @@ class Vote:
     label: str | None
     techniques: dict[str, bool] = field(default_factory=dict)
     rationale: str = ""
+    abstention: str | None = None
+    """Why an abstention has no label, where it matters to the vote: :data:`OTHER_LANGUAGE`."""
 
     def ballot(self) -> dict[str, Any]:
         """The public ``{annotator, sample, label}`` entry of the dataset's ``votes`` column."""
@@ -54,7 +67,8 @@ class VoteResult:
     flagged: bool
     reason: str | None
     """``tie`` (as many annotators for each label), ``no_majority`` (too many annotators without
-    a majority of their own), ``no_votes``; None when decided."""
+    a majority of their own), ``no_votes``, ``other_language`` (no annotator reads the item's
+    language); None when decided."""
     annotator_labels: dict[str, str | None]
     agreement: float | None
     """Share of non-abstaining votes (all M×K) that agree with the final label."""
@@ -76,6 +90,12 @@ def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = 
         vs.sort(key=lambda v: v.sample)
     if not votes:
         return VoteResult(None, True, "no_votes", {}, None, "", None, [])
+    unread = [a for a, vs in by_annotator.items() if vs and all(v.abstention == OTHER_LANGUAGE for v in vs)]
+    if unread:
+        for a in unread:
+            del by_annotator[a]
+        if not by_annotator:
+            return VoteResult(None, True, OTHER_LANGUAGE, dict.fromkeys(unread), None, "", None, [])
 
     annotator_labels = {a: majority_vote([v.label for v in vs]) for a, vs in by_annotator.items()}
     final = majority_vote(list(annotator_labels.values()))
