@@ -52,6 +52,18 @@ def detect_language(text: str, *, min_confidence: float = MIN_CONFIDENCE) -> str
     return code if probability >= min_confidence else ""
 
 
+ITEM_CHARS = 2000
+"""Characters of an article's text read to tell its language: enough for a sure answer (the first
+150 named all 25 real test pages right), and a 40,000-row import stays at a few ms a row."""
+
+
+def item_language(headline: str, article_text: str) -> str:
+    """The language of a news item: :func:`detect_language` over its headline and the start of its
+    text. Ingest records it, and every later reader of an item without one (a workdir of schema
+    1.0, an imported release, a text pasted in the Space) computes it the same way."""
+    return detect_language(f"{headline or ''}\n\n{(article_text or '')[:ITEM_CHARS]}")
+
+
 def normalize_languages(languages: str | Iterable[str] | None) -> tuple[str, ...] | None:
     """A declaration as written (``"en"``, ``["en", "de"]``, ``"any"``) as a tuple of lowercase
     codes; None stays None (nothing declared)."""
@@ -96,4 +108,7 @@ def describe_languages(languages: Iterable[str]) -> str:
     return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
-__all__ = ["ANY", "MIN_CONFIDENCE", "describe_languages", "detect_language", "language_name", "normalize_languages", "reads"]
+__all__ = [
+    "ANY", "ITEM_CHARS", "MIN_CONFIDENCE", "describe_languages", "detect_language", "item_language", "language_name",
+    "normalize_languages", "reads",
+]

@@ -43,7 +43,7 @@ from vilbias.annotate.specs import (
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.summary import format_summary, summarize
 from vilbias.annotate.voting import OTHER_LANGUAGE
-from vilbias.languages import ANY, describe_languages, detect_language, reads
+from vilbias.languages import ANY, describe_languages, item_language, reads
 from vilbias.ledger import ask_missing
 from vilbias.models.catalogue import declared_languages
 from vilbias.models.chat import (
@@ -386,7 +386,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
 
 def article_language(article: Article) -> str:
     """The article's language as ingest recorded it, else (a workdir of schema 1.0) detected now."""
-    return article.language or detect_language(f"{article.headline}\n\n{article.article_text}")
+    return article.language or item_language(article.headline, article.article_text)
 
 
 def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSpec, languages: tuple[str, ...]) -> int:

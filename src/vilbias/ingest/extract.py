@@ -46,7 +46,7 @@ from vilbias.ingest.page_images import (
 )
 from vilbias.ingest.text import content_hash, squash
 from vilbias.ingest.urls import canonicalize_url, is_http_url, strip_amp
-from vilbias.languages import detect_language
+from vilbias.languages import item_language
 from vilbias.workdir import iso_date
 
 # trafilatura and pysbd are imported where they are used: together they take ~0.4 s to import,
@@ -618,7 +618,7 @@ def extract_article(html: str, url: str) -> Extracted:
     result.images = _image_candidates(page, article_images)
     result.outlet, result.outlet_guessed = _outlet(page, document)
     result.published = _published(page, document)
-    result.language = detect_language(f"{result.headline}\n\n{result.text}") or _language(page)
+    result.language = item_language(result.headline, result.text) or _language(page)
 
     kind = _multimedia_kind(result.url, page.og_type, page.ld_types, result.headline, page.ld_article is not None)
     reason = "" if kind else _non_article_reason(page, result)

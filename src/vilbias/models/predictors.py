@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vilbias.images import grey_image
-from vilbias.languages import ANY, describe_languages, detect_language, reads
+from vilbias.languages import ANY, describe_languages, item_language, reads
 from vilbias.metrics.calibration import scale_probabilities
 from vilbias.task import (
     BIASED_NAME,
@@ -140,7 +140,7 @@ def check_language(predictor: Any, item: ItemLike) -> str:
     languages = getattr(predictor, "languages", (ANY,))
     if ANY in languages:
         return getattr(item, "language", "") or ""
-    language = getattr(item, "language", "") or detect_language(f"{item.headline}\n\n{item.article_text}")
+    language = getattr(item, "language", "") or item_language(item.headline, item.article_text)
     if not reads(languages, language):
         raise UnreadLanguageError(language, languages)
     return language
