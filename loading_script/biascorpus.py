@@ -191,6 +191,9 @@ class Plan:
     flagged: dict[str, str] = field(default_factory=dict)
     split_report: dict[str, Any] = field(default_factory=dict)
     annotation: dict[str, Any] = field(default_factory=dict)
+    review: dict[str, Any] = field(default_factory=dict)
+    """Cohen's κ and the annotators' agreement with the final labels
+    (:meth:`vilbias.review.outcome.AgreementTally.result`), for the card and the build report."""
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps({**asdict(self), "rows": [asdict(r) for r in self.rows.values()]}))
@@ -312,7 +315,8 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
                 "review_flag": res["review_flag"],
                 "messages": task.messages(art.headline, art.article_text, row.label, reasoning),
             }
-            example["rationale_problems"] = rationale_check(example, res["techniques"])
+            # techniques review cleared (a label it set, none given) were judged by no one: nothing to compare
+            example["rationale_problems"] = rationale_check(example, None if res.get("techniques_cleared") else res["techniques"])
             if authors is not None:
                 authors[art.unique_id] = rationale_author(res)
             yield row, example

@@ -100,7 +100,7 @@ def test_import_validates_every_row_and_imports_nothing_on_error(annotated, tmp_
     assert f"{path}:{line['item-1']}: bad verdict 'Fine'" in msg
     assert f"{path}:{line['item-2']}: verdict Incorrect needs a corrected_label" in msg
     assert f"{path}:{line['item-3']}: verdict Incorrect but corrected_label equals" in msg
-    assert f"{path}:{line['item-4']}: corrected_label, corrected_rationale or comment given without a verdict" in msg
+    assert f"{path}:{line['item-4']}: corrected_label, corrected_rationale, corrected_techniques or comment given without a verdict" in msg
     assert f"{path}:{line['item-5']}: corrected_rationale with verdict Acceptable" in msg
     assert f"{path}:{line['item-6']}: the item has no automated label" in msg
     assert "unknown item 'item-99'" in msg and "bad corrected_label 'maybe'" in msg and "already judged" in msg

@@ -11,6 +11,11 @@ from vilbias.corpus import BuildConfig, build
 from vilbias.review import ExportConfig, ImportConfig, export_sheets, import_verdicts
 
 
+def all_rows(out, config="default") -> dict[str, dict]:
+    """Every row of a built config, whichever of its splits a small corpus has."""
+    return {r["unique_id"]: r for split in load_dataset(str(out), config).values() for r in split}
+
+
 def review(annotated, tmp_path, reviewer, edits):
     export_sheets(ExportConfig(workdir=annotated, output=tmp_path / reviewer, reviewers=1, reviewer_names=[reviewer]))
     path = tmp_path / reviewer / f"sheet_{reviewer}.csv"
@@ -34,7 +39,7 @@ def test_review_columns_in_the_built_dataset(annotated, tmp_path):
     r2 = review(annotated, tmp_path, "bob", {"item-0": {"verdict": "Acceptable", "comment": "fine by me"}, "item-5": {"verdict": "Acceptable"}})
     import_verdicts(ImportConfig(workdir=annotated, files=[r1, r2]))
     build(BuildConfig(workdir=annotated, output=tmp_path / "out"))
-    rows = {r["unique_id"]: r for r in load_dataset(str(tmp_path / "out"), split="train+validation+test")}
+    rows = all_rows(tmp_path / "out")
     assert len(rows) == 7  # the tie was settled
 
     def cols(i):
@@ -51,7 +56,7 @@ def test_review_columns_in_the_built_dataset(annotated, tmp_path):
     assert rows["item-3"]["multimodal_label"] == 1
     assert cols(6) == ("acceptable", "Both sides are quoted.", "Both sides are quoted.", [], 1, None)
     assert cols(5) == ("acceptable", "why 5", None, [], 1, None) and cols(4) == ("unreviewed", "why 4", None, [], 0, None)
-    sft = {r["unique_id"]: r for r in load_dataset(str(tmp_path / "out"), "sft", split="train+validation+test")}
+    sft = all_rows(tmp_path / "out", "sft")
     assert sft["item-2"]["messages"][1]["content"][0]["text"].endswith("Reasoning: The photo stages the protest.")
     card = (tmp_path / "out" / "README.md").read_text()
     assert "3 reviewer-corrected rationales" in card and "1 Needs Improvement without a corrected rationale" in card

@@ -9,7 +9,6 @@ folder loads with ``load_dataset(folder, config)`` and on the Hub alike.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib.resources import files
@@ -23,7 +22,6 @@ from vilbias.annotate.store import AnnotationStore
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import PlannedRow
 from vilbias.loading_script.biascorpus import VIEWS, Plan, Resolutions
-from vilbias.metrics.agreement import cohen_kappa
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
 from vilbias.task import ARTICLE_WORDS, BIASED, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
 
@@ -130,13 +128,12 @@ def config_rows() -> list[dict[str, str]]:
     return out
 
 
-def card_statistics(plan: Plan, automated_labels: Mapping[str, int | None]) -> dict[str, Any]:
-    """Figures the card states, from the plan (rows, cells, reviews, annotation summary)."""
+def card_statistics(plan: Plan) -> dict[str, Any]:
+    """Figures the card states, from the plan (rows, cells, reviews, annotation summary). κ and
+    the annotators' agreement are ``plan.review``: the computation ``vilbias review stats`` prints
+    (:class:`vilbias.review.outcome.AgreementTally`), so both state the same numbers."""
     rows = list(plan.rows.values())
     reviewed = [r for r in rows if r.review != "unreviewed"]
-    pairs = [(automated_labels[r.unique_id], r.label) for r in reviewed if automated_labels.get(r.unique_id) is not None]
-    kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else math.nan
-    kappa = None if math.isnan(kappa) else kappa  # undefined (no pairs, or one label throughout)
     agreements = [r.agreement for r in rows if r.agreement is not None]
     ann = plan.annotation
     return {
@@ -151,9 +148,11 @@ def card_statistics(plan: Plan, automated_labels: Mapping[str, int | None]) -> d
         "unanimous_share": sum(a == 1.0 for a in agreements) / len(agreements) if agreements else 0.0,
         "n_reviewed": len(reviewed),
         "review_counts": dict(Counter(r.review for r in reviewed)),
-        "kappa": kappa,
+        "kappa": plan.review.get("cohen_kappa"),
         "annotator_audits": annotator_audits(plan.store),
-        "kappa_n": len(pairs),
+        "kappa_n": plan.review.get("kappa_items", 0),
+        "annotator_agreement": plan.review.get("annotator_agreement", {}),
+        "annotator_items": plan.review.get("annotator_items", {}),
     }
 
 
@@ -190,14 +189,18 @@ def annotation_rates(ann: Mapping[str, Any]) -> dict[str, Any]:
 def review_columns(plan: Plan) -> dict[str, Any]:
     """Counts over the rows of what review put into them (from the plan's resolutions)."""
     flags: Counter[str] = Counter()
-    corrected = commented = 0
+    corrected = commented = corrected_techniques = cleared = 0
     with Resolutions(plan.resolved) as resolutions:
         for uid in plan.rows:
             res = resolutions.get(uid)
             flags[res["review_flag"] or ""] += 1
             corrected += res["corrected_rationale"] is not None
             commented += bool(res["review_comments"])
+            corrected_techniques += res.get("corrected_techniques") is not None
+            cleared += bool(res.get("techniques_cleared"))
     return {
+        "n_corrected_techniques": corrected_techniques,
+        "n_techniques_cleared": cleared,
         "n_corrected_rationale": corrected,
         "n_commented": commented,
         "n_rationale_not_corrected": flags[RATIONALE_NOT_CORRECTED],

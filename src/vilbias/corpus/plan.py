@@ -46,7 +46,13 @@ from vilbias.loading_script.biascorpus import (
     Resolutions,
     iter_examples,
 )
-from vilbias.review.verdicts import load_verdicts, review_outcome, settle_rationale
+from vilbias.review.outcome import AgreementTally, final_agreement, judged_labels, label_prompt
+from vilbias.review.verdicts import (
+    load_verdicts,
+    review_outcome,
+    settle_rationale,
+    settle_techniques,
+)
 from vilbias.task import LABEL_NAMES
 from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl, sample_workdir
 
@@ -75,7 +81,7 @@ class WorkdirSource:
             raise ValueError(f"nothing to build: every item was excluded ({len(plan.exclusions)} exclusions: "
                              + ", ".join(f"{n} {r}" for r, n in reasons) + ")")
         return BuildPlan(plan.rows, plan.split_report, plan.exclusions, count_reasons(plan.exclusions),
-                         {"annotation": plan.annotation, "flagged_for_review": len(plan.flagged)})
+                         {"annotation": plan.annotation, "flagged_for_review": len(plan.flagged), "review": plan.review})
 
     def examples(self) -> Iterator[tuple[CellKey, dict[str, Any]]]:
         for row, example in iter_examples(self._plan, authors=self._authors):
@@ -87,9 +93,7 @@ class WorkdirSource:
     def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
              rationales: dict[str, Any] | None) -> str:
         plan = self._plan
-        with Resolutions(plan.resolved) as resolutions:  # the annotators' labels before review, for kappa
-            automated = {uid: None if res["label"] is None else LABEL_NAMES.index(res["label"]) for uid, res in resolutions.items()}
-        stats = card_statistics(plan, automated)
+        stats = card_statistics(plan)
         plot_label_by_outlet(plan.rows.values(), repo / PLOT_PATH)
         card_data = DatasetCardData(
             pretty_name=names.pretty_name,
@@ -195,13 +199,10 @@ def _resolution(mm: VoteResult, text: VoteResult, votes: dict[str, list], label_
         "text_votes": [v.ballot() for v in sorted(votes.get("text", []), key=lambda v: (v.annotator, v.sample))],
         "agreement": chosen.agreement,
         "annotator_labels": chosen.annotator_labels,
+        # every prompt's, for the annotators' agreement with the final label (card and review stats alike)
+        "prompt_annotator_labels": {"text": judged_labels(text, votes.get("text", [])),
+                                    "multimodal": judged_labels(mm, votes.get("multimodal", []))},
     }
-
-
-def label_prompt(active: dict[str, dict[str, Any]]) -> str:
-    """The prompt whose vote labels the rows: ``multimodal`` when vision annotators were asked it,
-    else ``text`` (an offline, text-only annotation still builds a corpus; its rows say so)."""
-    return "multimodal" if active.get("multimodal", {}).get("annotators") else "text"
 
 
 def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
@@ -256,8 +257,15 @@ def _samples(cfg: dict[str, Any]) -> int | str:
 
 
 def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], dict[str, tuple]]:
-    """Articles with a decided label (after review); the others are excluded with a reason."""
+    """Articles with a decided label (after review); the others are excluded with a reason.
+
+    Every annotated article also adds to the review's κ and the annotators' agreement with the
+    final label (``plan.review``, what the card states), the same computation as ``vilbias
+    review stats``; a row's ``agreement`` is the share of its label prompt's votes for its final
+    label (:func:`~vilbias.review.outcome.final_agreement`).
+    """
     verdicts = load_verdicts(workdir)
+    tally = AgreementTally()
     candidates: list[tuple[str, str]] = []
     meta: dict[str, tuple] = {}
     settled: list[tuple[str, dict[str, Any]]] = []
@@ -269,6 +277,7 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
                 continue
             outcome = review_outcome(verdicts.get(art.unique_id, []), res["label"])
             review, label = outcome.review, outcome.label
+            tally.add(res["label"], label, review != "unreviewed", res.get("prompt_annotator_labels") or {})
             if label is None:
                 reason = res["flag_reason"] or "no_majority"
                 plan.flagged[art.unique_id] = reason
@@ -281,19 +290,26 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
                 resolutions.put_all(settled)
                 settled.clear()
             text_label = LABEL_NAMES.index(res["text_label"]) if res["text_label"] else -1
+            ballots = res["votes"] if res.get("label_source", "multimodal") == "multimodal" else res["text_votes"]
+            agreement = final_agreement((b["label"] for b in ballots), label)
             meta[art.unique_id] = (
-                LABEL_NAMES.index(label), text_label, review, art.outlet, res["agreement"], art.image_path,
+                LABEL_NAMES.index(label), text_label, review, art.outlet, agreement, art.image_path,
                 art.fetched_at, story_keys(art.url, art.headline), source,
             )
             candidates.append((art.unique_id, str(workdir / art.image_path)))
         resolutions.put_all(settled)
+    plan.review = tally.result()
     return candidates, meta
 
 
 def _settle_review(res: dict[str, Any], outcome: Any) -> dict[str, Any]:
-    """The resolution with what the reviews put into the row (rationale, review columns)."""
+    """The resolution with what the reviews put into the row (rationale, techniques, review columns)."""
     reasoning, flag = settle_rationale(outcome, res["label"], res["reasoning"])
+    techniques, cleared = settle_techniques(outcome, res["label"], res["techniques"])
     res.update(
+        techniques=techniques,
+        techniques_cleared=cleared,
+        corrected_techniques=outcome.corrected_techniques,
         row_reasoning=reasoning,
         corrected_rationale=outcome.corrected_rationale,
         review_comments=outcome.comments,

@@ -1,27 +1,43 @@
 """Review sheets: export one per reviewer, import their verdicts back.
 
 ``export_sheets`` writes, per reviewer, ``sheet_<reviewer>.csv`` (fill in ``verdict``,
-``corrected_label``, ``corrected_rationale``, ``comment``) and ``sheet_<reviewer>.html`` (a self-contained offline page:
-images inline as data URLs, no external CSS or JS) showing each item's image, text, votes,
-labels and rationale. An overlap set of items goes to every reviewer, so their agreement can be
-measured; the rest is dealt out round-robin. Assignment is deterministic (by a hash of the item
-id), so re-exporting gives each reviewer the same items. Within a sheet, items whose rationale
-fails :func:`vilbias.rationale.check_rationale` come first, their problems in the
-``rationale_problems`` column and on the page, so a reviewer's time goes where the annotators were
-wrong.
+``corrected_label``, ``corrected_rationale``, ``corrected_techniques``, ``comment``) and
+``sheet_<reviewer>.html`` (a self-contained offline page: images inline as data URLs, no external
+CSS or JS) showing each item's image, text, votes, labels and rationale. An overlap set of items
+goes to every reviewer, so their agreement can be measured; the rest is dealt out round-robin.
+Assignment is deterministic (by a hash of the item id), so re-exporting gives each reviewer the
+same items. Within a sheet, items whose rationale fails :func:`vilbias.rationale.check_rationale`
+come first, their problems in the ``rationale_problems`` column and on the page, so a reviewer's
+time goes where the annotators were wrong.
+
+What a sheet shows of an item is the vote of the prompt that labels the items
+(:func:`vilbias.review.outcome.label_prompt`: the text + image prompt when vision annotators were
+asked it, else the text prompt, as with the offline default annotator), the same vote the build
+starts from; ``label_source`` names it. A reviewer's verdicts already imported are filled in on
+every new sheet.
+
+A re-export never overwrites a sheet a reviewer may have worked on: a ``sheet_<reviewer>.csv``
+with a filled-in cell that the new sheet would not write the same way (a verdict not imported
+yet, or one imported in another spelling), or any file of that name that is not a vilbias review
+sheet, is left as it is and the new sheet goes beside it (``sheet_<reviewer>.2.csv`` and
+``.html``, the first free number). Nothing else in the folder is touched.
 
 ``import_verdicts`` validates every row of every file first and imports nothing if any row is
 wrong, naming each bad row; otherwise it rewrites ``reviews/verdicts.jsonl`` atomically with the
 new verdicts appended (see :mod:`vilbias.review.verdicts`). A row with an empty verdict (and no
-corrected label or comment) is an item not reviewed yet and is skipped. A corrected rationale is
-checked the same way: its problems are logged as warnings and counted, never refused.
+corrected label, rationale, techniques or comment) is an item not reviewed yet and is skipped; a
+row equal to the reviewer's verdict already imported is skipped as unchanged. A corrected
+rationale is checked the same way as the annotators': its problems are logged as warnings and
+counted, never refused.
 
-The verdict concerns the ``multimodal_label`` (the task label) and its rationale. ``Incorrect``
-needs a corrected label different from it; an item without a majority (flagged) needs a corrected
-label whatever the verdict, since that label is what settles it. ``corrected_rationale`` replaces
-the rationale in the dataset (give one with Needs Improvement, and with a label you correct or
-settle: without it such a row's rationale is empty and flagged); with ``Acceptable`` on a decided
-item it is refused, since an accepted rationale needs no correction.
+The verdict concerns the ``multimodal_label`` (the task label: the label prompt's vote) and its
+rationale. ``Incorrect`` needs a corrected label different from it; an item without a majority
+(flagged) needs a corrected label whatever the verdict, since that label is what settles it.
+``corrected_rationale`` replaces the rationale in the dataset (give one with Needs Improvement,
+and with a label you correct or settle: without it such a row's rationale is empty and flagged);
+``corrected_techniques`` (technique names or ids, comma-separated, or ``none``) replaces the
+techniques (a label you correct or settle keeps none of the annotators'). With ``Acceptable`` on
+a decided item both are refused, since what is accepted needs no correction.
 """
 
 from __future__ import annotations
@@ -30,23 +46,23 @@ import base64
 import csv
 import hashlib
 import html
+import io
 import json
 import logging
 import mimetypes
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vilbias.annotate.store import AnnotationStore
-from vilbias.annotate.voting import Vote, VoteResult, hierarchical_vote
+from vilbias.annotate.voting import Vote
+from vilbias.languages import describe_languages
 from vilbias.rationale import Problem, check_rationale, codes, describe
-from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, load_verdicts
-from vilbias.task import LABEL_NAMES, label_name, read_label
+from vilbias.review.outcome import ItemVotes, automated_results, unread_by
+from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, Verdict, load_verdicts
+from vilbias.task import ALL_NAMES, LABEL_NAMES, label_name, read_label
 from vilbias.workdir import (
-    ANNOTATIONS,
     REVIEWS,
     Article,
     atomic_write,
@@ -57,41 +73,23 @@ from vilbias.workdir import (
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["SHEET_COLUMNS", "ExportConfig", "ImportConfig", "ItemVotes", "assign", "automated_results", "export_sheets",
+           "import_verdicts", "parse_techniques", "rationale_problems"]
+
+FILL_COLUMNS = ["verdict", "corrected_label", "corrected_rationale", "corrected_techniques", "comment"]
+"""The columns a reviewer fills in; the others are read-only context."""
 SHEET_COLUMNS = [
-    "unique_id", "reviewer", "outlet", "headline", "url", "text_label", "multimodal_label", "flagged",
-    "agreement", "techniques", "rationale", "rationale_problems", "votes", "verdict", "corrected_label", "corrected_rationale", "comment",
+    "unique_id", "reviewer", "outlet", "headline", "url", "text_label", "multimodal_label", "label_source", "flagged",
+    "agreement", "techniques", "rationale", "rationale_problems", "votes", *FILL_COLUMNS,
 ]
 _BALLOT_MARK = {name: name[0].upper() for name in LABEL_NAMES}
 """A ballot in the sheet: B(iased), N(ot biased); an abstention is ``-``."""
-
-
-@dataclass
-class ItemVotes:
-    """An item's automated result under both prompts, with its raw votes."""
-
-    text: VoteResult
-    multimodal: VoteResult
-    text_votes: list[Vote]
-    multimodal_votes: list[Vote]
-
-
-def automated_results(workdir: str | os.PathLike) -> dict[str, ItemVotes]:
-    """``{item_id: ItemVotes}`` for every item the active annotation configuration voted on."""
-    path = Path(workdir) / ANNOTATIONS
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: run `vilbias annotate --workdir {workdir}` first")
-    out = {}
-    with AnnotationStore(path) as store:
-        active = store.active()
-        order = {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()}
-        for item_id, by_prompt in store.iter_votes():
-            tv, mv = by_prompt.get("text", []), by_prompt.get("multimodal", [])
-            if not tv and not mv:
-                continue
-            out[item_id] = ItemVotes(
-                hierarchical_vote(tv, order.get("text")), hierarchical_vote(mv, order.get("multimodal")), tv, mv
-            )
-    return out
+_VERDICT_TEXT = {"acceptable": "Acceptable", "needs_improvement": "Needs Improvement", "incorrect": "Incorrect"}
+NO_TECHNIQUES = "none"
+"""``corrected_techniques`` for a reviewer who judges no technique present."""
+_TECHNIQUE_IDS = {" ".join(k.replace("_", " ").lower().split()): tid for tid, name in ALL_NAMES.items() for k in (tid, name)}
+HTML_GENERATOR = "vilbias review export"
+"""The page's ``<meta name="generator">``: how a re-export recognises a page it may replace."""
 
 
 def _rank(item_id: str) -> str:
@@ -112,7 +110,10 @@ def assign(item_ids: list[str], reviewers: list[str], overlap: int) -> dict[str,
 @dataclass
 class ExportConfig:
     workdir: Path = field(metadata={"help": "The annotated workdir."})
-    output: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer).", "deprecated": ["--out"]})
+    output: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer). A sheet already there that "
+                                           "holds verdicts not imported yet, or a file of that name that is not a review "
+                                           "sheet, is kept: the new sheet goes beside it (sheet_<reviewer>.2.csv ...).",
+                                   "deprecated": ["--out"]})
     reviewers: int = field(default=1, metadata={"help": "Number of reviewers, one sheet each."})
     reviewer_names: list[str] = field(default_factory=list, metadata={"help": "Names for the reviewers (default reviewer_1 ...)."})
     overlap: int = field(default=20, metadata={"help": "Items every reviewer gets, for inter-reviewer agreement."})
@@ -120,19 +121,62 @@ class ExportConfig:
     max_text_chars: int = field(default=4000, metadata={"help": "Article text shown in the HTML page beyond this is cut."})
 
 
+def parse_techniques(value: str) -> tuple[list[str] | None, list[str]]:
+    """A ``corrected_techniques`` cell -> ``(technique ids, unknown names)``: ids or names
+    (``word_choice``, ``Word Choice``), comma- or semicolon-separated, any case; ``none`` for no
+    technique (``[]``); an empty cell is not given (None)."""
+    value = (value or "").strip()
+    if not value:
+        return None, []
+    if value.lower() == NO_TECHNIQUES:
+        return [], []
+    ids, unknown = [], []
+    for part in re.split(r"[,;]", value):
+        key = " ".join(part.replace("_", " ").lower().split())
+        if key:
+            (ids.append(_TECHNIQUE_IDS[key]) if key in _TECHNIQUE_IDS else unknown.append(part.strip()))
+    return list(dict.fromkeys(ids)), unknown
+
+
+def _techniques_text(techniques: list[str] | tuple[str, ...] | None) -> str:
+    if techniques is None:
+        return ""
+    return ", ".join(techniques) if techniques else NO_TECHNIQUES
+
+
 def _label_text(label: str | None) -> str:
     return label or ""
 
 
-def _votes_text(votes: list[Vote]) -> str:
+def _votes_text(votes: list[Vote], language: str = "") -> str:
+    """``annotator: BBN | ...``; an annotator that does not read the item's language (``language``)
+    is shown as such, not as an abstention like any other."""
     by: dict[str, list[str]] = {}
     for v in sorted(votes, key=lambda v: (v.annotator, v.sample)):
         by.setdefault(v.annotator, []).append(_BALLOT_MARK.get(v.label or "", "-"))
-    return " | ".join(f"{a}: {''.join(s)}" for a, s in by.items())
+    unread = unread_by(votes)
+    where = describe_languages([language]) if language else "the article's language"
+    return " | ".join(f"{a}: " + (f"abstained, does not read {where}" if a in unread else "".join(s)) for a, s in by.items())
+
+
+def _filled(verdict: Verdict | None) -> dict[str, str]:
+    """The fill-in cells showing a verdict already imported (empty cells without one)."""
+    if verdict is None:
+        return dict.fromkeys(FILL_COLUMNS, "")
+    return {
+        "verdict": _VERDICT_TEXT[verdict.verdict],
+        "corrected_label": (verdict.corrected_label or "").replace("_", " "),
+        "corrected_rationale": verdict.corrected_rationale,
+        "corrected_techniques": _techniques_text(verdict.corrected_techniques),
+        "comment": verdict.comment,
+    }
 
 
 def export_sheets(config: ExportConfig) -> dict[str, Any]:
-    """Write one CSV and one HTML sheet per reviewer; return ``{reviewer: {"items", "csv", "html"}}``."""
+    """Write one CSV and one HTML sheet per reviewer; return ``{reviewer: {"items", "csv", "html",
+    "failing_rationales", "prefilled", "kept"}}`` (``prefilled``: rows showing a verdict already
+    imported; ``kept``: what was left in place at the sheet's first name, see :func:`kept_text`,
+    or None)."""
     if config.reviewers < 1:
         raise ValueError("--reviewers must be at least 1")
     if config.overlap < 0:
@@ -143,44 +187,126 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
     bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_.-]+", n)]
     if bad or len(set(names)) != len(names):
         raise ValueError(f"reviewer names must be unique and use letters, digits, _ . - only: {names}")
+    out = Path(config.output)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--output {out} is a file, not a folder: give a folder for the sheets")
     results = automated_results(config.workdir)
     articles = {a.unique_id: a for a in read_articles(config.workdir) if a.unique_id in results}
-    reviewed = set(load_verdicts(config.workdir)) if config.only_unreviewed else set()
+    verdicts = load_verdicts(config.workdir)
+    mine = {(v.unique_id, v.reviewer): v for vs in verdicts.values() for v in vs}
+    reviewed = set(verdicts) if config.only_unreviewed else set()
     item_ids = [i for i in articles if i not in reviewed]
     if not item_ids:
         raise ValueError("no annotated items to review (run `vilbias annotate` first, or drop --only-unreviewed)")
     sheets = assign(item_ids, names, min(config.overlap, len(item_ids)))
-    out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     problems = {i: rationale_problems(articles[i], results[i]) for i in item_ids}
     for reviewer, ids in sheets.items():
         ids = sorted(ids, key=lambda i: not problems[i])  # failing rationales first, otherwise in assignment order
-        rows = [_row(articles[i], results[i], reviewer, problems[i]) for i in ids]
-        csv_path = out / f"sheet_{reviewer}.csv"
-        html_path = out / f"sheet_{reviewer}.html"
-        atomic_write(csv_path, _csv_text(rows))
-        atomic_write(html_path, _html(reviewer, rows, [articles[i] for i in ids], [results[i] for i in ids],
+        rows = [_row(articles[i], results[i], reviewer, problems[i], mine.get((i, reviewer))) for i in ids]
+        text = _csv_text(rows)
+        csv_path, html_path, kept = _sheet_paths(out, reviewer, rows, mine)
+        atomic_write(csv_path, text)
+        atomic_write(html_path, _html(reviewer, csv_path.name, rows, [articles[i] for i in ids], [results[i] for i in ids],
                                       [problems[i] for i in ids], config))
         written[reviewer] = {"items": len(ids), "csv": str(csv_path), "html": str(html_path),
-                             "failing_rationales": sum(bool(problems[i]) for i in ids)}
+                             "failing_rationales": sum(bool(problems[i]) for i in ids),
+                             "prefilled": sum(bool(r["verdict"]) for r in rows), "kept": kept}
+        if kept:
+            logger.warning("%s: the new sheet is %s", kept_text(kept), csv_path)
     logger.info("wrote %d sheets to %s (%d items, %d shared, %d with a failing rationale first)", len(sheets), out,
                 len(item_ids), min(config.overlap, len(item_ids)), sum(bool(p) for p in problems.values()))
     return written
 
 
+def _sheet_paths(out: Path, reviewer: str, rows: list[dict[str, Any]],
+                 imported: dict[tuple[str, str], Verdict]) -> tuple[Path, Path, dict[str, Any] | None]:
+    """Where a reviewer's new sheet goes: ``sheet_<reviewer>.csv`` / ``.html``, unless a file
+    there must be kept (see :func:`_keep_reason`); then the first free ``sheet_<reviewer>.<n>``.
+    Returns the CSV and HTML paths and what was kept at the first name (None when nothing)."""
+    kept = None
+    n = 1
+    while True:
+        stem = f"sheet_{reviewer}" if n == 1 else f"sheet_{reviewer}.{n}"
+        csv_path, html_path = out / f"{stem}.csv", out / f"{stem}.html"
+        reason = _keep_reason(csv_path, html_path, rows, imported)
+        if reason is None:
+            return csv_path, html_path, kept
+        if kept is None:
+            kept = reason
+        n += 1
+
+
+def _keep_reason(csv_path: Path, html_path: Path, rows: list[dict[str, Any]],
+                 imported: dict[tuple[str, str], Verdict]) -> dict[str, Any] | None:
+    """Why the pair ``csv_path``/``html_path`` may not be replaced (None: both are free, or are
+    review sheets whose replacement loses nothing). A sheet CSV is kept when a filled-in cell in
+    it would not be written the same way by the new sheet; any file that is not a review sheet is
+    kept (it is someone else's)."""
+    if html_path.exists() and not _is_sheet_page(html_path):
+        return {"path": str(html_path), "foreign": True}
+    if not csv_path.exists():
+        return None
+    old = _read_sheet(csv_path)
+    if old is None:
+        return {"path": str(csv_path), "foreign": True}
+    new = {(r["unique_id"], r["reviewer"]): [str(r[c]) for c in FILL_COLUMNS] for r in rows}
+    filled = [r for r in old if any((r.get(c) or "").strip() for c in FILL_COLUMNS)]
+    if all(new.get((r.get("unique_id"), r.get("reviewer"))) == [r.get(c) or "" for c in FILL_COLUMNS] for r in filled):
+        return None
+    not_imported = 0
+    for r in filled:
+        record, _ = _check_row(r, set(), {}, {})
+        stored = imported.get((r.get("unique_id", ""), r.get("reviewer", "")))
+        not_imported += record is None or stored is None or _record(record) != stored.record()
+    return {"path": str(csv_path), "foreign": False, "verdicts": len(filled), "not_imported": not_imported}
+
+
+def kept_text(kept: dict[str, Any]) -> str:
+    """A file :func:`export_sheets` left in place, in words."""
+    if kept["foreign"]:
+        return f"kept {kept['path']}: it is not a review sheet"
+    return (f"kept {kept['path']}: it holds {kept['verdicts']} filled-in row(s), {kept['not_imported']} not imported yet"
+            + (" (run `vilbias review import` on it)" if kept["not_imported"] else ""))
+
+
+def _read_sheet(path: Path) -> list[dict[str, str]] | None:
+    """The rows of a review sheet CSV, or None when the file is not one (no ``unique_id``,
+    ``reviewer`` and ``verdict`` columns, or not readable as UTF-8 CSV)."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            if not {"unique_id", "reviewer", "verdict"} <= set(reader.fieldnames or []):
+                return None
+            return list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def _is_sheet_page(path: Path) -> bool:
+    """Whether ``path`` is a page ``review export`` wrote (its generator tag, or the title of
+    pages written before the tag existed)."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+    except OSError:
+        return False
+    return f"<meta name='generator' content='{HTML_GENERATOR}'>" in head or head.startswith(
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Review sheet: ")
+
+
 def rationale_problems(article: Article, result: ItemVotes) -> list[Problem]:
     """What the rationale check finds in an item's automated rationale (none for an item with no
     majority label: there is no label for it to argue)."""
-    mm = result.multimodal
-    if mm.label is None:
+    auto = result.automated
+    if auto.label is None:
         return []
-    return check_rationale(mm.rationale, article_text=article.article_text, headline=article.headline,
-                           caption=article.image_caption, label=mm.label, techniques=mm.techniques)
+    return check_rationale(auto.rationale, article_text=article.article_text, headline=article.headline,
+                           caption=article.image_caption, label=auto.label, techniques=auto.techniques)
 
 
-def _row(article: Article, result: ItemVotes, reviewer: str, problems: list[Problem]) -> dict[str, Any]:
-    mm = result.multimodal
+def _row(article: Article, result: ItemVotes, reviewer: str, problems: list[Problem], verdict: Verdict | None) -> dict[str, Any]:
+    auto = result.automated
     return {
         "unique_id": article.unique_id,
         "reviewer": reviewer,
@@ -188,23 +314,19 @@ def _row(article: Article, result: ItemVotes, reviewer: str, problems: list[Prob
         "headline": article.headline,
         "url": article.url,
         "text_label": _label_text(result.text.label),
-        "multimodal_label": _label_text(mm.label),
-        "flagged": mm.reason or "",
-        "agreement": f"{mm.agreement:.2f}" if mm.agreement is not None else "",
-        "techniques": ", ".join(mm.techniques),
-        "rationale": mm.rationale,
+        "multimodal_label": _label_text(auto.label),
+        "label_source": result.label_prompt,
+        "flagged": auto.reason or "",
+        "agreement": f"{auto.agreement:.2f}" if auto.agreement is not None else "",
+        "techniques": ", ".join(auto.techniques),
+        "rationale": auto.rationale,
         "rationale_problems": describe(problems),
-        "votes": _votes_text(result.multimodal_votes),
-        "verdict": "",
-        "corrected_label": "",
-        "corrected_rationale": "",
-        "comment": "",
+        "votes": _votes_text(result.votes, article.language),
+        **_filled(verdict),
     }
 
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:
-    import io
-
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=SHEET_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -227,49 +349,58 @@ def _data_url(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _html(reviewer: str, rows: list[dict[str, Any]], articles: list[Article], results: list[ItemVotes],
+def _html(reviewer: str, csv_name: str, rows: list[dict[str, Any]], articles: list[Article], results: list[ItemVotes],
           problems: list[list[Problem]], config: ExportConfig) -> str:
     e = html.escape
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<meta name='generator' content='{HTML_GENERATOR}'>",
         f"<title>Review sheet: {e(reviewer)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Review sheet: {e(reviewer)}</h1>",
         "<p>For each item, fill in <code>verdict</code> (Acceptable / Needs Improvement / Incorrect), "
         "<code>corrected_label</code> (biased / not biased; required for Incorrect and for flagged items), "
         "<code>corrected_rationale</code> (the rationale the dataset should carry: give one with Needs Improvement "
-        "and with a label you correct or settle) "
-        f"and <code>comment</code> in <code>sheet_{e(reviewer)}.csv</code>, then run "
-        "<code>vilbias review import --workdir DIR sheet.csv</code>.</p>",
+        "and with a label you correct or settle), <code>corrected_techniques</code> (the techniques present, "
+        f"comma-separated, or <code>{NO_TECHNIQUES}</code>: a label you correct or settle keeps none of the annotators') "
+        f"and <code>comment</code> in <code>{e(csv_name)}</code>, then run "
+        f"<code>vilbias review import --workdir DIR {e(csv_name)}</code>.</p>",
         f"<p>{sum(map(bool, problems))} of {len(rows)} items come first because their rationale fails the rationale "
         "check (a quotation not in the article, an argument for the other label, a technique marked absent, an empty, "
         "cut-off or repeating text); their problems are listed under the rationale.</p>",
     ]
+    prefilled = sum(bool(r["verdict"]) for r in rows)
+    if prefilled:
+        parts.append(f"<p>{prefilled} of {len(rows)} items show your verdict already imported; change it in the CSV "
+                     "to replace it.</p>")
     for n, (row, article, result, found) in enumerate(zip(rows, articles, results, problems, strict=True), 1):
         image = Path(config.workdir) / article.image_path
         img = f"<img src='{_data_url(image)}' alt='{e(article.image_caption)}'>" if image.is_file() else "<p>(image missing)</p>"
         text = article.article_text
         if len(text) > config.max_text_chars:
             text = text[: config.max_text_chars] + " [...]"
-        mm = result.multimodal
+        auto = result.automated
         label = (
-            f"<span class='label'>{e(mm.label)}</span>" if mm.label else f"<span class='label flagged'>no majority ({e(mm.reason or '')})</span>"
+            f"<span class='label'>{e(auto.label)}</span>" if auto.label
+            else f"<span class='label flagged'>no label ({e((auto.reason or '').replace('_', ' '))})</span>"
         )
         vote_rows = "".join(
-            f"<tr><td>{e(prompt)}</td><td>{e(_votes_text(votes))}</td></tr>"
-            for prompt, votes in (("text", result.text_votes), ("multimodal", result.multimodal_votes))
+            f"<tr><td>{e(prompt)}</td><td>{e(_votes_text(votes, article.language))}</td></tr>"
+            for prompt, votes in (("text", result.text_votes), ("multimodal", result.multimodal_votes)) if votes
         )
+        verdict = (f"<p class='meta'>Your verdict already imported: {e(row['verdict'])}"
+                   + (f", label {e(row['corrected_label'])}" if row["corrected_label"] else "") + "</p>") if row["verdict"] else ""
         parts.append(
             f"<article id='{e(article.unique_id)}'><h2>{n}. {e(article.headline)}</h2>"
             f"<p class='meta'>{e(article.outlet)} · <code>{e(article.unique_id)}</code> · {e(article.url)}</p>"
             f"{img}<p class='meta'>Caption: {e(article.image_caption or '(none)')}</p>"
-            f"<p>Multimodal label: {label} · text label: {e(result.text.label or 'no majority')}"
+            f"<p>Label (the {e(result.label_prompt)} prompt's vote): {label} · text label: {e(result.text.label or 'none')}"
             f" · agreement: {e(row['agreement'] or '-')}</p>"
-            f"<p>Rationale: {e(mm.rationale or '(none)')}</p>"
+            f"<p>Rationale: {e(auto.rationale or '(none)')}</p>"
             + (f"<ul class='problems'>{''.join(f'<li><code>{e(p.code)}</code> {e(p.passage)}</li>' for p in found)}</ul>"
                if found else "")
             + f"<p>Techniques: {e(row['techniques'] or '(none)')}</p>"
             f"<table><tr><th>prompt</th><th>votes (B biased, N not biased, - abstained)</th></tr>{vote_rows}</table>"
-            f"<details><summary>Article text</summary><pre>{e(text)}</pre></details></article>"
+            f"{verdict}<details><summary>Article text</summary><pre>{e(text)}</pre></details></article>"
         )
     parts.append("</body></html>\n")
     return "".join(parts)
@@ -286,6 +417,12 @@ def _norm_verdict(value: str) -> str | None:
     return v if v in VERDICTS else None
 
 
+def _record(record: dict[str, Any]) -> dict[str, Any]:
+    """A checked row as :meth:`Verdict.record` spells it (for comparing with what is imported)."""
+    return {k: record[k] for k in ("unique_id", "reviewer", "verdict", "corrected_label", "corrected_rationale",
+                                   "corrected_techniques", "comment")}
+
+
 def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     """Validate every row of ``config.files``; import all of them or none.
 
@@ -295,13 +432,15 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     if not config.files:
         raise ValueError("give at least one sheet file to import")
     results = automated_results(config.workdir)
-    automated = {i: r.multimodal.label for i, r in results.items()}
+    automated = {i: r.automated.label for i, r in results.items()}
+    flags = {i: r.automated.reason or "no votes" for i, r in results.items()}
     articles = {a.unique_id: a for a in read_articles(config.workdir)}
     known = set(articles)
+    stored = {(v.unique_id, v.reviewer): v for vs in load_verdicts(config.workdir).values() for v in vs}
     errors: list[str] = []
     records: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], str] = {}
-    skipped = 0
+    skipped = unchanged = 0
     now = utcnow()
     for path in map(Path, config.files):
         if not path.is_file():
@@ -315,7 +454,7 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
                 continue
             for row in reader:
                 where = f"{path}:{reader.line_num}"
-                record, problems = _check_row(row, known, automated)
+                record, problems = _check_row(row, known, automated, flags)
                 if record is None and not problems:
                     skipped += 1
                     continue
@@ -324,6 +463,9 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
                     problems.append(f"reviewer {key[1]!r} already judged this item at {seen[key]}")
                 if record is not None:
                     seen.setdefault(key, where)
+                if record is not None and key in stored and _record(record) == stored[key].record():
+                    unchanged += 1  # a verdict already imported, shown again on a later sheet
+                    continue
                 if problems:
                     errors.extend(f"{where}: {p}" for p in problems)
                     continue
@@ -334,31 +476,37 @@ def import_verdicts(config: ImportConfig) -> dict[str, Any]:
     target = Path(config.workdir) / REVIEWS / VERDICTS_FILE
     existing = [json.dumps(r, ensure_ascii=False) for r in read_jsonl(target)]
     lines = existing + [json.dumps(r, ensure_ascii=False) for r in records]
-    atomic_write(target, "".join(line + "\n" for line in lines))
+    if records:
+        atomic_write(target, "".join(line + "\n" for line in lines))
     counts = Counter(r["verdict"] for r in records)
-    logger.info("imported %d verdicts (%d rows not reviewed yet)", len(records), skipped)
-    return {"imported": len(records), "skipped": skipped, "verdicts": dict(counts), "file": str(target),
+    logger.info("imported %d verdicts (%d rows not reviewed yet, %d unchanged)", len(records), skipped, unchanged)
+    return {"imported": len(records), "skipped": skipped, "unchanged": unchanged, "verdicts": dict(counts), "file": str(target),
             "corrected_rationales": sum(bool(r["corrected_rationale"]) for r in records),
+            "corrected_techniques": sum(r["corrected_techniques"] is not None for r in records),
             "failing_corrected_rationales": len(failing),
             "rationale_problems": dict(Counter(c for found in failing.values() for c in codes(found)))}
 
 
 def _check_corrected_rationales(records: list[dict[str, Any]], articles: dict[str, Article],
                                 results: dict[str, ItemVotes]) -> dict[tuple[str, str], list[Problem]]:
-    """Check each corrected rationale against its article and the label it is written for (the
-    reviewer's corrected label, else the automated one); warn about each one that fails. The
-    annotators' techniques are compared only when the label is theirs."""
+    """Check each corrected rationale against its article, the label it is written for (the
+    reviewer's corrected label, else the automated one) and the techniques the row will carry:
+    the reviewer's corrected ones, else the annotators' when the label is theirs (a label set by
+    review without techniques carries none, judged by no one: nothing to compare). Warn about
+    each one that fails."""
     failing = {}
     for r in records:
         result = results.get(r["unique_id"])
-        automated = result.multimodal.label if result else None
+        automated = result.automated.label if result else None
         label = r["corrected_label"] or automated
         if not r["corrected_rationale"] or label is None:
             continue
+        techniques = r["corrected_techniques"]
+        if techniques is None and result and label == automated:
+            techniques = result.automated.techniques
         article = articles[r["unique_id"]]
         found = check_rationale(r["corrected_rationale"], article_text=article.article_text, headline=article.headline,
-                                caption=article.image_caption, label=label,
-                                techniques=result.multimodal.techniques if result and label == automated else None)
+                                caption=article.image_caption, label=label, techniques=techniques)
         if found:
             failing[(r["unique_id"], r["reviewer"])] = found
             logger.warning("%s: %s's corrected rationale for %s fails the rationale check (imported anyway): %s",
@@ -366,17 +514,19 @@ def _check_corrected_rationales(records: list[dict[str, Any]], articles: dict[st
     return failing
 
 
-def _check_row(row: dict[str, str], known: set[str], automated: dict[str, str | None]) -> tuple[dict[str, Any] | None, list[str]]:
+def _check_row(row: dict[str, str], known: set[str], automated: dict[str, str | None],
+               flags: dict[str, str]) -> tuple[dict[str, Any] | None, list[str]]:
     """One sheet row -> ``(record, problems)``; ``(None, [])`` for a row not reviewed yet."""
     item = (row.get("unique_id") or "").strip()
     reviewer = (row.get("reviewer") or "").strip()
     verdict_raw = (row.get("verdict") or "").strip()
     corrected_raw = (row.get("corrected_label") or "").strip()
     rationale = (row.get("corrected_rationale") or "").strip()  # absent from sheets exported before it existed
+    techniques_raw = (row.get("corrected_techniques") or "").strip()  # likewise
     comment = (row.get("comment") or "").strip()
     if not verdict_raw:
-        if corrected_raw or comment or rationale:
-            return None, ["corrected_label, corrected_rationale or comment given without a verdict"]
+        if corrected_raw or comment or rationale or techniques_raw:
+            return None, ["corrected_label, corrected_rationale, corrected_techniques or comment given without a verdict"]
         return None, []
     problems = []
     if item not in known:
@@ -390,17 +540,25 @@ def _check_row(row: dict[str, str], known: set[str], automated: dict[str, str | 
     corrected = None if corrected_id is None else label_name(corrected_id)
     if corrected_raw and corrected is None:
         problems.append(f"bad corrected_label {corrected_raw!r} (use biased or not biased)")
+    techniques, unknown = parse_techniques(techniques_raw)
+    if unknown:
+        problems.append(f"unknown technique(s) {', '.join(map(repr, unknown))} in corrected_techniques "
+                        f"(use {', '.join(ALL_NAMES)}, or {NO_TECHNIQUES})")
     auto = automated.get(item)
     if verdict == "incorrect" and corrected is None and not corrected_raw:
         problems.append("verdict Incorrect needs a corrected_label")
     elif verdict == "incorrect" and corrected is not None and corrected == auto:
         problems.append(f"verdict Incorrect but corrected_label equals the automated label {auto!r}")
     elif item in known and auto is None and corrected is None and not corrected_raw:
-        problems.append("the item has no automated label (no majority): give a corrected_label")
-    if verdict == "acceptable" and rationale and auto is not None and corrected in (None, auto):
-        problems.append("corrected_rationale with verdict Acceptable: use Needs Improvement to replace an accepted label's rationale")
+        why = flags.get(item, "not annotated").replace("_", " ")
+        problems.append(f"the item has no automated label ({why}): give a corrected_label")
+    if verdict == "acceptable" and auto is not None and corrected in (None, auto):
+        if rationale:
+            problems.append("corrected_rationale with verdict Acceptable: use Needs Improvement to replace an accepted label's rationale")
+        if techniques is not None:
+            problems.append("corrected_techniques with verdict Acceptable: use Needs Improvement to change an accepted label's techniques")
     record = {
         "unique_id": item, "reviewer": reviewer, "verdict": verdict, "corrected_label": corrected,
-        "corrected_rationale": rationale, "comment": comment,
+        "corrected_rationale": rationale, "corrected_techniques": techniques, "comment": comment,
     }
     return record, problems

@@ -2,16 +2,22 @@
 
 Figures (also written to ``reviews/stats.json``, with a plot in ``reviews/stats.png``):
 
-- ``cohen_kappa``: automated ``multimodal_label`` against the reviewed label (the label the
-  build uses after review), over items that have both;
+- ``cohen_kappa``: the automated label (the vote of the prompt that labels the items,
+  ``label_prompt``: ``multimodal``, or ``text`` for a text-only annotation such as the offline
+  default) against the final label (the label the build uses after review), over reviewed items
+  that have both;
 - ``krippendorff_alpha``: nominal alpha across reviewers on the items two or more reviewers
   judged (the overlap set); each reviewer's label is their corrected label, or the automated
   label when they accepted it;
 - ``verdict_shares``: Acceptable / Needs Improvement / Incorrect over all verdicts;
 - per prompt, items flagged for review (``flag_rate``) split into annotator ties (``tie_rate``)
   and items without a majority (``no_majority_rate``);
-- ``annotator_agreement``: per prompt and annotator, the share of decided items where the
-  annotator's own majority equals the final label (the reviewed one where it exists);
+- ``annotator_agreement``: per prompt and annotator, the share of items with a final label (the
+  reviewed one where it exists) where the annotator's own majority equals it (``annotator_items``:
+  over how many).
+
+κ and the annotators' agreement are computed by :class:`vilbias.review.outcome.AgreementTally`,
+which the build's card uses too: the same numbers in both.
 - ``annotators``: per annotator, its calls by status per prompt with the abstention rates (all
   abstentions, format abstentions, invalid answers, refusals, failures) and what its structured
   output got (``server``, ``local_grammar``, ``fallback`` with the server's rejection, ``off``).
@@ -29,10 +35,10 @@ from typing import Any
 
 from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.summary import call_rates, item_rates
-from vilbias.metrics.agreement import cohen_kappa, krippendorff_alpha_nominal
-from vilbias.review.sheets import automated_results
+from vilbias.metrics.agreement import krippendorff_alpha_nominal
+from vilbias.review.outcome import AgreementTally, automated_results
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
-from vilbias.workdir import REVIEWS, atomic_write
+from vilbias.workdir import REVIEWS, atomic_write, read_articles
 
 logger = logging.getLogger(__name__)
 
@@ -48,56 +54,51 @@ def _clean(x: float | None) -> float | None:
 
 
 def review_stats(config: StatsConfig) -> dict[str, Any]:
-    """Compute the review figures (see the module docstring) and write them to ``reviews/``."""
+    """Compute the review figures (see the module docstring) and write them to ``reviews/``.
+
+    The items are the workdir's annotated articles, as on the sheets and in the build; κ and the
+    annotators' agreement come from :class:`~vilbias.review.outcome.AgreementTally`, the
+    computation the build's card states.
+    """
     results = automated_results(config.workdir)
+    ids = {a.unique_id for a in read_articles(config.workdir)}
+    results = {i: r for i, r in results.items() if i in ids}
     verdicts = load_verdicts(config.workdir)
-    automated, reviewed = [], []
-    final_mm: dict[str, str | None] = {}
+    tally = AgreementTally()
     for item_id, r in results.items():
-        auto = r.multimodal.label
+        auto = r.automated.label
         review, label = resolve_review(verdicts.get(item_id, []), auto)
-        final_mm[item_id] = label
-        if review != "unreviewed" and auto is not None and label is not None:
-            automated.append(auto)
-            reviewed.append(label)
+        tally.add(auto, label, review != "unreviewed", r.annotator_labels())
+    agreement = tally.result()
 
     multi, reviewers, matrix = _reviewer_matrix(results, verdicts)
 
-    all_verdicts = Counter(v.verdict for vs in verdicts.values() for v in vs)
+    all_verdicts = Counter(v.verdict for i, vs in verdicts.items() if i in results for v in vs)
     n_verdicts = sum(all_verdicts.values())
     prompts: dict[str, Any] = {}
-    agreement: dict[str, dict[str, float | None]] = {}
     for prompt in ("text", "multimodal"):
         res = {i: getattr(r, prompt) for i, r in results.items()}
-        votes = [getattr(r, f"{prompt}_votes") for r in results.values()]
-        asked = [i for i, v in zip(results, votes, strict=True) if v]
+        asked = [i for i, r in results.items() if getattr(r, f"{prompt}_votes")]
         if not asked:
             continue
         reasons = Counter(res[i].reason for i in asked if res[i].flagged)
         prompts[prompt] = item_rates(len(asked), len(asked) - sum(reasons.values()), reasons)
-        hits: Counter[str] = Counter()
-        totals: Counter[str] = Counter()
-        for i in asked:
-            final = final_mm[i] if prompt == "multimodal" else res[i].label
-            if final is None:
-                continue
-            for annotator, label in res[i].annotator_labels.items():
-                totals[annotator] += 1
-                hits[annotator] += label == final
-        agreement[prompt] = {a: hits[a] / totals[a] for a in totals}
 
+    label_from = next(iter(results.values())).label_prompt if results else None
     stats = {
         "items": len(results),
         "reviewed_items": sum(1 for i in results if verdicts.get(i)),
-        "cohen_kappa": _clean(cohen_kappa(automated, reviewed)) if automated else None,
-        "kappa_items": len(automated),
+        "label_prompt": label_from,
+        "cohen_kappa": agreement["cohen_kappa"],
+        "kappa_items": agreement["kappa_items"],
         "krippendorff_alpha": _clean(krippendorff_alpha_nominal(matrix)) if matrix else None,
         "alpha_items": len(multi),
         "alpha_reviewers": reviewers,
         "verdict_shares": {v: all_verdicts[v] / n_verdicts for v in VERDICTS} if n_verdicts else {},
         "verdict_counts": {v: all_verdicts[v] for v in VERDICTS},
         "prompts": prompts,
-        "annotator_agreement": agreement,
+        "annotator_agreement": agreement["annotator_agreement"],
+        "annotator_items": agreement["annotator_items"],
         "annotators": _annotator_calls(config.workdir),
     }
     out = Path(config.workdir) / REVIEWS
@@ -119,10 +120,10 @@ def _reviewer_matrix(results: dict[str, Any], verdicts: dict[str, list]) -> tupl
             v = next((v for v in verdicts[item_id] if v.reviewer == reviewer), None)
             if v is None:
                 row.append(None)
-            elif v.verdict == "incorrect" or results[item_id].multimodal.label is None:
+            elif v.verdict == "incorrect" or results[item_id].automated.label is None:
                 row.append(v.corrected_label)
             else:
-                row.append(results[item_id].multimodal.label)
+                row.append(results[item_id].automated.label)
         matrix.append(row)
     return multi, reviewers, matrix
 
@@ -172,7 +173,8 @@ def format_stats(stats: dict[str, Any]) -> str:
 
     lines = [
         f"items: {stats['items']}, reviewed: {stats['reviewed_items']}",
-        f"Cohen's kappa (automated vs reviewed, {stats['kappa_items']} items): {f(stats['cohen_kappa'])}",
+        f"Cohen's kappa (automated {stats['label_prompt'] or ''} label vs final label, {stats['kappa_items']} reviewed items): "
+        f"{f(stats['cohen_kappa'])}",
         f"Krippendorff's alpha (nominal, {len(stats['alpha_reviewers'])} reviewers, {stats['alpha_items']} items): {f(stats['krippendorff_alpha'])}",
         "verdicts: " + (", ".join(f"{k} {v:.1%}" for k, v in stats["verdict_shares"].items()) or "none yet"),
     ]
@@ -191,7 +193,8 @@ def format_stats(stats: dict[str, Any]) -> str:
             parts.append(f"structured output {mode['mode']}" + (f" ({mode['detail']})" if mode.get("detail") else ""))
         lines.append(f"{name}: " + "; ".join(parts))
     for prompt, by in stats["annotator_agreement"].items():
-        lines.append(f"agreement with final label ({prompt}): " + ", ".join(f"{a} {v:.1%}" for a, v in by.items()))
+        n = stats["annotator_items"][prompt]
+        lines.append(f"agreement with final label ({prompt} prompt): " + ", ".join(f"{a} {v:.1%} of {n[a]}" for a, v in by.items()))
     if "plot" in stats:
         lines.append(f"plot: {stats['plot']}")
     return "\n".join(lines)

@@ -3,15 +3,17 @@
 Each line is one reviewer's verdict on one item::
 
     {"unique_id": str, "reviewer": str, "verdict": "acceptable"|"needs_improvement"|"incorrect",
-     "corrected_label": "biased"|"not_biased"|null, "corrected_rationale": str, "comment": str,
-     "sheet": str, "imported_at": str}
+     "corrected_label": "biased"|"not_biased"|null, "corrected_rationale": str,
+     "corrected_techniques": [technique id, ...]|null, "comment": str, "sheet": str, "imported_at": str}
 
-(``corrected_rationale`` is absent from lines imported before it existed: read as empty.) A later
-verdict by the same reviewer on the same item replaces the earlier one. :func:`resolve_review`
-turns an item's verdicts into the dataset's ``review`` value and, where the reviewers overrule or
-settle the automated label, the label the build uses; :func:`review_outcome` adds what else the
-dataset carries (the corrected rationale, the comments, the number of reviewers) and
-:func:`settle_rationale` decides the row's rationale.
+(``corrected_rationale`` and ``corrected_techniques`` are absent from lines imported before they
+existed: read as empty and as not given; ``corrected_techniques`` is ``[]`` when the reviewer
+judged no technique present.) A later verdict by the same reviewer on the same item replaces the
+earlier one. :func:`resolve_review` turns an item's verdicts into the dataset's ``review`` value
+and, where the reviewers overrule or settle the automated label, the label the build uses;
+:func:`review_outcome` adds what else the dataset carries (the corrected rationale and
+techniques, the comments, the number of reviewers), :func:`settle_rationale` decides the row's
+rationale and :func:`settle_techniques` its techniques.
 """
 
 from __future__ import annotations
@@ -39,6 +41,15 @@ class Verdict:
     corrected_label: str | None = None
     comment: str = ""
     corrected_rationale: str = ""
+    corrected_techniques: tuple[str, ...] | None = None
+    """The techniques the reviewer judges present (technique ids); None when not given."""
+
+    def record(self) -> dict:
+        """The fields a sheet row and a ``verdicts.jsonl`` line share (for comparing the two)."""
+        techniques = None if self.corrected_techniques is None else list(self.corrected_techniques)
+        return {"unique_id": self.unique_id, "reviewer": self.reviewer, "verdict": self.verdict,
+                "corrected_label": self.corrected_label, "corrected_rationale": self.corrected_rationale,
+                "corrected_techniques": techniques, "comment": self.comment}
 
     def label_for(self, automated_label: str | None) -> str | None:
         """The label this reviewer stands for: their corrected label, or the automated one they
@@ -50,9 +61,10 @@ def load_verdicts(workdir: str | os.PathLike) -> dict[str, list[Verdict]]:
     """``{unique_id: [Verdict, ...]}``, the last verdict of each reviewer per item."""
     latest: dict[tuple[str, str], Verdict] = {}
     for r in read_jsonl(Path(workdir) / REVIEWS / VERDICTS_FILE):
+        techniques = r.get("corrected_techniques")
         v = Verdict(
             r["unique_id"], r["reviewer"], r["verdict"], r.get("corrected_label"), r.get("comment", ""),
-            r.get("corrected_rationale") or "",
+            r.get("corrected_rationale") or "", None if techniques is None else tuple(techniques),
         )
         latest[(v.unique_id, v.reviewer)] = v
     out: dict[str, list[Verdict]] = {}
@@ -93,6 +105,8 @@ class ReviewOutcome:
     """The label the build uses (see :func:`resolve_review`)."""
     corrected_rationale: str | None
     """A reviewer's rationale for ``label``, or None when no reviewer standing for it gave one."""
+    corrected_techniques: list[str] | None
+    """The techniques a reviewer standing for ``label`` judged present, or None when none gave them."""
     comments: list[str]
     """The reviewers' non-empty comments, in reviewer order."""
     reviewers: int
@@ -103,16 +117,21 @@ def review_outcome(verdicts: Sequence[Verdict], automated_label: str | None) -> 
 
     The corrected rationale comes from a reviewer whose own label (:meth:`Verdict.label_for`) is
     the final one, preferring reviewers whose verdict is the majority verdict, then by name: a
-    rationale written for the other label is never used.
+    rationale written for the other label is never used. The corrected techniques come from such
+    a reviewer too, the one whose rationale was taken first.
     """
     review, label = resolve_review(verdicts, automated_label)
     ordered = sorted(verdicts, key=lambda v: v.reviewer)
-    candidates = [v for v in ordered if v.corrected_rationale.strip() and label is not None and v.label_for(automated_label) == label]
-    candidates.sort(key=lambda v: v.verdict != review)
+    standing = [v for v in ordered if label is not None and v.label_for(automated_label) == label]
+    standing.sort(key=lambda v: v.verdict != review)
+    rationales = [v for v in standing if v.corrected_rationale.strip()]
+    author = rationales[0].reviewer if rationales else None
+    techniques = sorted((v for v in standing if v.corrected_techniques is not None), key=lambda v: v.reviewer != author)
     return ReviewOutcome(
         review,
         label,
-        candidates[0].corrected_rationale.strip() if candidates else None,
+        rationales[0].corrected_rationale.strip() if rationales else None,
+        list(techniques[0].corrected_techniques) if techniques else None,
         [v.comment.strip() for v in ordered if v.comment.strip()],
         len(ordered),
     )
@@ -139,3 +158,19 @@ def settle_rationale(outcome: ReviewOutcome, automated_label: str | None, automa
     if outcome.review == "needs_improvement":
         return automated_rationale, RATIONALE_NOT_CORRECTED
     return automated_rationale, None
+
+
+def settle_techniques(outcome: ReviewOutcome, automated_label: str | None, automated_techniques: list[str]) -> tuple[list[str], bool]:
+    """The row's techniques, and whether review cleared them.
+
+    A reviewer's corrected techniques always win. Otherwise the annotators' stand when the label
+    is theirs; a label set by review keeps none of the annotators' techniques (they were judged
+    for the other label, or for no label): the row's ``techniques`` is empty and *cleared* is
+    True — no one judged them for this label, so the rationale check does not compare against
+    them.
+    """
+    if outcome.corrected_techniques is not None:
+        return list(outcome.corrected_techniques), False
+    if outcome.label != automated_label:
+        return [], True
+    return list(automated_techniques), False
