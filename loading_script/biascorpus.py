@@ -78,6 +78,9 @@ DEFAULT_FEATURES = datasets.Features(
         "review_comments": datasets.List(datasets.Value("string")),
         "n_reviewers": datasets.Value("int32"),
         "review_flag": datasets.Value("string"),
+        # The headline and text's language (ISO 639-1, detected at ingest; "" when unknown). The
+        # card's `language:` lists the rows' languages.
+        "language": datasets.Value("string"),
     }
 )
 SFT_FEATURES = datasets.Features(
@@ -177,6 +180,8 @@ class PlanRow:
     fold: int = -1
     label_source: str = "multimodal"
     """Which vote gave ``label``: ``multimodal``, ``text`` or ``review`` (the ``label_source`` column)."""
+    language: str = ""
+    """The article's language (the ``language`` column; "" when unknown)."""
 
 
 @dataclass
@@ -313,6 +318,7 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
                 "review_comments": res["review_comments"],
                 "n_reviewers": res["n_reviewers"],
                 "review_flag": res["review_flag"],
+                "language": row.language,
                 "messages": task.messages(art.headline, art.article_text, row.label, reasoning),
             }
             # techniques review cleared (a label it set, none given) were judged by no one: nothing to compare

@@ -19,6 +19,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias import __version__
 from vilbias.annotate.store import AnnotationStore
+from vilbias.annotate.voting import OTHER_LANGUAGE
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import PlannedRow
 from vilbias.loading_script.biascorpus import VIEWS, Plan, Resolutions
@@ -102,7 +103,10 @@ def row_statistics(rows: Iterable[PlannedRow], split_report: Mapping[str, Any]) 
                           NOT_BIASED_NAME: len(members) - b, "share": b / len(members) if members else 0.0})
     outlets = Counter(r.outlet or "" for r in rows)
     outlet_biased = Counter(r.outlet or "" for r in rows if r.label == BIASED)
+    languages = Counter(getattr(r, "language", "") or "unknown" for r in rows)
     return {
+        # rows per language (the `language` column), most common first
+        "languages": dict(languages.most_common()),
         "n_rows": n,
         "n_biased": biased,
         "n_not_biased": n - biased,
@@ -114,6 +118,13 @@ def row_statistics(rows: Iterable[PlannedRow], split_report: Mapping[str, Any]) 
         "split_report": split_report,
         "config_rows": config_rows(),
     }
+
+
+def row_languages(rows: Iterable[PlannedRow]) -> list[str] | None:
+    """The card's ``language:``: the languages the rows hold (their ``language``), most common
+    first; None (left out of the card) when no row's language is known."""
+    counts = Counter(getattr(r, "language", "") for r in rows)
+    return [code for code, _ in counts.most_common() if code] or None
 
 
 def config_rows() -> list[dict[str, str]]:
@@ -144,6 +155,9 @@ def card_statistics(plan: Plan) -> dict[str, Any]:
         # which vote gave each row's label, most common first ("text": labels that did not see the image)
         "label_sources": dict(Counter(r.label_source for r in rows).most_common()),
         "n_flagged_excluded": len(plan.flagged),
+        # items left out because no annotator reads their language, per language
+        "unread_languages": dict(Counter(e["reason"].partition(":")[2] for e in plan.exclusions
+                                         if e["reason"].startswith(f"{OTHER_LANGUAGE}:")).most_common()),
         "mean_agreement": sum(agreements) / len(agreements) if agreements else 0.0,
         "unanimous_share": sum(a == 1.0 for a in agreements) / len(agreements) if agreements else 0.0,
         "n_reviewed": len(reviewed),
@@ -157,10 +171,14 @@ def card_statistics(plan: Plan) -> dict[str, Any]:
 
 
 def annotation_rates(ann: Mapping[str, Any]) -> dict[str, Any]:
-    """Item rates (flagged = ties + no majority) and, per prompt, call abstention rates by kind."""
+    """Item rates (flagged = ties + no majority; items no annotator reads counted apart) and, per
+    prompt, call abstention rates by kind."""
     n = ann.get("items_annotated") or 0
     reasons = ann.get("flag_reasons", {})
     ties = reasons.get("tie", 0)
+    # items no annotator reads (their language): abstained on, left out, not awaiting review
+    unread = reasons.get(OTHER_LANGUAGE, 0)
+    flagged = ann.get("items_flagged", 0) - unread
 
     def share(x: int, total: int) -> float:
         return x / total if total else 0.0
@@ -175,13 +193,16 @@ def annotation_rates(ann: Mapping[str, Any]) -> dict[str, Any]:
             "invalid": share(c.get("invalid", 0), calls),
             "refused": share(c.get("refused", 0), calls),
             "failed": share(c.get("failed", 0), calls),
+            "other_language": share(c.get(OTHER_LANGUAGE, 0), calls),
         }
     return {
-        "flag_rate": share(ann.get("items_flagged", 0), n),
+        "n_flagged": flagged,
+        "flag_rate": share(flagged, n),
         "tie_rate": share(ties, n),
-        "no_majority_rate": share(ann.get("items_flagged", 0) - ties, n),
+        "no_majority_rate": share(flagged - ties, n),
         "n_ties": ties,
-        "n_no_majority": ann.get("items_flagged", 0) - ties,
+        "n_no_majority": flagged - ties,
+        "n_other_language": unread,
         "abstentions": abstentions,
     }
 

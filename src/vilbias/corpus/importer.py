@@ -44,6 +44,7 @@ from vilbias.corpus.card import (
     PLOT_PATH,
     plot_label_by_outlet,
     render_card,
+    row_languages,
     row_statistics,
     size_category,
 )
@@ -55,6 +56,7 @@ from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.corpus.tables import cell_text
 from vilbias.corpus.writer import card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
+from vilbias.languages import item_language
 from vilbias.loading_script.biascorpus import (
     IMPORTED_FEATURES,
     IMPORTED_STORED_FEATURES,
@@ -84,6 +86,8 @@ class _Kept:
     has_reasoning: bool
     split: str = ""
     fold: int = -1
+    language: str = ""
+    """Detected when the row is written (pass 2), for the card's ``language:``."""
 
 
 @dataclass
@@ -208,6 +212,8 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
         "review_comments": [],
         "n_reviewers": 0,
         "review_flag": None,
+        # detected as ingest does (a release records no language the corpus could trust)
+        "language": item_language(headline, article),
         "source_label": text("multimodal_label"),
         "source_text_label": raw_text,
         "messages": messages,
@@ -317,7 +323,9 @@ class ReleaseSource:
             data, _ = source.images.read(_field(record, layout, "image"))
             if data is None:
                 raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
-            yield (kept.split, kept.fold), _example(record, layout, uid, kept, data)
+            example = _example(record, layout, uid, kept, data)
+            kept.language = example["language"]
+            yield (kept.split, kept.fold), example
 
     def rationale_author(self, example: dict[str, Any]) -> str | None:
         """Every imported rationale is the source's."""
@@ -331,7 +339,7 @@ class ReleaseSource:
         card_data = DatasetCardData(
             pretty_name=names.pretty_name,
             license=layout.license,
-            language=["en"],
+            language=row_languages(scan.kept.values()),
             task_categories=["image-text-to-text", "image-classification", "text-classification"],
             tags=["media-bias", "multimodal", "news", "vilbias", "newsmediabias-plus"],
             size_categories=[size_category(len(scan.kept))],

@@ -24,12 +24,13 @@ from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
 from vilbias.annotate.store import PROMPTS, ActiveAnnotator, AnnotationStore, CallKey
-from vilbias.annotate.voting import VoteResult, hierarchical_vote
+from vilbias.annotate.voting import OTHER_LANGUAGE, VoteResult, hierarchical_vote
 from vilbias.corpus.card import (
     PLOT_PATH,
     card_statistics,
     plot_label_by_outlet,
     render_card,
+    row_languages,
     size_category,
 )
 from vilbias.corpus.config import CardNames
@@ -37,6 +38,7 @@ from vilbias.corpus.protocol import BuildPlan, CellKey
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.corpus.writer import card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
+from vilbias.languages import item_language
 from vilbias.loading_script.biascorpus import (
     DEFAULT_FEATURES,
     SFT_FEATURES,
@@ -98,7 +100,7 @@ class WorkdirSource:
         card_data = DatasetCardData(
             pretty_name=names.pretty_name,
             license="cc-by-nc-4.0",
-            language=["en"],
+            language=row_languages(plan.rows.values()),
             task_categories=["image-text-to-text", "image-classification", "text-classification"],
             tags=["media-bias", "multimodal", "news", "rationales", "vilbias"],
             size_categories=[size_category(len(plan.rows))],
@@ -112,8 +114,10 @@ class WorkdirSource:
 
 
 def count_reasons(exclusions: list[dict[str, str]]) -> dict[str, int]:
-    """Exclusions per reason (a review flag's reason and an image's own error folded into their kind)."""
-    return dict(Counter(e["reason"].split(":")[0] if not e["reason"].startswith("invalid_image") else "invalid_image:" + e["reason"].split(":")[1] for e in exclusions))
+    """Exclusions per reason (a review flag's reason and an image's own error folded into their
+    kind; an unread language kept: ``other_language:de``)."""
+    return dict(Counter(e["reason"].split(":")[0] if not e["reason"].startswith(("invalid_image", OTHER_LANGUAGE))
+                        else ":".join(e["reason"].split(":")[:2]) for e in exclusions))
 
 
 def make_plan(
@@ -278,6 +282,12 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
             outcome = review_outcome(verdicts.get(art.unique_id, []), res["label"])
             review, label = outcome.review, outcome.label
             tally.add(res["label"], label, review != "unreviewed", res.get("prompt_annotator_labels") or {})
+            language = art.language or item_language(art.headline, art.article_text)
+            if label is None and res["flag_reason"] == OTHER_LANGUAGE:
+                # No annotator reads the article's language: every one abstained. Not a question
+                # for review unless a reviewer labels it (then it is admitted above).
+                plan.exclusions.append({"unique_id": art.unique_id, "reason": f"{OTHER_LANGUAGE}:{language or 'unknown'}"})
+                continue
             if label is None:
                 reason = res["flag_reason"] or "no_majority"
                 plan.flagged[art.unique_id] = reason
@@ -294,7 +304,7 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
             agreement = final_agreement((b["label"] for b in ballots), label)
             meta[art.unique_id] = (
                 LABEL_NAMES.index(label), text_label, review, art.outlet, agreement, art.image_path,
-                art.fetched_at, story_keys(art.url, art.headline), source,
+                art.fetched_at, story_keys(art.url, art.headline), source, language,
             )
             candidates.append((art.unique_id, str(workdir / art.image_path)))
         resolutions.put_all(settled)
@@ -344,7 +354,8 @@ def _check_images(candidates: list[tuple[str, str]], meta: dict[str, tuple], pla
             if error:
                 plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
                 continue
-            label, text_label, review, outlet, agreement, image_path, order, stories, source = meta.pop(uid)
-            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext, label_source=source)
+            label, text_label, review, outlet, agreement, image_path, order, stories, source, language = meta.pop(uid)
+            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext, label_source=source,
+                                     language=language)
             split_items.append(SplitItem(uid, label, order, sha, phash, stories))
     return split_items
