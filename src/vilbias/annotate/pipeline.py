@@ -340,7 +340,8 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             if ANY not in languages:
                 # Items in a language the annotator does not read are answered with its abstention
                 # first, without loading the model; the jobs left are those it reads.
-                run[OTHER_LANGUAGE] += _abstain_on_languages(store, jobs, spec, languages)
+                if abstained := _abstain_on_languages(store, jobs, spec, languages):
+                    run[OTHER_LANGUAGE] += abstained
             pending = sum(1 for _ in jobs.keys())
             if pending == 0:
                 logger.info("%s: nothing to ask", spec.name)
