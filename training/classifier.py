@@ -74,6 +74,7 @@ from vilbias.metrics.scores import (
     mean_std,
     summarize_folds,
 )
+from vilbias.outputs import claim_output
 from vilbias.provenance import TrainingData, ids_digest
 from vilbias.publish.model import ModelCardInfo, push_model, render_section
 from vilbias.task import FOLDS, LABEL_NAMES
@@ -299,6 +300,8 @@ def train_classifier(cfg: ClassifierConfig) -> dict:
         {metric: {"mean", "std"}}, "table": str}`` (also in ``output_dir/cv_metrics.json``);
         for fractions ``{"points": [...]}`` (``train_fractions.json``).
     """
+    # Before anything is written: a new or empty folder, or an earlier run's (its train_config.yaml).
+    claim_output(cfg.output_dir, "vilbias train classifier", signs=("train_config.yaml",))
     save_config(cfg.output_dir, "train", cfg, command="vilbias train classifier")
     if cfg.distant_only:
         return run_distant_only(cfg)

@@ -42,8 +42,9 @@ from vilbias.training.preflight import quiet_bitsandbytes
 from vilbias.training.recipe import read_recipe, resolve_recipe
 
 from vilbias.models.vlm import save_merged
-from vilbias.provenance import TrainingData, read_training_data
-from vilbias.publish.model import ModelCardInfo, push_model
+from vilbias.outputs import claim_output
+from vilbias.provenance import TRAINING_DATA, TrainingData, read_training_data
+from vilbias.publish.model import CARD_INFO_FILE, ModelCardInfo, push_model
 
 # torch, trl and peft are imported inside the functions that use them (as trl/scripts/sft.py does).
 
@@ -367,7 +368,14 @@ def run_sft(script_args, training_args, model_args, dataset_args, extra: Vilbias
 
     Mirrors ``trl.scripts.sft.main``: model init kwargs from ``ModelConfig``, TRL's quantisation and
     LoRA helpers, ``SFTTrainer`` on the train split. Returns the run record.
+
+    Raises:
+        vilbias.outputs.OutputRefused: ``output_dir`` or ``merged_output_dir`` holds files no sft run
+            wrote (checked before the model loads; nothing is written).
     """
+    claim_run_dir(training_args.output_dir)
+    if extra.merged_output_dir:
+        claim_merged_dir(extra.merged_output_dir)
     import torch
 
     method = apply_method(extra.method, model_args)
@@ -411,9 +419,22 @@ def run_sft(script_args, training_args, model_args, dataset_args, extra: Vilbias
     return record
 
 
+def claim_run_dir(output_dir: str | Path) -> Path:
+    """Refuse an ``output_dir`` that is not new, empty or an earlier sft run's (what the trainer and
+    :func:`_write_outputs` write): the trainer writes ``README.md``, ``config.json`` and checkpoints there."""
+    return claim_output(output_dir, "vilbias train sft", flag="--output_dir",
+                        signs=(RUN_RECORD, TRAINING_DATA, CARD_INFO_FILE, "trainer_state.json", "checkpoint-*"))
+
+
+def claim_merged_dir(merged_dir: str | Path) -> Path:
+    """Refuse a ``merged_output_dir`` that is not new, empty or an earlier merge's."""
+    return claim_output(merged_dir, "vilbias train sft", flag="--merged_output_dir", signs=(TRAINING_DATA, CARD_INFO_FILE))
+
+
 def merge_run(output_dir: str | Path, merged_dir: str | Path) -> Path:
     """Merge a finished adapter run into its base (:func:`vilbias.models.vlm.save_merged`): the
     standalone model, its training-data record and its card info (``vilbias publish model`` pushes it)."""
+    claim_merged_dir(merged_dir)
     record = json.loads(Path(output_dir, RUN_RECORD).read_text(encoding="utf-8"))
     if record["method"] not in ("lora", "qlora", "ia3"):
         raise ValueError(f"a {record['method']} run has no adapter weights to merge into its base")

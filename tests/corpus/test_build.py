@@ -15,6 +15,7 @@ from PIL import Image
 from tests.fakes.corpus import make_workdir, noise_jpeg
 from vilbias.corpus import BuildConfig, build
 from vilbias.corpus.release import read_cells as read_release_cells
+from vilbias.outputs import OutputRefused
 from vilbias.workdir import ARTICLES, append_jsonl, read_articles, store_image
 
 CONFIGS = ["default", *[f"fold_{k}" for k in range(5)], "sft"]
@@ -220,9 +221,14 @@ def test_rebuild_replaces_output_and_refuses_empty_workdir(tmp_path):
     work = make_workdir(tmp_path / "work", 8)
     out = tmp_path / "out"
     build(BuildConfig(workdir=work, output=out))
-    (out / "stale.txt").write_text("old")
+    stale = out / "data" / "train-fold0-00001-of-00002.parquet"  # as a shard of a bigger earlier build
+    stale.write_bytes((out / "data" / "train-fold0-00000-of-00001.parquet").read_bytes())
     build(BuildConfig(workdir=work, output=out))
-    assert not (out / "stale.txt").exists() and (out / "README.md").exists()
+    assert not stale.exists() and (out / "README.md").exists()
+    (out / "notes.txt").write_text("mine")  # not something a build writes: the folder is no longer the build's alone
+    with pytest.raises(OutputRefused, match="notes.txt, which vilbias build did not write"):
+        build(BuildConfig(workdir=work, output=out))
+    assert (out / "notes.txt").read_text() == "mine" and (out / "README.md").exists()
     with pytest.raises(FileNotFoundError, match="not a workdir"):
         BuildConfig(workdir=tmp_path / "nowhere")
 

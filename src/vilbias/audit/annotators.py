@@ -36,6 +36,7 @@ from vilbias.audit.runner import (
 )
 from vilbias.audit.space import embedded_space
 from vilbias.models.catalogue import load_chat_backend
+from vilbias.workdir import claim_workdir
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ def audit_annotators(annotators_spec: Any, workdir: str | Path, **options: Any) 
 def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
 
     specs = _specs(config.annotator_specs if config.annotator_specs is not None else config.annotators)
+    claim_workdir(config.workdir, "vilbias audit annotators")
     workdir = Path(config.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     version = probe_version(config.paradigms, config.limit)

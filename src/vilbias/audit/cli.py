@@ -24,6 +24,7 @@ from pathlib import Path
 from vilbias.audit.statistics import MetricOptions
 from vilbias.cli import run_subcommand
 from vilbias.config import ConfigParser, save_config
+from vilbias.outputs import claim_file, claim_output
 
 RUN_HELP = "Ask a model the audit's questions; store, export and score the answers."
 METRICS_HELP = "Score a responses file: tables and plots."
@@ -99,6 +100,7 @@ def _metrics(argv: list[str], prog: str) -> int:
 
     config, config.statistics = ConfigParser([MetricsConfig, MetricOptions], prog=prog, description=METRICS_HELP).parse(argv)
     config.statistics.validate()
+    claim_output(config.output, prog, signs=("metrics.json", "audit_metrics_config.yaml"))
     rows = read_responses(config.responses)
     tables = compute_metrics(rows, config.statistics)
     written = write_metrics(tables, config.output, plots=config.plots)
@@ -128,6 +130,7 @@ def _space(argv: list[str], prog: str) -> int:
     from vilbias.audit.space import space_from_vignette, stratified_subset
 
     (config,) = ConfigParser([SpaceConfig], prog=prog, description=SPACE_HELP).parse(argv)
+    claim_file(config.output, prog, written_by=_is_space)
     space = space_from_vignette(config.vignette)
     if config.subset:
         space = stratified_subset(space)
@@ -136,6 +139,17 @@ def _space(argv: list[str], prog: str) -> int:
     print(f"{config.output}: {len(space.identities)} identities, {len(space.activities)} activities "
           f"({roles} with roles), {len(space.traits)} traits")
     return 0
+
+
+def _is_space(path: Path) -> bool:
+    """Whether ``path`` is a question space (as ``audit space`` writes it), which a new one may replace."""
+    from vilbias.audit.space import load_space
+
+    try:
+        load_space(path)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):  # not JSON, or JSON of another shape
+        return False
+    return True
 
 
 def _probeset(argv: list[str], prog: str) -> int:

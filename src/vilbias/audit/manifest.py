@@ -37,6 +37,7 @@ from typing import Any
 
 from vilbias.audit.images import concat_pair, png_bytes, render_person
 from vilbias.audit.space import DIMENSIONS, QuestionSpace, pair_activities
+from vilbias.outputs import claim_output
 
 SETTINGS = ("identity", "activity", "identity_activity", "portrait")
 MANIFEST = "manifest.jsonl"
@@ -242,8 +243,11 @@ def materialize_probeset(folder: str | os.PathLike, pairs: list[Pair] | None = N
 
     Images already there are kept (a re-run renders only what is missing). Returns the manifest
     path, ready for :func:`read_manifest`.
-    """
 
+    Raises:
+        vilbias.outputs.OutputRefused: ``folder`` is not new, empty or a rendered probe set.
+    """
+    claim_output(folder, "vilbias audit probeset", signs=(MANIFEST, "images"))
     folder = Path(folder)
     (folder / "images").mkdir(parents=True, exist_ok=True)
     done = []

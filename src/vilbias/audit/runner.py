@@ -59,6 +59,7 @@ from vilbias.models.scoring import (
     choose,
     match_option,
 )
+from vilbias.outputs import claim_output
 
 logger = logging.getLogger(__name__)
 
@@ -359,6 +360,7 @@ def load_audit_model(config: AuditConfig) -> tuple[Any, str, bool, dict[str, Any
 def run_audit(config: AuditConfig) -> dict[str, Any]:
     """Run the audit and return its summary (also written to ``<output>/summary.json``)."""
     config.validate()
+    claim_output(config.output, "vilbias audit run", signs=(AUDIT_DB, RESPONSES, "audit_run_config.yaml"))
     out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
     space = load_space(config.space)

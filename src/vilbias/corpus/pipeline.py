@@ -46,7 +46,7 @@ from vilbias.corpus.config import BuildConfig
 from vilbias.corpus.protocol import BuildPlan, CellKey, CorpusSource
 from vilbias.corpus.rationales import RationaleTally, describe_codes
 from vilbias.corpus.release import previous_cells
-from vilbias.corpus.writer import REPORT, RepoWriter, swap_in
+from vilbias.corpus.writer import REPORT, RepoWriter, claim_build_output, swap_in
 from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
@@ -80,9 +80,10 @@ def build(config: BuildConfig) -> dict[str, Any]:
     Raises:
         ValueError: nothing is left to build, or the source cannot be read as asked (nothing is written).
         FileNotFoundError: the source or ``--previous`` does not exist.
+        vilbias.outputs.OutputRefused: ``config.output`` holds something a build did not write (nothing is written).
     """
     started = time.perf_counter()
-    output = config.output.resolve()
+    output = claim_build_output(config.output)  # before the source is read: a refused folder costs nothing
     with contextlib.closing(open_source(config)) as source:
         pinned, previous = previous_cells(config.previous, output)
         with swap_in(output) as repo:

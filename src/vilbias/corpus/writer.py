@@ -42,11 +42,17 @@ from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCardData
 
 from vilbias.loading_script.biascorpus import CELLS, VIEWS
+from vilbias.outputs import claim_output
 from vilbias.task import N_FOLDS
 
 DATA_DIR = "data"
 REPORT = "build_report.json"
 """The build report beside the data (rows per split and fold, label shares, groups, exclusions)."""
+BUILD_FILES = ("README.md", REPORT, "build_config.yaml", DATA_DIR, f"{DATA_DIR}/*.parquet", "assets", "assets/*.png",
+               # the earlier seven-copy layout's config folders
+               "fold_[0-9]", "fold_[0-9]/*.parquet", "sft", "sft/*.parquet")
+"""Everything a build writes into its folder (globs): a folder holding its report is an earlier
+build, which the next build replaces only when the folder holds nothing else."""
 CELL_FILE = re.compile(r"^(?P<split>train|validation|test)-fold(?P<fold>\d+)-\d{5}-of-\d{5}\.parquet$")
 """A cell shard's file name; its split and fold are the row's assignment."""
 
@@ -207,12 +213,23 @@ class RepoWriter:
         )
 
 
+def claim_build_output(output: Path) -> Path:
+    """Refuse, in one line, an ``output`` that is not new, empty or an earlier build holding only
+    :data:`BUILD_FILES`: a build replaces its folder, and never a folder holding what it did not write."""
+    return claim_output(output, "vilbias build", signs=(REPORT,), replaces=BUILD_FILES)
+
+
 @contextlib.contextmanager
 def swap_in(output: Path) -> Iterator[Path]:
     """A fresh folder to write a release into, swapped in for ``output`` when the block ends
     without error. It sits next to ``output`` (same filesystem, so the swap is a rename); a
-    failed or killed build leaves ``output`` as it was and the scratch folder is removed."""
-    output = Path(output)
+    failed or killed build leaves ``output`` as it was and the scratch folder is removed.
+
+    ``output`` is swapped away only when it is an earlier build holding nothing else
+    (:func:`claim_build_output`, checked before anything is written and again at the swap, since a
+    build takes a while); otherwise :class:`~vilbias.outputs.OutputRefused` and nothing moves.
+    """
+    output = claim_build_output(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".vilbias-build-", dir=output.parent))
     try:
@@ -220,6 +237,7 @@ def swap_in(output: Path) -> Iterator[Path]:
         repo.mkdir()
         yield repo
         # The old folder is kept until the new one is in place.
+        claim_build_output(output)
         if output.exists():
             os.replace(output, scratch / "previous-output")
         os.replace(repo, output)

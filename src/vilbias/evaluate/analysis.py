@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vilbias.metrics.plots import pyplot
+from vilbias.outputs import claim_output
 
 # scipy (the evaluate extra) is imported where Pearson r is computed: it is slow to import.
 
@@ -195,6 +196,7 @@ def modality_gap(runs: list[dict]) -> list[dict]:
 
 def compare_runs(run_dirs: Sequence[str | Path], output: str | Path) -> dict:
     """The cross-run analyses of the module docstring over ``run_dirs``; written to ``output``."""
+    claim_output(output, "vilbias evaluate compare", signs=("analysis.json", "evaluate_compare_config.yaml"))
     runs = [_load(Path(d)) for d in run_dirs]
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)

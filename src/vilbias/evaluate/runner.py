@@ -66,6 +66,7 @@ from vilbias.models.catalogue import (
 from vilbias.models.chat import ChatRequest, chat_jobs
 from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.scoring import OptionScorer, choose
+from vilbias.outputs import claim_output
 from vilbias.task import FOLDS, Item
 
 logger = logging.getLogger(__name__)
@@ -423,11 +424,14 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
     Raises:
         FileNotFoundError: a dataset, model or judge path that does not exist (nothing is created).
         ValueError: rows the model trained on, unless ``cfg.allow_overlap``; a folder of another setup.
+        vilbias.outputs.OutputRefused: ``--output`` holds files no evaluation wrote (nothing is written).
         RuntimeError: when calls failed for transport reasons (server down); what did arrive is
             stored, and re-running the same command asks only the rest.
     """
     if cfg.cv and model is not None:
         raise ValueError("with --cv each fold's model is loaded from its own folder; do not pass one model")
+    # A results folder is new, empty or an earlier run's (resumed); never a folder of someone else's files.
+    claim_output(cfg.output_dir, "vilbias evaluate", signs=(STORE_FILE, "evaluate_config.yaml"))
     views = plan_views(cfg)
     out = cfg.output_dir
     with results_store(out, _identity(cfg)) as store:
