@@ -62,9 +62,10 @@ from vilbias.training.classifier_data import (
     row_ids,
     train_subset,
 )
-from vilbias.training.engine import Fitted, build_model, fit, probabilities
+from vilbias.training.engine import RESUME_FILE, Fitted, build_model, fit, probabilities
 from vilbias.training.recipe import resolve_recipe as recipes_path
 
+from vilbias import stops
 from vilbias.config import ConfigParser, config_dict, save_config
 from vilbias.metrics.plots import plot_confusion_matrix, pyplot
 from vilbias.metrics.scores import (
@@ -475,7 +476,13 @@ def _single_class_line(result: dict, cfg: ClassifierConfig) -> str | None:
 
 def main(argv: list[str], prog: str = "vilbias train classifier") -> int:
     cfg = parse_config(_current_spellings(list(argv), prog), prog)
-    result = train_classifier(cfg)
+    with stops.on_stop(lambda: _what_a_stop_kept(cfg)):
+        try:
+            result = train_classifier(cfg)
+        except stops.Stopped as e:  # from the Trainer (engine.SaveOnStop): it saved a checkpoint
+            if cfg.cv or cfg.train_fractions or len(cfg.ensemble_seeds) > 1:
+                raise stops.Stopped(f"{e.kept} (the models this run had finished are trained again)") from None
+            raise
     if cfg.distant_only:
         print(f"pre-trained encoder: {result['encoder']} ({result['distant']['rows']} headlines)")
     elif cfg.train_fractions:
@@ -495,3 +502,12 @@ def main(argv: list[str], prog: str = "vilbias train classifier") -> int:
     if single:
         print(single)
     return 0
+
+
+def _what_a_stop_kept(cfg: ClassifierConfig) -> str:
+    """After a stop outside a training step (loading, featurizing, scoring, writing): whether a
+    checkpoint to resume from is in the output (an earlier stop's), from the files."""
+    kept = sorted(cfg.output_path.glob(f"**/checkpoints/checkpoint-*/{RESUME_FILE}"))
+    if kept:
+        return f"the checkpoint {kept[-1].parent} is kept: re-run the same command to resume from it"
+    return "no checkpoint was saved (a stop saves one during training): a re-run starts over"

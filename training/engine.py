@@ -8,6 +8,8 @@ reports; :func:`probabilities` scores a split with one. The sentence model
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 import math
 import shutil
@@ -26,6 +28,8 @@ from vilbias.training.classifier_data import (
 from vilbias.training.feature_cache import FeatureCache, encoder_identity
 from vilbias.training.losses import balanced_class_weights, make_compute_loss_func
 
+from vilbias import stops
+from vilbias.config import config_dict
 from vilbias.metrics.scores import (
     closed_metrics,
 )
@@ -207,6 +211,92 @@ def make_trainer(cfg: ClassifierConfig, model, tokenizer, data: dict, run_dir: P
     )
 
 
+RESUME_FILE = "vilbias_resume.json"
+"""Written last into a checkpoint saved on a stop: it resumes the run whose fingerprint it holds."""
+
+
+def _run_fingerprint(cfg: ClassifierConfig, splits, label: str, seed: int, init_encoder: Path | None) -> str:
+    """What a resumed run must share with the stopped one: every setting, the seed, the label and
+    the rows of each split in their order."""
+    rows = {name: hashlib.sha256("\n".join(map(str, split["unique_id"] if "unique_id" in split.column_names else
+                                                range(len(split)))).encode()).hexdigest() for name, split in splits.items()}
+    what = {"settings": config_dict(cfg), "seed": seed, "label": label, "init_encoder": str(init_encoder), "rows": rows}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class SaveOnStop(TrainerCallback):
+    """Stops training at the next optimizer step (or epoch) boundary after a Ctrl-C or SIGTERM
+    (:func:`vilbias.stops.deferred`), with a full checkpoint (weights, optimizer, scheduler, RNG
+    and trainer state: ``Trainer._save_checkpoint`` as transformers' own SIGTERM checkpointing
+    calls it) that ``Trainer.train(resume_from_checkpoint=...)`` continues exactly: the next step
+    sees the batch and random state it would have seen. Checked at the start of a step or epoch,
+    so the previous step's logging, evaluation and epoch checkpoint are done. The epoch checkpoints
+    keep the model only (``save_only_model``), so only a stop's checkpoint resumes.
+
+    Args:
+        trainer: The ``Trainer`` this callback is added to.
+        fingerprint: The run's identity (:func:`_run_fingerprint`): a checkpoint of another run is not resumed.
+    """
+
+    def __init__(self, trainer, fingerprint: str):
+        self.trainer, self.fingerprint = trainer, fingerprint
+        self.logging: dict[str, Any] | None = None
+
+    @property
+    def checkpoints(self) -> Path:
+        return Path(self.trainer.args.output_dir)
+
+    def resumable(self) -> Path | None:
+        """The latest checkpoint a stop of this same run saved, or None."""
+        found = []
+        for folder in self.checkpoints.glob("checkpoint-*"):
+            try:
+                record = json.loads((folder / RESUME_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if record.get("fingerprint") == self.fingerprint:
+                found.append((record["step"], folder, record))
+        if not found:
+            return None
+        _, folder, self.logging = max(found, key=lambda f: f[0])
+        return folder
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.logging is not None:
+            # The losses so far: the resumed epoch logs its loss over all its steps, and the run's
+            # train_loss covers the whole run, as if it had not stopped.
+            self.trainer._tr_loss += self.logging["loss_since_log"]
+            self.trainer._globalstep_last_logged = self.logging["last_logged_step"]
+            self.trainer._total_loss_scalar = self.logging["logged_loss"]
+            self.trainer._initial_global_step = self.logging["first_step"]
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        self._stop_if_asked(state)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._stop_if_asked(state)
+
+    def _stop_if_asked(self, state) -> None:
+        if not stops.requested():
+            return
+        if state.global_step == 0:
+            raise stops.Stopped("training stopped before its first step: nothing kept; a re-run starts over")
+        trainer, args = self.trainer, self.trainer.args
+        only_model = args.save_only_model
+        args.save_only_model = False  # this one resumes: optimizer, scheduler and RNG states too
+        try:
+            trainer._save_checkpoint(trainer.model, trial=None)
+        finally:
+            args.save_only_model = only_model
+        folder = self.checkpoints / f"checkpoint-{state.global_step}"
+        record = {"fingerprint": self.fingerprint, "step": state.global_step, "loss_since_log": trainer._tr_loss.item(),
+                  "last_logged_step": trainer._globalstep_last_logged, "logged_loss": trainer._total_loss_scalar,
+                  "first_step": trainer._initial_global_step}
+        (folder / RESUME_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+        raise stops.Stopped(f"training stopped at step {state.global_step} of {state.max_steps}; checkpoint {folder} "
+                            "kept: re-run the same command to resume from it")
+
+
 @dataclass
 class Fitted:
     """One trained model and what it was trained with."""
@@ -234,7 +324,16 @@ def fit(cfg: ClassifierConfig, splits, label: str, run_dir: Path, *, seed: int, 
         logger.info("image features: %d from cache, %d computed (%s)", cache.hits, cache.misses, cache.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     trainer = make_trainer(cfg, model, tokenizer, data, run_dir, seed)
-    result = trainer.train()
+    # A stop (Ctrl-C, SIGTERM) finishes the step under way and saves a checkpoint this same run resumes from.
+    on_stop = SaveOnStop(trainer, _run_fingerprint(cfg, splits, label, seed, init_encoder))
+    trainer.add_callback(on_stop)
+    resume = on_stop.resumable()
+    if resume is None:
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # another run's, or model-only: not resumable
+    else:
+        logger.info("resuming %s from its checkpoint at step %s", run_dir, resume.name.rpartition("-")[2])
+    with stops.deferred():
+        result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     return Fitted(trainer.model, tokenizer, trainer, data, max_length, result.metrics.get("train_runtime", 0.0))
 

@@ -112,6 +112,17 @@ def on_stop(kept: Callable[[], str]) -> Iterator[None]:
         raise Stopped(kept()) from None
 
 
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (the signals are blocked, then delivered): for
+    steps that must happen together or not at all, such as the two renames that swap a build in."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def exit_status() -> int:
     """The exit status of a stopped command: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
     return 128 + (_last_signal or signal.SIGINT)
@@ -132,4 +143,13 @@ def stored_rows(path: str | Path, table: str, where: str = "") -> int:
         db.close()
 
 
-__all__ = ["Stopped", "deferred", "exit_status", "install", "on_stop", "requested", "stored_rows"]
+def ledger_kept(path: str | Path, table: str, where: str = "", noun: str = "answers") -> str:
+    """What a stop kept of a stage that stores each answer in a ledger (:mod:`vilbias.ledger`) as it
+    arrives: the stored rows, and that a re-run asks only the rest."""
+    n = stored_rows(path, table, where)
+    if n == 0:
+        return f"no {noun} were stored yet; re-run the same command to start"
+    return f"{n} {noun} kept in {path}; re-run the same command to resume (it asks only what is missing)"
+
+
+__all__ = ["Stopped", "deferred", "exit_status", "held", "install", "ledger_kept", "on_stop", "requested", "stored_rows"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vilbias.argparser import ConfigParser
 from vilbias.config import save_config
-from vilbias.stops import on_stop, stored_rows
+from vilbias.stops import ledger_kept, on_stop
 from vilbias.workdir import ANNOTATIONS
 
 
@@ -37,8 +37,7 @@ def main(argv: list[str], prog: str = "vilbias annotate") -> int:
                                  description=__doc__.splitlines()[0]).parse(argv)
     store = Path(config.workdir) / ANNOTATIONS
     # Each answer is committed as it arrives (vilbias.ledger): a stop keeps them all, a re-run asks the rest.
-    with on_stop(lambda: f"{stored_rows(store, 'calls', 'raw IS NOT NULL')} answers kept in {store}; "
-                         "re-run the same command to resume (it asks only what is missing)"):
+    with on_stop(lambda: ledger_kept(store, "calls", "raw IS NOT NULL")):
         summary = annotate(config)
     print(json.dumps(summary, indent=2) if shown.json else format_summary(summary))
     save_config(config.workdir, "annotate", config)

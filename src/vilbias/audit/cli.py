@@ -24,6 +24,7 @@ from pathlib import Path
 from vilbias.audit.statistics import MetricOptions
 from vilbias.cli import run_subcommand
 from vilbias.config import ConfigParser, save_config
+from vilbias.stops import ledger_kept, on_stop
 from vilbias.outputs import claim_file, claim_output
 
 RUN_HELP = "Ask a model the audit's questions; store, export and score the answers."
@@ -85,9 +86,12 @@ def _format_run(summary: dict) -> str:
 
 def _run(argv: list[str], prog: str) -> int:
     from vilbias.audit.runner import AuditConfig, run_audit
+    from vilbias.audit.store import AUDIT_DB
 
     config, shown = ConfigParser([AuditConfig, SummaryPrint], prog=prog, description=RUN_HELP).parse(argv)
-    summary = run_audit(config)
+    # Each call is committed as it completes (vilbias.ledger); responses.jsonl is written at the end.
+    with on_stop(lambda: ledger_kept(Path(config.output) / AUDIT_DB, "calls", noun="calls")):
+        summary = run_audit(config)
     save_config(config.output, "audit run", config)
     print(json.dumps(summary, indent=2) if shown.json else _format_run(summary))
     return 0

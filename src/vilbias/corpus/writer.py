@@ -41,6 +41,7 @@ from datasets.utils.metadata import MetadataConfigs
 from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCardData
 
+from vilbias import stops
 from vilbias.loading_script.biascorpus import CELLS, VIEWS
 from vilbias.outputs import claim_output
 from vilbias.task import N_FOLDS
@@ -238,9 +239,10 @@ def swap_in(output: Path) -> Iterator[Path]:
         yield repo
         # The old folder is kept until the new one is in place.
         claim_build_output(output)
-        if output.exists():
-            os.replace(output, scratch / "previous-output")
-        os.replace(repo, output)
+        with stops.held():  # a stop between the two renames would leave no build at all
+            if output.exists():
+                os.replace(output, scratch / "previous-output")
+            os.replace(repo, output)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

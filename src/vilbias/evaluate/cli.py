@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from vilbias.config import ConfigParser, save_config
-from vilbias.evaluate.config import CompareConfig, EvaluateConfig
+from vilbias.evaluate.config import STORE_FILE, CompareConfig, EvaluateConfig
+from vilbias.stops import ledger_kept, on_stop
 
 COMPARE_HELP = "Analyse finished runs: closed vs open-ended Pearson r, data-size scaling, modality gap."
 
@@ -66,7 +67,10 @@ def main(argv: list[str], prog: str = "vilbias evaluate") -> int:
     (cfg,) = parser.parse(argv)
     from vilbias.evaluate.runner import evaluate
 
-    results = evaluate(cfg)
+    # Each answer and verdict is committed as it arrives (vilbias.ledger); a run stopped before the
+    # first removes the folder it made.
+    with on_stop(lambda: ledger_kept(cfg.output_dir / STORE_FILE, "predictions", noun="answers")):
+        results = evaluate(cfg)
     save_config(cfg.output_dir, "evaluate", cfg)
     for warning in results["warnings"]:
         print(f"warning: {warning}")

@@ -15,9 +15,11 @@ empty rather than "run ingest first".
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from vilbias.config import ConfigParser, save_config
-from vilbias.workdir import why_no_articles
+from vilbias.stops import on_stop
+from vilbias.workdir import ARTICLES, read_jsonl, why_no_articles
 
 
 def main(argv: list[str], prog: str = "vilbias ingest") -> int:
@@ -30,7 +32,10 @@ def main(argv: list[str], prog: str = "vilbias ingest") -> int:
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         # httpx logs every request at INFO; the progress bars and summary say enough.
         logging.getLogger("httpx").setLevel(logging.WARNING)
-    summary = ingest(config)
+    # Every record is a whole appended line, written as its item is decided (vilbias.workdir.append_jsonl).
+    with on_stop(lambda: f"{_articles_kept(config.workdir)} articles kept in {Path(config.workdir) / ARTICLES}; "
+                         "re-run the same command to resume (kept and dropped items are skipped)"):
+        summary = ingest(config)
     print(summary.format())
     save_config(config.workdir, "ingest", config, config.fetch)
     if summary.articles_total == 0:
@@ -38,3 +43,9 @@ def main(argv: list[str], prog: str = "vilbias ingest") -> int:
         print(f"nothing kept: {config.workdir} holds no articles: {why_no_articles(config.workdir)}")
         return 1
     return 0 if summary.feeds_failed < summary.feeds else 1
+
+
+def _articles_kept(workdir: str | Path) -> int:
+    """The records in ``articles.jsonl`` (after a stop: what it kept, every line whole)."""
+    path = Path(workdir) / ARTICLES
+    return sum(1 for _ in read_jsonl(path)) if path.is_file() else 0
