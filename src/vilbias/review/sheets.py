@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.annotate.voting import Vote
-from vilbias.languages import describe_languages
+from vilbias.languages import describe_languages, detect_language
 from vilbias.rationale import Problem, check_rationale, codes, describe
 from vilbias.review.outcome import ItemVotes, automated_results, unread_by
 from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, Verdict, load_verdicts
@@ -157,6 +157,14 @@ def _votes_text(votes: list[Vote], language: str = "") -> str:
     unread = unread_by(votes)
     where = describe_languages([language]) if language else "the article's language"
     return " | ".join(f"{a}: " + (f"abstained, does not read {where}" if a in unread else "".join(s)) for a, s in by.items())
+
+
+def _language(article: Article, result: ItemVotes) -> str:
+    """The language of an item some annotator does not read, as ingest recorded it (detected now
+    for a workdir written before ingest recorded it, as annotate does); "" when no one abstained."""
+    if not (result.unread or unread_by(result.text_votes) or unread_by(result.multimodal_votes)):
+        return ""
+    return article.language or detect_language(f"{article.headline}\n\n{article.article_text}")
 
 
 def _filled(verdict: Verdict | None) -> dict[str, str]:
@@ -321,7 +329,7 @@ def _row(article: Article, result: ItemVotes, reviewer: str, problems: list[Prob
         "techniques": ", ".join(auto.techniques),
         "rationale": auto.rationale,
         "rationale_problems": describe(problems),
-        "votes": _votes_text(result.votes, article.language),
+        "votes": _votes_text(result.votes, _language(article, result)),
         **_filled(verdict),
     }
 
@@ -384,7 +392,7 @@ def _html(reviewer: str, csv_name: str, rows: list[dict[str, Any]], articles: li
             else f"<span class='label flagged'>no label ({e((auto.reason or '').replace('_', ' '))})</span>"
         )
         vote_rows = "".join(
-            f"<tr><td>{e(prompt)}</td><td>{e(_votes_text(votes, article.language))}</td></tr>"
+            f"<tr><td>{e(prompt)}</td><td>{e(_votes_text(votes, _language(article, result)))}</td></tr>"
             for prompt, votes in (("text", result.text_votes), ("multimodal", result.multimodal_votes)) if votes
         )
         verdict = (f"<p class='meta'>Your verdict already imported: {e(row['verdict'])}"
