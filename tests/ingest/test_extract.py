@@ -229,10 +229,18 @@ def test_pages_about_the_site_wikis_and_section_fronts_are_not_articles():
     assert extract_article(post, "http://blog.test/2016/12/release.html").page_kind == "article"
 
 
-def test_sentences_follow_the_page_language():
+def test_the_language_is_the_texts_and_sentences_follow_it():
     text = "Am 8. März 2014 trinken die beiden Cider. Der 3. Platz ging an ihn."
     assert split_sentences(text, language="de") == ["Am 8. März 2014 trinken die beiden Cider.", "Der 3. Platz ging an ihn."]
     assert count_sentences(text, language="en") > 2  # English rules end a sentence at "8."
     assert count_sentences(text, language="xx") == count_sentences(text)  # unknown: English
-    page = f"<html lang='de-DE'><head><meta property='og:type' content='article'></head><body><article>{_paras(28)}</article></body></html>"
+    german = "".join(f"<p>Der Stadtrat hat am {i}. Mai den Haushalt beschlossen. Die Schulen bekommen mehr Geld für "
+                     "Reparaturen, sagte die Bürgermeisterin.</p>" for i in range(1, 6))
+    page = f"<html lang='de-DE'><head><meta property='og:type' content='article'></head><body><article>{german}</article></body></html>"
     assert extract_article(page, "http://zeitung.test/a").language == "de"
+    # the language is the text's, not the template's: an English story on a German site
+    page = f"<html lang='de-DE'><head><meta property='og:type' content='article'></head><body><article>{_paras(28)}</article></body></html>"
+    assert extract_article(page, "http://zeitung.test/b").language == "en"
+    # too little text to tell: the page's declaration is all there is
+    page = "<html lang='fr'><head><meta property='og:type' content='article'></head><body><article><p>Bref.</p></article></body></html>"
+    assert extract_article(page, "http://journal.test/c").language == "fr"
