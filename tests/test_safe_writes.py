@@ -25,6 +25,7 @@ import pytest
 
 from tests.fakes.workdirs import make_workdir
 from vilbias.cli import STAGES, main
+from vilbias.corpus.pipeline import build_sentences
 from vilbias.outputs import OutputRefused, claim_output
 
 PLANTED = {"notes.txt": b"my notes\n", "sub/keep.md": b"# keep me\n", ".git/HEAD": b"ref: refs/heads/main\n"}
@@ -123,9 +124,9 @@ TABLE = [
     Row("train classifier --feature-cache", ("ClassifierConfig.feature_cache",), None, "beside", _feature_cache_beside),
     Row("train sentence", ("SentenceConfig.output_dir",),
         lambda t, e: ["train", "sentence", "--sentences", str(e["babe"]), "--output", str(t)], "refused"),
-    Row("train sentence --work-dir", ("SentenceConfig.work_dir",),
-        lambda t, e: ["train", "sentence", "--sentences", str(e["babe"]), "--work-dir", str(t), "--output", str(e["new"])],
-        "refused"),
+    # what `train sentence` writes into --work-dir: the sentence corpus, in a folder of its own
+    Row("train sentence --work-dir", ("SentenceConfig.work_dir",), None, "beside",
+        lambda t, e: build_sentences(e["babe"], t / "babe")),
     Row("train sft", ("SFTConfig.output_dir",),
         lambda t, e: ["train", "sft", "--recipe", SFT_RECIPE, "--use_cpu", "true", "--output_dir", str(t)], "refused"),
     Row("train sft --merged_output_dir", ("VilbiasSFTArguments.merged_output_dir",),
