@@ -77,9 +77,18 @@ def test_reexport_keeps_a_filled_sheet_and_shows_imported_verdicts(annotated, tm
     assert (annotated / "reviews" / "verdicts.jsonl").read_text() == lines
     assert load_verdicts(annotated)["item-2"][0].corrected_techniques == ("visual_cues", "framing")
 
-    # a sheet whose filled-in cells the new sheet writes the same way loses nothing: replaced in place
+    # a re-export that changes nothing finds its sheet as it would write it: no new file
+    shown_bytes = (out / "sheet_reviewer_1.2.csv").read_bytes()
     assert export_sheets(ExportConfig(workdir=annotated, output=out))["reviewer_1"]["csv"] == str(out / "sheet_reviewer_1.2.csv")
-    assert not (out / "sheet_reviewer_1.3.csv").exists()
+    assert (out / "sheet_reviewer_1.2.csv").read_bytes() == shown_bytes and not (out / "sheet_reviewer_1.3.csv").exists()
+    # a verdict changed since (here: imported from another sheet) makes the next sheet differ: beside, never over it
+    other = tmp_path / "copy.csv"
+    other.write_bytes(shown_bytes)
+    fill(other, {"item-3": {"verdict": "Acceptable"}})
+    import_verdicts(ImportConfig(workdir=annotated, files=[other]))
+    fourth = export_sheets(ExportConfig(workdir=annotated, output=out))["reviewer_1"]
+    assert fourth["csv"] == str(out / "sheet_reviewer_1.3.csv") and fourth["prefilled"] == 4
+    assert (out / "sheet_reviewer_1.2.csv").read_bytes() == shown_bytes
 
 
 def test_export_leaves_every_planted_file(annotated, tmp_path, capsys):

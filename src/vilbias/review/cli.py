@@ -5,8 +5,8 @@
     vilbias review stats --workdir work
 
 ``export`` writes a CSV and an offline HTML page per reviewer (a sheet already there that holds
-verdicts not imported yet, or any file of a sheet's name that is not one, is kept and the new sheet
-goes beside it); ``import`` takes the filled-in CSVs (all rows valid, or nothing imported);
+filled-in verdicts, or any file of a sheet's name that is not one, is kept and the new sheet goes
+beside it); ``import`` takes the filled-in CSVs (all rows valid, or nothing imported);
 ``stats`` reports Cohen's kappa, Krippendorff's alpha, verdict shares, tie rate and per-annotator
 agreement. ``export`` writes the options it ran with to ``<output>/review_export_config.yaml``
 (unless a file of that name there is not one it wrote) and ``stats`` to

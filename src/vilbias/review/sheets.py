@@ -17,10 +17,10 @@ starts from; ``label_source`` names it. A reviewer's verdicts already imported a
 every new sheet.
 
 A re-export never overwrites a sheet a reviewer may have worked on: a ``sheet_<reviewer>.csv``
-with a filled-in cell that the new sheet would not write the same way (a verdict not imported
-yet, or one imported in another spelling), or any file of that name that is not a vilbias review
-sheet, is left as it is and the new sheet goes beside it (``sheet_<reviewer>.2.csv`` and
-``.html``, the first free number). Nothing else in the folder is touched.
+holding a filled-in cell (unless it already is, byte for byte, the sheet the export would
+write), or any file of that name that is not a vilbias review sheet, is left as it is and the new
+sheet goes beside it (``sheet_<reviewer>.2.csv`` and ``.html``, the first number free or holding
+no filled-in cell). Nothing else in the folder is touched.
 
 ``import_verdicts`` validates every row of every file first and imports nothing if any row is
 wrong, naming each bad row; otherwise it rewrites ``reviews/verdicts.jsonl`` atomically with the
@@ -111,8 +111,8 @@ def assign(item_ids: list[str], reviewers: list[str], overlap: int) -> dict[str,
 class ExportConfig:
     workdir: Path = field(metadata={"help": "The annotated workdir."})
     output: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer). A sheet already there that "
-                                           "holds verdicts not imported yet, or a file of that name that is not a review "
-                                           "sheet, is kept: the new sheet goes beside it (sheet_<reviewer>.2.csv ...).",
+                                           "holds filled-in verdicts, or a file of that name that is not a review sheet, "
+                                           "is kept: the new sheet goes beside it (sheet_<reviewer>.2.csv ...).",
                                    "deprecated": ["--out"]})
     reviewers: int = field(default=1, metadata={"help": "Number of reviewers, one sheet each."})
     reviewer_names: list[str] = field(default_factory=list, metadata={"help": "Names for the reviewers (default reviewer_1 ...)."})
@@ -214,7 +214,7 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
         ids = sorted(ids, key=lambda i: not problems[i])  # failing rationales first, otherwise in assignment order
         rows = [_row(articles[i], results[i], reviewer, problems[i], mine.get((i, reviewer))) for i in ids]
         text = _csv_text(rows)
-        csv_path, html_path, kept = _sheet_paths(out, reviewer, rows, mine)
+        csv_path, html_path, kept = _sheet_paths(out, reviewer, text, mine)
         atomic_write(csv_path, text)
         atomic_write(html_path, _html(reviewer, csv_path.name, rows, [articles[i] for i in ids], [results[i] for i in ids],
                                       [problems[i] for i in ids], config))
@@ -228,7 +228,7 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
     return written
 
 
-def _sheet_paths(out: Path, reviewer: str, rows: list[dict[str, Any]],
+def _sheet_paths(out: Path, reviewer: str, text: str,
                  imported: dict[tuple[str, str], Verdict]) -> tuple[Path, Path, dict[str, Any] | None]:
     """Where a reviewer's new sheet goes: ``sheet_<reviewer>.csv`` / ``.html``, unless a file
     there must be kept (see :func:`_keep_reason`); then the first free ``sheet_<reviewer>.<n>``.
@@ -238,7 +238,7 @@ def _sheet_paths(out: Path, reviewer: str, rows: list[dict[str, Any]],
     while True:
         stem = f"sheet_{reviewer}" if n == 1 else f"sheet_{reviewer}.{n}"
         csv_path, html_path = out / f"{stem}.csv", out / f"{stem}.html"
-        reason = _keep_reason(csv_path, html_path, rows, imported)
+        reason = _keep_reason(csv_path, html_path, text, imported)
         if reason is None:
             return csv_path, html_path, kept
         if kept is None:
@@ -246,12 +246,12 @@ def _sheet_paths(out: Path, reviewer: str, rows: list[dict[str, Any]],
         n += 1
 
 
-def _keep_reason(csv_path: Path, html_path: Path, rows: list[dict[str, Any]],
+def _keep_reason(csv_path: Path, html_path: Path, text: str,
                  imported: dict[tuple[str, str], Verdict]) -> dict[str, Any] | None:
-    """Why the pair ``csv_path``/``html_path`` may not be replaced (None: both are free, or are
-    review sheets whose replacement loses nothing). A sheet CSV is kept when a filled-in cell in
-    it would not be written the same way by the new sheet; any file that is not a review sheet is
-    kept (it is someone else's)."""
+    """Why the pair ``csv_path``/``html_path`` may not be written (None: both are free, or are
+    review sheets that may be). A sheet CSV holding a filled-in cell is kept unless it already
+    is, byte for byte, the new sheet ``text`` (a re-export that changes nothing writes no new
+    file); any file that is not a review sheet is kept (it is someone else's)."""
     if html_path.exists() and not _is_sheet_page(html_path):
         return {"path": str(html_path), "foreign": True}
     if not csv_path.exists():
@@ -259,9 +259,8 @@ def _keep_reason(csv_path: Path, html_path: Path, rows: list[dict[str, Any]],
     old = _read_sheet(csv_path)
     if old is None:
         return {"path": str(csv_path), "foreign": True}
-    new = {(r["unique_id"], r["reviewer"]): [str(r[c]) for c in FILL_COLUMNS] for r in rows}
     filled = [r for r in old if any((r.get(c) or "").strip() for c in FILL_COLUMNS)]
-    if all(new.get((r.get("unique_id"), r.get("reviewer"))) == [r.get(c) or "" for c in FILL_COLUMNS] for r in filled):
+    if not filled or csv_path.read_bytes() == text.encode("utf-8"):
         return None
     not_imported = 0
     for r in filled:
