@@ -57,6 +57,7 @@ from vilbias.training.classifier_config import ClassifierConfig, read_recipe
 from vilbias.training.classifier_data import (
     VALIDATION_SHARE,
     Collator,
+    check_splits,
     featurize,
     load_splits,
     row_ids,
@@ -124,6 +125,10 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path, *, fractio
     """
     splits, label = load_splits(cfg.dataset, config_name, revision=cfg.dataset_revision, label=cfg.label_column, seed=cfg.seed)
     _name_a_small_training_set(cfg, config_name, splits["train"], label)
+    if not len(splits["validation"]):
+        logger.warning("%s [%s] has no validation rows (none in the corpus, and too few training rows to hold some out): "
+                       "training for all %g epochs without early stopping", cfg.dataset, config_name, cfg.num_train_epochs)
+        cfg = dataclasses.replace(cfg, eval_strategy="no", load_best_model_at_end=False, patience=0)
     splits["train"] = train_subset(splits["train"], label, fraction, cfg.seed)
     init_encoder, distant_record = _distant_init(cfg, splits)
     seeds = cfg.ensemble_seeds or [cfg.seed]
@@ -146,7 +151,7 @@ def train_one(cfg: ClassifierConfig, config_name: str, run_dir: Path, *, fractio
 
 def _member_metrics(cfg: ClassifierConfig, config_name: str, fitted: Fitted) -> dict:
     history = list(fitted.trainer.state.log_history)  # before evaluate() appends its own entry
-    validation = fitted.trainer.evaluate()
+    validation = fitted.trainer.evaluate() if len(fitted.data["validation"]) else {}  # none: trained without early stopping
     return {
         "dataset": cfg.dataset,
         "config": config_name,
@@ -224,6 +229,7 @@ def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_
 def run_cv(cfg: ClassifierConfig, output_dir: Path, *, fraction: float = 1.0) -> dict:
     """One model per fold; per-fold test metrics and mean ± std (``output_dir/cv_metrics.json``)."""
     per_fold, single = [], []
+    check_splits(cfg.dataset, FOLDS, cfg.dataset_revision)
     for k, name in enumerate(FOLDS):
         logger.info("fold %d/%d", k + 1, len(FOLDS))
         metrics = train_one(cfg, name, output_dir / name, fraction=fraction)

@@ -151,12 +151,15 @@ def load_splits(dataset: str, config_name: str, *, revision: str | None, label: 
     ds = load_dataset(dataset, config_name, revision=revision)
     missing = {"train", "test"} - set(ds)
     if missing:
-        raise ValueError(f"{dataset} [{config_name}] lacks split(s) {sorted(missing)}")
+        raise ValueError(missing_split_message(dataset, config_name, missing))
     column = label_column(ds["train"], label)
     if "validation" not in ds:
+        # A fold has none; a small corpus's default may have none (the build leaves an empty split
+        # out). Too few training rows for a slice leave it empty: train_one then trains without
+        # early stopping and says so.
         train = ds["train"]
         held = set(stratified_group_prefix(list(train[column]), group_ids(group_keys(train)), VALIDATION_SHARE, seed))
-        if len(held) == len(train):
+        if held and len(held) == len(train):
             raise ValueError(f"{dataset} [{config_name}]: the validation carve-out took every training row (its groups are too large)")
         ds = DatasetDict(
             train=train.select([i for i in range(len(train)) if i not in held]),
@@ -164,6 +167,25 @@ def load_splits(dataset: str, config_name: str, *, revision: str | None, label: 
             test=ds["test"],
         )
     return ds, column
+
+
+def missing_split_message(dataset: str, config_name: str, missing) -> str:
+    """The one line for a config without a train or test split (a small corpus's build leaves an
+    empty split out of its config)."""
+    return (f"{dataset} [{config_name}] has no {' or '.join(sorted(missing))} split: the corpus has too few rows to fill it "
+            "(its card and build_report.json name the empty splits); pick a config that has train and test with "
+            "--dataset-config, or build a larger corpus")
+
+
+def check_splits(dataset: str, config_names, revision: str | None) -> None:
+    """Fail in one line, before any training, when a config lacks a train or test split (``--cv``
+    checks every fold first rather than stopping after training the earlier ones)."""
+    from datasets import get_dataset_split_names
+
+    for name in config_names:
+        missing = {"train", "test"} - set(get_dataset_split_names(dataset, name, revision=revision))
+        if missing:
+            raise ValueError(missing_split_message(dataset, name, missing))
 
 
 def train_subset(train, label: str, fraction: float, seed: int):
@@ -217,6 +239,8 @@ def _text_features(model, tokenizer, items: list[str], max_length: int, batch_si
 
 def featurize(cfg, split, label: str, model, tokenizer, max_length: int, cache=None):
     """The model's training columns for one split (``labels`` + tokens and/or features)."""
+    if not len(split):  # an empty validation slice (a tiny corpus): training runs without it
+        return Dataset.from_dict({"labels": [], "unique_id": []})
     columns: dict[str, list] = {"labels": list(split[label])}
     fusion = cfg.architecture == "fusion"
     uses_text = not fusion or model.config.uses_text

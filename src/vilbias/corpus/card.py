@@ -22,6 +22,7 @@ from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.voting import OTHER_LANGUAGE
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import PlannedRow
+from vilbias.corpus.splits import MEANINGFUL_ROWS, split_size_note
 from vilbias.loading_script.biascorpus import VIEWS, Plan, Resolutions
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
 from vilbias.task import ARTICLE_WORDS, BIASED, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
@@ -101,6 +102,8 @@ def row_statistics(rows: Iterable[PlannedRow], split_report: Mapping[str, Any]) 
             b = sum(r.label == BIASED for r in members)
             table.append({"config": view.name, "split": split, "rows": len(members), BIASED_NAME: b,
                           NOT_BIASED_NAME: len(members) - b, "share": b / len(members) if members else 0.0})
+    thin = [{"name": f"{r['config']}/{r['split']}", "note": note} for r in table
+            if (note := split_size_note(r["rows"], r[BIASED_NAME])) is not None]
     outlets = Counter(r.outlet or "" for r in rows)
     outlet_biased = Counter(r.outlet or "" for r in rows if r.label == BIASED)
     languages = Counter(getattr(r, "language", "") or "unknown" for r in rows)
@@ -114,6 +117,9 @@ def row_statistics(rows: Iterable[PlannedRow], split_report: Mapping[str, Any]) 
         "n_outlets": len([o for o in outlets if o]),
         "n_no_outlet": outlets[""],
         "split_table": table,
+        # splits with no row (left out of their config's `configs:`) or too few to mean anything
+        "empty_splits": [t["name"] for t in thin if t["note"] == "empty"],
+        "small_splits": [t for t in thin if t["note"] != "empty"],
         "top_outlets": [{"outlet": o or "(unknown)", "rows": c, "share": outlet_biased[o] / c} for o, c in outlets.most_common(10)],
         "split_report": split_report,
         "config_rows": config_rows(),
@@ -296,6 +302,7 @@ def render_card(
         vilbias_version=__version__,
         built_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
         sft_words=ARTICLE_WORDS,
+        meaningful_rows=MEANINGFUL_ROWS,
         changelog_start=CHANGELOG_START,
         changelog_end=CHANGELOG_END,
         **{**defaults, **stats},

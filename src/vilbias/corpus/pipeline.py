@@ -46,6 +46,7 @@ from vilbias.corpus.config import BuildConfig
 from vilbias.corpus.protocol import BuildPlan, CellKey, CorpusSource
 from vilbias.corpus.rationales import RationaleTally, describe_codes
 from vilbias.corpus.release import previous_cells
+from vilbias.corpus.splits import MEANINGFUL_ROWS
 from vilbias.corpus.writer import REPORT, RepoWriter, claim_build_output, swap_in
 from vilbias.task import LABEL_NAMES
 
@@ -143,8 +144,11 @@ def plan_figures(plan: BuildPlan) -> dict[str, Any]:
     return {
         "rows": len(plan.rows),
         "label_counts": {name: labels[i] for i, name in enumerate(LABEL_NAMES)},
-        "label_share": {f"{r['config']}/{r['split']}": round(r["share"], 4) for r in stats["split_table"]},
+        "label_share": {f"{r['config']}/{r['split']}": round(r["share"], 4) if r["rows"] else None for r in stats["split_table"]},
         "corpus_biased_share": round(stats["biased_share"], 4),
+        # splits with no row (left out of their config, which loads without them) or too few to mean anything
+        "empty_splits": stats["empty_splits"],
+        "small_splits": {t["name"]: t["note"] for t in stats["small_splits"]},
         "groups": {k: plan.split_report[k] for k in GROUP_KEYS},
         "groups_not_kept_whole": plan.split_report["not_kept_whole"],
         "exclusions": plan.exclusions,
@@ -163,15 +167,23 @@ def format_report(report: dict[str, Any]) -> str:
     """The printed summary of a build report."""
     source = report["source"]
     lines = [f"WARNING: {report['warning']}"] if report.get("warning") else []
-    lines.append(f"built {report['rows']} rows from {source['name']} in {report['seconds']} s")
+    excluded = sum(report["exclusion_counts"].values())
+    # the rows written and the rows left out, as parts of one whole: the splits below add up to the first
+    lines.append(f"built {report['rows']} rows from {source['name']} in {report['seconds']} s"
+                 + (f" ({report['rows']} kept, {excluded} excluded of {report['rows'] + excluded})" if excluded else ""))
     for name, splits in report["configs"].items():
         lines.append(f"  {name:<8} " + "  ".join(f"{s}={n}" for s, n in splits.items()))
+    if report.get("empty_splits"):
+        lines.append(f"  empty, left out of their config (sft as default): {', '.join(report['empty_splits'])}")
+    if report.get("small_splits"):
+        lines.append(f"  too small to mean anything (< {MEANINGFUL_ROWS} rows or one label): "
+                     + ", ".join(f"{k} ({v})" for k, v in report["small_splits"].items()))
     shares = report["label_share"]
-    lines.append(f"  biased share: corpus {report['corpus_biased_share']:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items() if k.startswith("default/")))
+    lines.append(f"  biased share: corpus {report['corpus_biased_share']:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items() if k.startswith("default/") and v is not None))
     g = report["groups"]
     lines.append(f"  groups: {g['groups']} ({g['multi_row_groups']} with several rows, largest {g['largest_group']}); not kept whole: {len(report['groups_not_kept_whole'])}")
     if report["exclusions"]:
-        lines.append(f"  excluded {sum(report['exclusion_counts'].values())}: " + ", ".join(f"{k} {v}" for k, v in report["exclusion_counts"].items()))
+        lines.append(f"  excluded {excluded}: " + ", ".join(f"{k} {v}" for k, v in report["exclusion_counts"].items()))
         for e in report["exclusions"][:20]:
             lines.append(f"    {e['unique_id']}: {e['reason']}")
         if len(report["exclusions"]) > 20:

@@ -61,7 +61,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from vilbias.corpus.card import loading_block
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import BuildPlan, CellKey
-from vilbias.corpus.splits import Cell, SplitItem, assign_splits
+from vilbias.corpus.splits import MEANINGFUL_ROWS, Cell, SplitItem, assign_splits, split_size_note
 from vilbias.corpus.tables import (
     cell_text,
     csv_records,
@@ -339,13 +339,25 @@ class SentenceSource:
 
     def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
              rationales: dict | None = None) -> str:
-        card_data = DatasetCardData()
+        card_data = DatasetCardData(license=BABE_LICENSE)
         card_metadata(card_data, self.views, infos, list(self.features))
         source = Path(str(self.source)).name if Path(str(self.source)).exists() else str(self.source)
         labels = Counter(r["label"] for r in self._rows)
         body = _card_body(source, self._details, {name: labels[i] for i, name in enumerate(LABEL_NAMES)}, self._exclusions,
-                          names.load_name, version=f"v{names.version}" if names.repo_id else None)
+                          names.load_name, version=f"v{names.version}" if names.repo_id else None, thin=self._thin())
         return str(DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}"))
+
+    def _thin(self) -> dict[str, str]:
+        """``config/split`` -> why it means little (:func:`vilbias.corpus.splits.split_size_note`)."""
+        labels = {r["unique_id"]: r["label"] for r in self._rows}
+        out = {}
+        for name, view in self.views.items():
+            for split, cells in view.splits.items():
+                members = [uid for uid, c in self._cells.items() if (c.split, c.fold) in cells]
+                note = split_size_note(len(members), sum(labels[uid] == BIASED for uid in members))
+                if note:
+                    out[f"{name}/{split}"] = note
+        return out
 
     def close(self) -> None:
         """Nothing to release: the sentences are read in :meth:`plan`."""
@@ -408,8 +420,19 @@ REASON_TEXT = {
 }
 
 
+BABE_LICENSE = "cc-by-nc-sa-4.0"
+"""BABE's licence (its Hub card and paper): the card's ``license:`` for a sentence corpus."""
+BABE_LICENSE_NAME = "CC BY-NC-SA 4.0"
+BABE_CITATION = """@inproceedings{spinde2021babe,
+  title     = {Neural Media Bias Detection Using Distant Supervision With {BABE} -- Bias Annotations By Experts},
+  author    = {Spinde, Timo and Plank, Manuel and Krieger, Jan-David and Ruas, Terry and Gipp, Bela and Aizawa, Akiko},
+  booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2021},
+  year      = {2021}
+}"""
+
+
 def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusions: list[dict], load_name: str,
-               version: str | None = None) -> str:
+               version: str | None = None, thin: dict[str, str] | None = None) -> str:
     lines = [
         "# Sentence-level media bias corpus",
         "",
@@ -434,6 +457,10 @@ def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusio
         lines.append(f"| default | {split} | {s['rows']} | {share(s)} |")
     for fold, s in report["folds"].items():
         lines.append(f"| {fold} | test | {s['rows']} | {share(s)} |")
+    if thin:
+        lines += ["", f"Splits too small to mean anything (empty ones are left out of their config, which loads without them; "
+                      f"under {MEANINGFUL_ROWS} rows or one label, figures mean little): "
+                      + ", ".join(f"`{name}` ({note})" for name, note in thin.items()) + "."]
     lines += [
         "",
         "Folds are stratified by label and deterministic from the data; identical sentences never "
@@ -443,6 +470,18 @@ def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusio
         "## Loading",
         "",
         loading_block(load_name, sft=False, version=version),
+        "",
+        "## License",
+        "",
+        f"BABE (Spinde et al., 2021) is released under **{BABE_LICENSE_NAME}** (attribution, non-commercial, share-alike): "
+        "a corpus built from it keeps those terms, stated in this card's `license:`. Sentences from another source in "
+        "BABE's format keep that source's terms instead. The code that builds the corpus is Apache-2.0.",
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        BABE_CITATION,
+        "```",
         "",
     ]
     return "\n".join(lines)

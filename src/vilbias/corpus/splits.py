@@ -65,6 +65,24 @@ class SplitReport:
     pinned: int = 0
 
 
+MEANINGFUL_ROWS = 10
+"""A split with fewer rows than this, or with one label only, is too small to mean anything: one
+row moves an accuracy by 10 points or more, and a split of one label has no F1 for the other and
+teaches a classifier nothing. The build summary and the card name such splits; they still load."""
+
+
+def split_size_note(rows: int, biased: int) -> str | None:
+    """Why a split of ``rows`` rows (``biased`` of them biased) means little, or None when it is
+    large enough: ``empty``, ``1 row``, ``7 rows``, ``one label``."""
+    if rows == 0:
+        return "empty"
+    if rows < MEANINGFUL_ROWS:
+        return f"{rows} row{'s' if rows != 1 else ''}"
+    if biased in (0, rows):
+        return "one label"
+    return None
+
+
 def story_keys(url: str, headline: str) -> tuple[str, ...]:
     """Story identity of a row: its canonical URL and its headline with case, punctuation and
     spacing normalised (the same wire story republished under two URLs shares a headline)."""

@@ -247,13 +247,41 @@ def swap_in(output: Path) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def empty_splits(infos: dict[str, DatasetInfo]) -> dict[str, list[str]]:
+    """config -> its splits that hold no row (a small corpus leaves some cells empty)."""
+    return {name: [s for s in info.splits if info.splits[s].num_examples == 0] for name, info in infos.items()}
+
+
+def listed_infos(infos: dict[str, DatasetInfo]) -> dict[str, DatasetInfo]:
+    """``infos`` without their empty splits: what the card's ``dataset_info:`` lists."""
+    out = {}
+    for name, info in infos.items():
+        splits = SplitDict()
+        for s in info.splits:
+            if info.splits[s].num_examples:
+                splits.add(info.splits[s])
+        out[name] = DatasetInfo(features=info.features, splits=splits, download_size=info.download_size,
+                                dataset_size=info.dataset_size, config_name=info.config_name)
+    return out
+
+
 def card_metadata(card_data: DatasetCardData, views: dict[str, ConfigView], infos: dict[str, DatasetInfo], stored_columns: list[str], default: str = "default") -> None:
     """Put ``configs:`` (the cells' data files per split; ``columns:`` where a config reads fewer
-    columns than a row stores) and ``dataset_info:`` into a ``DatasetCardData``."""
-    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    columns than a row stores) and ``dataset_info:`` into a ``DatasetCardData``.
+
+    A split without rows is left out of its config (``configs:`` and ``dataset_info:`` alike):
+    ``datasets`` refuses to load a config that lists an empty split ("Instruction 'test'
+    corresponds to no data"), so a corpus of a few rows would not load at all. Its cell files
+    stay (with the schema and no rows), so a later build that fills them lists the split again.
+    A built corpus has at least one row, and every config then has a non-empty split (a row is
+    in some split of ``default`` and in the train or test split of every fold).
+    """
+    empty = empty_splits(infos)
+    DatasetInfosDict(listed_infos(infos)).to_dataset_card_data(card_data)
     configs = {}
     for name, view in views.items():
-        entry: dict[str, Any] = {"data_files": [{"split": s, "path": p if len(p) > 1 else p[0]} for s, p in view.patterns.items()]}
+        patterns = {s: p for s, p in view.patterns.items() if s not in empty.get(name, ())}
+        entry: dict[str, Any] = {"data_files": [{"split": s, "path": p if len(p) > 1 else p[0]} for s, p in patterns.items()]}
         if list(view.features) != stored_columns:
             entry["columns"] = list(view.features)
         if name == default:
