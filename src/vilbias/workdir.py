@@ -243,7 +243,7 @@ def why_no_articles(workdir: str | os.PathLike) -> str:
     items = Counter(r.get("reason", "?") for (stage, _), r in latest.items() if stage != "feed")
 
     def counted(c: Counter) -> str:
-        return ", ".join(f"{n} {reason}" for reason, n in c.most_common())
+        return ", ".join(f"{n} {reason}" for reason, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
     if not items and feeds:
         return (f"every feed failed ({counted(feeds)}; see {INGEST_ERRORS}): check the --feed URLs and that this "

@@ -87,6 +87,8 @@ _LINE_BREAK = "\u2028"
 # Elements of trafilatura's output tree that hold paragraphs rather than inline text.
 _BLOCK_TAGS = {"p", "head", "list", "quote", "table", "div", "section", "article", "main", "blockquote"}
 _TITLE_SEPARATOR = re.compile(r"\s+[|\-–—»«›‹·•]\s+")
+# A teaser card is a small box (its text under this many characters) a few levels above its excerpt.
+_TEASER_DEPTH, _TEASER_CHARS = 4, 1500
 _SENTENCE_END = re.compile(r"[.!?…:;\"'“”»«)]$")
 _END_MATTER = re.compile(
     r"^(©|\(c\)\s|copyright\b|(header image|beitragsbild|titelbild|aufmacherbild|photo|foto|bild|image|picture|"
@@ -217,6 +219,8 @@ class _Page:
     ld_types: set[str]
     ld_article: dict | None
     og_type: str
+    ld_nodes: dict[str, dict] = field(default_factory=dict)
+    """JSON-LD objects by ``@id``: a ``publisher`` is often a reference (``{"@id": "#org"}``) to one."""
 
     @property
     def declares_article(self) -> bool:
@@ -243,6 +247,7 @@ def _parse_page(html: str, url: str) -> _Page | None:
         ld_types=set().union(*(_types(o) for o in ld)) if ld else set(),
         ld_article=next((o for o in ld if _types(o) & (ARTICLE_TYPES | {"liveblogposting"})), None),
         og_type=_meta(doc, "og:type").lower(),
+        ld_nodes={o["@id"]: o for o in ld if isinstance(o.get("@id"), str) and len(o) > 1},
     )
 
 
@@ -320,10 +325,23 @@ def _blocks(element) -> list[tuple[str, str]]:
     return out + _lines(element.tag, "".join(run))
 
 
+def _publisher(page: _Page) -> str:
+    """The publisher the article's JSON-LD names (a reference to an ``Organization`` node
+    followed), or ""."""
+    publisher = page.ld_article.get("publisher") if page.ld_article else None
+    if isinstance(publisher, list):
+        publisher = publisher[0] if publisher else None
+    if isinstance(publisher, dict) and not publisher.get("name") and isinstance(publisher.get("@id"), str):
+        publisher = page.ld_nodes.get(publisher["@id"], publisher)
+    if isinstance(publisher, dict):
+        publisher = publisher.get("name")
+    return squash(html_entities.unescape(publisher)) if isinstance(publisher, str) else ""
+
+
 def _site_names(page: _Page) -> list[str]:
     names = [_meta(page.doc, "og:site_name", "application-name", "twitter:site").lstrip("@")]
     if page.ld_article:
-        names.append(_ld_text(page.ld_article.get("publisher")))
+        names.append(_publisher(page))
     # Host labels: "meedia" in meedia.de, "scilogs" in scilogs.spektrum.de.
     labels = (urlsplit(page.url).hostname or "").lower().split(".")
     names += [label for label in labels[:-1] if len(label) >= 4 and label not in ("www", "blog", "news")]
@@ -479,6 +497,58 @@ def _drop_chrome_lines(blocks: list[tuple[str, str]], doc, story: set) -> list[t
     return out
 
 
+def _same_site_elsewhere(href: str | None, page: _Page, own: set[str]) -> bool:
+    """``href`` leads to another page of the same site (an internal link that is not the
+    article's own address: a teaser's, not a source's or a share button's)."""
+    if not href or href.startswith(("#", "javascript:", "mailto:")):
+        return False
+    target = urljoin(page.base, href.strip())
+    if not is_http_url(target):
+        return False
+    host, site = (urlsplit(u).hostname or "" for u in (target, page.url))
+    if host.removeprefix("www.") != site.removeprefix("www."):
+        return False
+    try:
+        return canonicalize_url(target) not in own
+    except ValueError:
+        return False
+
+
+def _in_teaser(holder, text: str, page: _Page, story: set, own: set[str]) -> bool:
+    """Whether the element showing ``text`` is another story's teaser: the text is (at least two thirds)
+    a link to another page of the site (a related headline, "Read the rest"), or it sits in a
+    small box headed by such a link (a teaser card's excerpt). The story's own containers never are."""
+    link = holder if holder.tag == "a" else next(holder.iterancestors("a"), None)
+    if link is not None and _same_site_elsewhere(link.get("href"), page, own) \
+            and 3 * len(squash(link.text_content())) >= 2 * len(text.lstrip("- ")):
+        return True
+    node = holder
+    for _ in range(_TEASER_DEPTH):
+        node = node.getparent()
+        if node is None or node in story:
+            return False
+        if len(squash(node.text_content())) > _TEASER_CHARS:
+            return False
+        for heading in node.iter("h1", "h2", "h3", "h4", "h5", "h6"):
+            if any(_same_site_elsewhere(a.get("href"), page, own) for a in heading.iter("a")):
+                return True
+    return False
+
+
+def _drop_teasers(blocks: list[tuple[str, str]], page: _Page, story: set, own: set[str]) -> list[tuple[str, str]]:
+    """Drop the blocks that are other stories' teasers wherever they show on the page
+    (:func:`_in_teaser`): "more from the site" cards, related headlines and recommendation
+    lists that trafilatura takes for part of the text. Decided from the page's links, not from
+    class names or wording, so it holds for any site."""
+    out = []
+    for tag, text in blocks:
+        holders = _text_holders(page.doc, text)
+        if holders and all(_in_teaser(h, text, page, story, own) for h in holders):
+            continue
+        out.append((tag, text))
+    return out
+
+
 def _article_root(page: _Page, headings: list):
     """The element that holds the story: the ``<article>`` (or ``articleBody``, widened to its
     enclosing ``<article>``) that shows the headline, else the first one, else ``<main>``."""
@@ -516,12 +586,25 @@ def _image_candidates(page: _Page, article_images: list[ImageCandidate]) -> list
 
 
 def _outlet(page: _Page, document) -> tuple[str, bool]:
-    """The publisher's name, and whether it is only trafilatura's guess."""
-    outlet = _meta(page.doc, "og:site_name", "application-name")
-    if not outlet and page.ld_article:
-        outlet = _ld_text(page.ld_article.get("publisher"))
+    """The publisher's name, and whether it is only trafilatura's guess.
+
+    The publisher the article's structured data names comes first: ``og:site_name`` is often a
+    section ("U.S." on a Reuters story), a handle ("pcgamer") or a slogan. A name carrying a
+    tagline ("MIXED.de | VR, AR und KI") is cut to the part that names the site's host.
+    """
+    outlet = squash(html_entities.unescape(_publisher(page) or _meta(page.doc, "og:site_name", "application-name")))
     guessed = not outlet
-    return squash(html_entities.unescape(outlet or getattr(document, "sitename", None) or "")), guessed
+    return _site_part(outlet, page.url) if outlet else squash(getattr(document, "sitename", None) or ""), guessed
+
+
+def _site_part(name: str, url: str) -> str:
+    """``name`` without a tagline joined by a title separator: the part naming the URL's host
+    (``News zu VR, AR und KI | MIXED.de`` -> ``MIXED.de``), else the first part."""
+    parts = [p.strip() for p in _TITLE_SEPARATOR.split(name) if p.strip()]
+    if len(parts) < 2:
+        return name
+    labels = [label for label in (urlsplit(url).hostname or "").lower().split(".")[:-1] if len(label) >= 3 and label != "www"]
+    return next((p for p in parts if any(label in _key(p).replace(" ", "") for label in labels)), parts[0])
 
 
 def _published(page: _Page, document) -> str | None:
@@ -564,7 +647,8 @@ def _non_article_reason(page: _Page, result: Extracted) -> str:
     path = urlsplit(result.url).path
     last_segment = re.sub(r"\.\w+$", "", path.rstrip("/").rsplit("/", 1)[-1].lower())
     if not result.text:
-        return "no_text"
+        # a section front's text is all teasers, which are not kept: say what the page is
+        return "index_page" if not page.declares_article and _is_index_page(page.doc) else "no_text"
     if path in ("", "/"):
         return "home_page"
     if last_segment in SITE_PAGES:
@@ -614,6 +698,7 @@ def extract_article(html: str, url: str) -> Extracted:
     article_images = in_article_images(_article_root(page, headings), page.base, story)
     captions = [_key(c.caption) for c in article_images if c.caption]
     blocks = _drop_chrome_lines(blocks, page.doc, story)
+    blocks = _drop_teasers(blocks, page, story, {result.url, canonicalize_url(url)} if is_http_url(url) else {result.url})
     result.text = _story_text(blocks, title_keys, captions, _site_names(page))
     result.images = _image_candidates(page, article_images)
     result.outlet, result.outlet_guessed = _outlet(page, document)
