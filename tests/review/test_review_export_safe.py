@@ -99,7 +99,7 @@ def test_export_leaves_every_planted_file(annotated, tmp_path, capsys):
     assert main(argv) == 0  # twice: the second run finds its own sheets too
     printed = capsys.readouterr().out
     assert {p: p.read_bytes() for p in planted} == planted
-    assert f"kept {out / 'sheet_reviewer_2.csv'}: it is not a review sheet" in printed
+    assert f"kept {out / 'sheet_reviewer_2.csv'}: it is not this reviewer's review sheet" in printed
     assert f"reviewer_2: 4 items -> {out / 'sheet_reviewer_2.2.csv'}" in printed
     assert f"options not saved: {out / 'review_export_config.yaml'} is not a file vilbias wrote" in printed
     assert sorted(p.name for p in out.iterdir()) == [
@@ -119,3 +119,15 @@ def test_the_cli_names_the_kept_sheet_and_what_is_not_imported(annotated, tmp_pa
             "(run `vilbias review import` on it)") in printed
     assert {r["unique_id"]: r["verdict"] for r in read(out / "sheet_reviewer_1.csv")}["item-0"] == "Acceptable"
     assert (out / "review_export_config.yaml").read_text().startswith("# The options `vilbias review export` ran with")
+
+
+def test_a_reviewer_named_like_a_second_sheet_keeps_their_own(annotated, tmp_path):
+    out = tmp_path / "sheets"
+    names = ["bob", "bob.2"]
+    export_sheets(ExportConfig(workdir=annotated, output=out, reviewers=2, reviewer_names=names, overlap=7))
+    filled = fill(out / "sheet_bob.csv")
+    written = export_sheets(ExportConfig(workdir=annotated, output=out, reviewers=2, reviewer_names=names, overlap=7))
+    assert (written["bob"]["csv"], written["bob.2"]["csv"]) == (str(out / "sheet_bob.3.csv"), str(out / "sheet_bob.2.csv"))
+    assert (out / "sheet_bob.csv").read_bytes() == filled
+    assert {r["reviewer"] for r in read(out / "sheet_bob.2.csv")} == {"bob.2"}
+    assert {r["reviewer"] for r in read(out / "sheet_bob.3.csv")} == {"bob"}

@@ -208,13 +208,15 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
         raise ValueError("no annotated items to review (run `vilbias annotate` first, or drop --only-unreviewed)")
     sheets = assign(item_ids, names, min(config.overlap, len(item_ids)))
     out.mkdir(parents=True, exist_ok=True)
-    written = {}
+    written: dict[str, Any] = {}
+    taken: set[Path] = set()  # this run's sheets: a reviewer named "bob.2" never gets bob's second sheet
     problems = {i: rationale_problems(articles[i], results[i]) for i in item_ids}
     for reviewer, ids in sheets.items():
         ids = sorted(ids, key=lambda i: not problems[i])  # failing rationales first, otherwise in assignment order
         rows = [_row(articles[i], results[i], reviewer, problems[i], mine.get((i, reviewer))) for i in ids]
         text = _csv_text(rows)
-        csv_path, html_path, kept = _sheet_paths(out, reviewer, text, mine)
+        csv_path, html_path, kept = _sheet_paths(out, reviewer, text, mine, taken)
+        taken.add(csv_path)
         atomic_write(csv_path, text)
         atomic_write(html_path, _html(reviewer, csv_path.name, rows, [articles[i] for i in ids], [results[i] for i in ids],
                                       [problems[i] for i in ids], config))
@@ -228,8 +230,8 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
     return written
 
 
-def _sheet_paths(out: Path, reviewer: str, text: str,
-                 imported: dict[tuple[str, str], Verdict]) -> tuple[Path, Path, dict[str, Any] | None]:
+def _sheet_paths(out: Path, reviewer: str, text: str, imported: dict[tuple[str, str], Verdict],
+                 taken: set[Path]) -> tuple[Path, Path, dict[str, Any] | None]:
     """Where a reviewer's new sheet goes: ``sheet_<reviewer>.csv`` / ``.html``, unless a file
     there must be kept (see :func:`_keep_reason`); then the first free ``sheet_<reviewer>.<n>``.
     Returns the CSV and HTML paths and what was kept at the first name (None when nothing)."""
@@ -238,7 +240,8 @@ def _sheet_paths(out: Path, reviewer: str, text: str,
     while True:
         stem = f"sheet_{reviewer}" if n == 1 else f"sheet_{reviewer}.{n}"
         csv_path, html_path = out / f"{stem}.csv", out / f"{stem}.html"
-        reason = _keep_reason(csv_path, html_path, text, imported)
+        reason = {"path": str(csv_path), "foreign": True} if csv_path in taken else _keep_reason(
+            csv_path, html_path, reviewer, text, imported)
         if reason is None:
             return csv_path, html_path, kept
         if kept is None:
@@ -246,18 +249,19 @@ def _sheet_paths(out: Path, reviewer: str, text: str,
         n += 1
 
 
-def _keep_reason(csv_path: Path, html_path: Path, text: str,
+def _keep_reason(csv_path: Path, html_path: Path, reviewer: str, text: str,
                  imported: dict[tuple[str, str], Verdict]) -> dict[str, Any] | None:
-    """Why the pair ``csv_path``/``html_path`` may not be written (None: both are free, or are
-    review sheets that may be). A sheet CSV holding a filled-in cell is kept unless it already
-    is, byte for byte, the new sheet ``text`` (a re-export that changes nothing writes no new
-    file); any file that is not a review sheet is kept (it is someone else's)."""
+    """Why the pair ``csv_path``/``html_path`` may not be written for ``reviewer`` (None: both
+    are free, or are review sheets that may be). A sheet CSV holding a filled-in cell is kept
+    unless it already is, byte for byte, the new sheet ``text`` (a re-export that changes nothing
+    writes no new file); any file that is not a review sheet of this reviewer is kept (it is
+    someone else's)."""
     if html_path.exists() and not _is_sheet_page(html_path):
         return {"path": str(html_path), "foreign": True}
     if not csv_path.exists():
         return None
     old = _read_sheet(csv_path)
-    if old is None:
+    if old is None or any((r.get("reviewer") or "").strip() != reviewer for r in old):
         return {"path": str(csv_path), "foreign": True}
     filled = [r for r in old if any((r.get(c) or "").strip() for c in FILL_COLUMNS)]
     if not filled or csv_path.read_bytes() == text.encode("utf-8"):
@@ -273,7 +277,7 @@ def _keep_reason(csv_path: Path, html_path: Path, text: str,
 def kept_text(kept: dict[str, Any]) -> str:
     """A file :func:`export_sheets` left in place, in words."""
     if kept["foreign"]:
-        return f"kept {kept['path']}: it is not a review sheet"
+        return f"kept {kept['path']}: it is not this reviewer's review sheet"
     return (f"kept {kept['path']}: it holds {kept['verdicts']} filled-in row(s), {kept['not_imported']} not imported yet"
             + (" (run `vilbias review import` on it)" if kept["not_imported"] else ""))
 
