@@ -351,7 +351,7 @@ article{border:1px solid #ccc;border-radius:8px;padding:1rem;margin:1.5rem 0}
 img{max-width:100%;max-height:24rem;display:block;margin:.5rem 0}
 .label{font-weight:bold}.flagged,.problems{color:#b00}.meta{color:#666;font-size:.9em}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}
-pre{white-space:pre-wrap;font-family:inherit}
+pre{white-space:pre-wrap;font-family:inherit}.rationale{white-space:pre-wrap}
 """
 
 
@@ -406,7 +406,7 @@ def _html(reviewer: str, csv_name: str, rows: list[dict[str, Any]], articles: li
             f"{img}<p class='meta'>Caption: {e(article.image_caption or '(none)')}</p>"
             f"<p>Label (the {e(result.label_prompt)} prompt's vote): {label} · text label: {e(result.text.label or 'none')}"
             f" · agreement: {e(row['agreement'] or '-')}</p>"
-            f"<p>Rationale: {e(auto.rationale or '(none)')}</p>"
+            f"<p class='rationale'>Rationale: {e(auto.rationale or '(none)')}</p>"
             + (f"<ul class='problems'>{''.join(f'<li><code>{e(p.code)}</code> {e(p.passage)}</li>' for p in found)}</ul>"
                if found else "")
             + f"<p>Techniques: {e(row['techniques'] or '(none)')}</p>"
