@@ -244,3 +244,75 @@ def test_the_language_is_the_texts_and_sentences_follow_it():
     # too little text to tell: the page's declaration is all there is
     page = "<html lang='fr'><head><meta property='og:type' content='article'></head><body><article><p>Bref.</p></article></body></html>"
     assert extract_article(page, "http://journal.test/c").language == "fr"
+
+
+def _blog_with_teasers() -> str:
+    """A blog post as Boing Boing lays one out: the post, its source links (other sites), a share
+    bar, then "more from the site" cards: a heading linking to another post, its picture, an
+    excerpt and a "READ THE REST" link."""
+    story = [
+        "A cartoonist got a spot on a news channel for his scathing critique of the narrative of the lazy, narcissistic "
+        "generation, which has gone well beyond grumbling and into the realm of demographic prejudice.",
+        "The strip follows a young worker through a day of low pay, unpaid internships and rent that eats half of every cheque.",
+        "Each panel quotes a headline that blamed the generation for something, from the housing market to napkins.",
+    ]
+    cards = "".join(f"""<div class="nextstory">
+<h2><a href="https://blog.test/2019/09/25/{slug}.html?utm_source=more">{title}</a></h2>
+<a href="https://blog.test/2019/09/25/{slug}.html?utm_source=more"><img width="600" height="375" src="https://media.blog.test/{slug}.jpg"></a>
+<p><p>{excerpt} [&hellip;]</p>
+<h3><a href="https://blog.test/2019/09/25/{slug}.html">READ THE REST</a></h3></div>""" for slug, title, excerpt in [
+        ("choir", "Two famous musicians join the big choir for a protest song",
+         "The good folks at the big choir are still doing their thing, and now two famous musicians play along at a festival"),
+        ("stargazing", "Stargazing: a graphic novel for young readers about identity, talent and loyalty",
+         "The author is several kinds of excellent comics person, from her debut graphic novel to her award-winning fairy tale"),
+        ("dynasties", "Dynasties: reporting on the wealthy families that rule the country",
+         "The latest podcast from the media-criticism network delves into the scandals and backroom deals of the great families"),
+    ])
+    return f"""<!DOCTYPE html><html lang="en-US"><head><title>Hating a generation / Example Blog</title>
+<meta property="og:site_name" content="Example Blog"><meta property="og:type" content="article">
+<meta property="og:title" content="Hating a generation"><link rel="canonical" href="https://blog.test/2013/07/19/hating.html"></head>
+<body><div id="container"><div class="navbyline"><a href="https://blog.test/author/a">A. Writer</a></div>
+<div id="headline"><h1>Hating a generation</h1></div>
+<div id="story"><p><img src="https://media.blog.test/strip.jpg"><br>{story[0]}</p>{"".join(f"<p>{p}</p>" for p in story[1:])}
+<p>Related: <a href="https://blog.test/2013/06/01/older-strip.html">The cartoonist's earlier strip about rent</a></p>
+<p><a href="https://othernews.test/2013/07/09/opinion/generation-strip">The generation we love to dump on</a></p>
+<p>(<i>via <a href="https://geeks.test/">Geeks Are Example</a></i>)</p>
+<div class="share"><h3><a href="https://social.test/sharer?u=x">SHARE</a> / <a href="https://bbs.blog.test/t/4498">82 COMMENTS</a></h3></div>
+<div id="next-post-thumbnails">{cards}</div></div></div></body></html>"""
+
+
+def test_other_stories_teasers_are_not_the_story():
+    text = extract_article(_blog_with_teasers(), "https://blog.test/2013/07/19/hating.html").text
+    # the post's own source links (to other sites) stay: they are the post
+    assert text.startswith("A cartoonist got a spot") and text.endswith("The generation we love to dump on\n\n(via Geeks Are Example)")
+    for teaser in ("choir", "Stargazing", "graphic novel", "Dynasties", "podcast", "READ THE REST", "earlier strip"):
+        assert teaser not in text
+
+
+def test_the_storys_own_links_to_the_site_are_no_teaser():
+    paras = "".join(f"<p>{p}</p>" for p in site.paragraphs(31))
+    page = f"""<html><head><meta property="og:type" content="article"><link rel="canonical" href="https://daily.test/a/story"></head>
+<body><article><h1>Harbour deal</h1>{paras}<p>As <a href="https://daily.test/a/earlier">we reported in March</a>, the port
+authority had asked the city for a loan that would cover the dredging of the eastern channel.</p></article></body></html>"""
+    text = extract_article(page, "https://daily.test/a/story").text
+    # a paragraph of the story that links to an earlier one is prose, not a related headline
+    assert text.endswith("\n\nAs we reported in March, the port authority had asked the city for a loan that would cover the "
+                         "dredging of the eastern channel.")
+
+
+@pytest.mark.parametrize(("head", "expected"), [
+    # Reuters: og:site_name is the section; the article's JSON-LD names the publisher
+    ('<meta property="og:site_name" content="U.S."><script type="application/ld+json">{"@type": "NewsArticle", '
+     '"headline": "Story", "publisher": {"@type": "Organization", "name": "Reuters"}}</script>', "Reuters"),
+    # a publisher given as a reference to an Organization node of the @graph (Yoast's layout)
+    ('<meta property="og:site_name" content="News zu VR, AR und KI | MIXED.de"><script type="application/ld+json">{"@graph": '
+     '[{"@type": "Organization", "@id": "https://news.test/#organization", "name": "MIXED.de | VR, AR und KI"}, '
+     '{"@type": "Article", "headline": "Story", "publisher": {"@id": "https://news.test/#organization"}}]}</script>', "MIXED.de"),
+    # no structured data: og:site_name, its tagline cut to the part naming the host
+    ('<meta property="og:site_name" content="Technology news | Mixed">', "Mixed"),
+    ('<meta property="og:site_name" content="The Daily Example">', "The Daily Example"),
+])
+def test_the_outlet_is_the_publisher_the_structured_data_names(head, expected):
+    page = f"<html><head>{head}<meta property='og:type' content='article'></head><body><article><h1>Story</h1>{_paras(32)}</article></body></html>"
+    url = "https://mixed.test/story" if "MIXED" in head or "Mixed" in head else "https://news.test/story"
+    assert extract_article(page, url).outlet == expected

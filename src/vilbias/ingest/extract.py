@@ -519,8 +519,9 @@ def _in_teaser(holder, text: str, page: _Page, story: set, own: set[str]) -> boo
     a link to another page of the site (a related headline, "Read the rest"), or it sits in a
     small box headed by such a link (a teaser card's excerpt). The story's own containers never are."""
     link = holder if holder.tag == "a" else next(holder.iterancestors("a"), None)
-    if link is not None and _same_site_elsewhere(link.get("href"), page, own) \
-            and 3 * len(squash(link.text_content())) >= 2 * len(text.lstrip("- ")):
+    links = [link] if link is not None else list(holder.iter("a"))
+    linked = sum(len(squash(a.text_content())) for a in links if _same_site_elsewhere(a.get("href"), page, own))
+    if 3 * linked >= 2 * len(text.lstrip("- ")):
         return True
     node = holder
     for _ in range(_TEASER_DEPTH):
@@ -542,7 +543,9 @@ def _drop_teasers(blocks: list[tuple[str, str]], page: _Page, story: set, own: s
     class names or wording, so it holds for any site."""
     out = []
     for tag, text in blocks:
-        holders = _text_holders(page.doc, text)
+        # where the text starts; else (its start split by inline links) the elements that show it whole
+        holders = _text_holders(page.doc, text) or page.doc.xpath(
+            "//body//*[normalize-space(.)=$s][not(ancestor-or-self::script)]", s=text.lstrip("- "))
         if holders and all(_in_teaser(h, text, page, story, own) for h in holders):
             continue
         out.append((tag, text))
