@@ -173,8 +173,10 @@ def format_stats(stats: dict[str, Any]) -> str:
 
     lines = [
         f"items: {stats['items']}, reviewed: {stats['reviewed_items']}",
-        f"Cohen's kappa (automated {stats['label_prompt'] or ''} label vs final label, {stats['kappa_items']} reviewed items): "
-        f"{f(stats['cohen_kappa'])}",
+        f"Cohen's kappa (automated {stats['label_prompt'] + ' ' if stats['label_prompt'] else ''}label vs final label, "
+        f"{stats['kappa_items']} reviewed items): " + (
+            f(stats["cohen_kappa"]) if stats["cohen_kappa"] is not None
+            else "undefined (one label throughout)" if stats["kappa_items"] else "undefined (no reviewed item has an automated label)"),
         f"Krippendorff's alpha (nominal, {len(stats['alpha_reviewers'])} reviewers, {stats['alpha_items']} items): {f(stats['krippendorff_alpha'])}",
         "verdicts: " + (", ".join(f"{k} {v:.1%}" for k, v in stats["verdict_shares"].items()) or "none yet"),
     ]
