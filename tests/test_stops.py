@@ -1,0 +1,279 @@
+"""A stop is clean and honest: Ctrl-C (SIGINT) and SIGTERM stop every long command within
+:data:`STOP_S` with one line saying what was kept, and the same command run again ends exactly
+where an uninterrupted run would (every row, call and checkpoint once).
+
+Each command is started from Python (a process started with ``&`` from a non-interactive shell
+ignores SIGINT), stopped with SIGINT once it has stored something, started again and stopped
+with SIGTERM once it has stored more, then run to the end; the end is compared with a run that
+was never stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.web_server import Page, WebServer
+from tests.fakes.workdirs import make_workdir
+from tests.ingest import site
+from tests.training_classifier.conftest import multimodal_repo, tiny_bert  # noqa: F401  (fixtures)
+
+STOP_S = 2.0
+"""What a stop may take, signal to exit."""
+
+
+def vilbias(*args: str) -> list[str]:
+    return [sys.executable, "-m", "vilbias.cli", "-q", *args]
+
+
+def stop(cmd: list[str], ready: Callable[[], bool], sig: int, log: Path, stage: str) -> str:
+    """Run ``cmd``, send ``sig`` once ``ready()``, and check the stop: within STOP_S, exit status
+    128 + sig, no traceback, and one line ``vilbias STAGE: stopped; ...``, the last. Returns what it says was kept."""
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ})
+        deadline = time.monotonic() + 120
+        while not ready() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, f"ended before it could be stopped:\n{log.read_text()[-3000:]}"
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        rc = proc.wait(30)
+        took = time.monotonic() - sent
+    text = log.read_text(encoding="utf-8", errors="replace")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    print(f"{stage}: {signal.Signals(sig).name} stopped it in {took:.2f} s")  # shown with -s: the measured stop times
+    assert took <= STOP_S, f"{stage} took {took:.2f} s to stop:\n{text[-3000:]}"
+    assert rc == 128 + sig, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    said = [ln for ln in lines if ": stopped" in ln]
+    assert len(said) == 1 and said[0] == lines[-1] and said[0].startswith(f"vilbias {stage}: stopped; "), text[-3000:]
+    return said[0].split("stopped; ", 1)[1]
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    if not db.is_file():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # polled before the run created its tables
+        return []
+    finally:
+        con.close()
+
+
+# -- annotate: the offline default model ----------------------------------------------------------
+
+
+def test_annotate_offline_stops_and_resumes_every_article_once(tmp_path):
+    from vilbias.workdir import read_articles, sample_workdir
+
+    texts = [a.article_text for a in read_articles(sample_workdir())]  # real article lengths
+    n = 100
+    work = make_workdir(tmp_path / "w", n, texts={i: texts[i % len(texts)] for i in range(n)})
+    db = work / "annotations.sqlite"
+    answered = "SELECT item_id, created_at FROM calls WHERE raw IS NOT NULL"
+    cmd = vilbias("annotate", "--workdir", str(work), "--no-progress")
+
+    kept = stop(cmd, lambda: len(rows(db, answered)) > 0, signal.SIGINT, tmp_path / "1.log", "annotate")
+    first = dict(rows(db, answered))
+    assert 0 < len(first) < n
+    assert kept.startswith(f"{len(first)} answers kept in {db}; re-run the same command to resume")
+
+    kept = stop(cmd, lambda: len(rows(db, answered)) > len(first), signal.SIGTERM, tmp_path / "2.log", "annotate")
+    second = dict(rows(db, answered))
+    assert len(first) < len(second) < n and kept.startswith(f"{len(second)} answers kept")
+    assert {k: second[k] for k in first} == first  # what the first run stored was not asked again
+
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    per_item = dict(rows(db, "SELECT item_id, COUNT(*) FROM calls GROUP BY item_id"))
+    assert per_item == {f"item-{i}": 1 for i in range(n)}  # every article annotated exactly once
+    final = dict(rows(db, answered))
+    assert {k: final[k] for k in second} == second
+
+
+# -- ingest ---------------------------------------------------------------------------------------
+
+
+def test_ingest_stops_and_resumes_without_a_torn_or_repeated_line(tmp_path):
+    from vilbias.workdir import read_articles
+
+    n = 30
+    with WebServer(latency=0.04) as web:
+        links = []
+        for i in range(n):
+            web.add("127.0.0.1", f"/a/{i}", Page(site.og_page(f"Story {i}", site.paragraphs(200 + i), web.url("127.0.0.1", f"/i/{i}.jpg"))))
+            web.add("127.0.0.1", f"/i/{i}.jpg", Page(site.jpeg(seed=200 + i), content_type="image/jpeg"))
+            links.append({"link": web.url("127.0.0.1", f"/a/{i}")})
+        feed = web.add("127.0.0.1", "/feed.xml", Page(site.rss(links), content_type="application/rss+xml"))
+        work = tmp_path / "work"
+        cmd = vilbias("ingest", "--feed", feed, "--workdir", str(work), "--allow-private-addresses", "--per-host", "1",
+                      "--rate", "0", "--no-progress", "--timeout", "5")
+
+        def lines() -> list[str]:
+            path = work / "articles.jsonl"
+            return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+        kept = stop(cmd, lambda: len(lines()) >= 3, signal.SIGINT, tmp_path / "1.log", "ingest")
+        first = len(lines())
+        assert kept == f"{first} articles kept in {work / 'articles.jsonl'}; re-run the same command to resume (kept and dropped items are skipped)"
+        kept = stop(cmd, lambda: len(lines()) >= first + 3, signal.SIGTERM, tmp_path / "2.log", "ingest")
+        second = len(lines())
+        assert second < n and kept.startswith(f"{second} articles kept")
+        kept_before = {a.source_url for a in read_articles(work)}
+        asked_before = len(web.requests)
+
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert all(json.loads(line) for line in lines()) and len(lines()) == n  # whole lines, none twice
+        assert sorted(a.url for a in read_articles(work)) == sorted(link["link"] for link in links)
+        rerun = [web.url("127.0.0.1", r.path) for r in web.requests[asked_before:] if r.path.startswith("/a/")]
+        assert sorted(rerun) == sorted({link["link"] for link in links} - kept_before)  # nothing kept is fetched again
+
+
+# -- build ----------------------------------------------------------------------------------------
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_build_stop_leaves_the_previous_build_untouched(tmp_path):
+    from vilbias.corpus import BuildConfig, build
+
+    out = tmp_path / "corpus"
+    build(BuildConfig(output=out))
+    previous = _tree(out)
+    cmd = vilbias("build", "--output", str(out))
+    scratch = lambda: list(tmp_path.glob(".vilbias-build-*"))  # noqa: E731
+    for i, sig in enumerate((signal.SIGINT, signal.SIGTERM)):
+        kept = stop(cmd, lambda: bool(scratch()), sig, tmp_path / f"{i}.log", "build")
+        assert kept == f"the previous build in {out} is untouched; a build starts over: re-run the same command to build it"
+        assert _tree(out) == previous and not scratch()  # the scratch folder is gone
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rebuilt = _tree(out)
+    data = lambda tree: {k: v for k, v in tree.items() if k.startswith("data/")}  # noqa: E731
+    assert data(rebuilt) == data(previous) and data(previous)  # the same rows, byte for byte
+
+
+# -- train classifier -----------------------------------------------------------------------------
+
+
+def _no_timings(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in entry.items() if not k.endswith(("runtime", "per_second"))} for entry in history]
+
+
+def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_path, multimodal_repo, tiny_bert):  # noqa: F811
+    from safetensors.numpy import load_file
+    from vilbias.training.classifier import parse_config, train_classifier
+
+    args = ["--dataset", str(multimodal_repo), "--model", tiny_bert, "--num-train-epochs", "6",
+            "--per-device-train-batch-size", "4", "--patience", "0"]
+    out = tmp_path / "stopped"
+    cmd = vilbias("train", "classifier", *args, "--output", str(out))
+
+    def steps() -> list[int]:
+        return sorted(int(p.name.rpartition("-")[2]) for p in (out / "checkpoints").glob("checkpoint-*/vilbias_resume.json")
+                      for p in [p.parent])
+
+    kept = stop(cmd, lambda: any((out / "checkpoints").glob("checkpoint-*")), signal.SIGINT, tmp_path / "1.log", "train")
+    first = steps()
+    assert len(first) == 1, kept
+    assert re.fullmatch(rf"training stopped at step {first[0]} of 42; checkpoint {out}/checkpoints/checkpoint-{first[0]} "
+                        r"kept: re-run the same command to resume from it", kept)
+    later = lambda: any(int(p.name.rpartition("-")[2]) > first[0] for p in (out / "checkpoints").glob("checkpoint-*"))  # noqa: E731
+    kept = stop(cmd, later, signal.SIGTERM, tmp_path / "2.log", "train")
+    second = steps()[-1]
+    assert second > first[0] and f"checkpoint-{second} kept" in kept
+
+    resumed = train_classifier(parse_config([*args, "--output", str(out)]))
+    assert not (out / "checkpoints").exists()  # a finished run keeps no checkpoint
+    whole = train_classifier(parse_config([*args, "--output", str(tmp_path / "whole")]))
+    weights, expected = load_file(str(out / "model.safetensors")), load_file(str(tmp_path / "whole" / "model.safetensors"))
+    assert weights.keys() == expected.keys() and all((weights[k] == expected[k]).all() for k in weights)
+    assert resumed["test"] == whole["test"]
+    assert _no_timings(resumed["log_history"]) == _no_timings(whole["log_history"])  # every epoch's loss and scores
+    assert (out / "predictions.jsonl").read_bytes() == (tmp_path / "whole" / "predictions.jsonl").read_bytes()
+
+
+# -- evaluate and audit run: answers through the ledger --------------------------------------------
+
+
+def test_evaluate_stops_and_resumes_every_answer_once(tmp_path, sample_dataset_dir):
+    from vilbias.evaluate.config import EvaluateConfig
+    from vilbias.evaluate.runner import evaluate
+
+    with FakeOpenAIServer(latency_s=0.15) as server:
+        model = f"openai:stub-vlm@{server.base_url}"
+        out = tmp_path / "run"
+        options = ["--dataset", str(sample_dataset_dir), "--model", model, "--concurrency", "1"]
+        cmd = vilbias("evaluate", *options, "--output", str(out))
+        db, stored = out / "evaluation.sqlite", "SELECT item, label FROM predictions"
+
+        kept = stop(cmd, lambda: len(rows(db, stored)) >= 2, signal.SIGINT, tmp_path / "1.log", "evaluate")
+        first = rows(db, stored)
+        assert kept.startswith(f"{len(first)} answers kept in {db}; re-run the same command to resume")
+        kept = stop(cmd, lambda: len(rows(db, stored)) >= len(first) + 2, signal.SIGTERM, tmp_path / "2.log", "evaluate")
+        second = rows(db, stored)
+        assert set(first) < set(second) and kept.startswith(f"{len(second)} answers kept")
+        asked = len(server.requests)
+
+        resumed = evaluate(EvaluateConfig(dataset=str(sample_dataset_dir), model=model, output=out, concurrency=1))
+        rerun_asked, asked = len(server.requests) - asked, len(server.requests)
+        whole = evaluate(EvaluateConfig(dataset=str(sample_dataset_dir), model=model, output=tmp_path / "whole", concurrency=1))
+        items = len(server.requests) - asked
+    assert rerun_asked == items - len(second)  # the re-run asked only what was not stored
+    assert sorted(rows(db, stored)) == sorted(rows(tmp_path / "whole" / "evaluation.sqlite", stored))
+    assert resumed["evaluations"] == whole["evaluations"]
+
+
+def test_audit_run_stops_and_resumes_every_call_once(tmp_path):
+    from vilbias.audit.runner import AuditConfig, run_audit
+
+    with FakeOpenAIServer(lambda body: json.dumps({"answer": body["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"][0]}),
+                          latency_s=0.1) as server:
+        model = f"openai:fake-model@{server.base_url}"
+        out = tmp_path / "audit"
+        options = dict(model=model, limit=2, modalities=["text"], paradigms=["decision"], concurrency=1, progress=False, metrics=False)
+        cmd = vilbias("audit", "run", "--model", model, "--limit", "2", "--modalities", "text", "--paradigms", "decision",
+                      "--concurrency", "1", "--no-progress", "--no-metrics", "--output", str(out))
+        db, stored = out / "audit.sqlite", "SELECT question_id, answer, created_at FROM calls"
+
+        kept = stop(cmd, lambda: len(rows(db, stored)) >= 2, signal.SIGINT, tmp_path / "1.log", "audit")
+        first = rows(db, stored)
+        assert kept.startswith(f"{len(first)} calls kept in {db}; re-run the same command to resume")
+        kept = stop(cmd, lambda: len(rows(db, stored)) >= len(first) + 2, signal.SIGTERM, tmp_path / "2.log", "audit")
+        second = rows(db, stored)
+        assert set(first) < set(second) and kept.startswith(f"{len(second)} calls kept")
+
+        resumed = run_audit(AuditConfig(output=out, **options))
+        whole = run_audit(AuditConfig(output=tmp_path / "whole", **options))
+    assert resumed["run"]["asked"] == whole["run"]["asked"] - len(second)  # only what was not stored
+    assert set(second) <= set(rows(db, stored))  # stored calls were not asked again
+    answers = lambda folder: sorted((r["question_id"], r["answer"]) for r in map(json.loads, (folder / "responses.jsonl").read_text().splitlines()))  # noqa: E731
+    assert answers(out) == answers(tmp_path / "whole") and len(answers(out)) == whole["run"]["asked"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_one_stop_path(sig):
+    """SIGTERM takes Ctrl-C's path (vilbias.stops.install), inside and outside a deferred block."""
+    code = (
+        "import os, signal, time\nfrom vilbias import stops\nstops.install()\n"
+        "with stops.deferred():\n    os.kill(os.getpid(), SIG)\n    time.sleep(0.1)\n    assert stops.requested()\n"
+        "try:\n    os.kill(os.getpid(), SIG)\n    time.sleep(1)\nexcept KeyboardInterrupt:\n    raise SystemExit(stops.exit_status())\n"
+    ).replace("SIG", str(int(sig)))
+    assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 128 + sig
