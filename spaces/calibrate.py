@@ -18,7 +18,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from vilbias.corpus.sentences import build_sentences
+from vilbias.corpus.pipeline import build_sentences
 from vilbias.metrics.calibration import (
     expected_calibration_error,
     fit_temperature,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from vilbias.spaces.config import DemoConfig
 
-from vilbias.config import ConfigParser
+from vilbias.argparser import ConfigParser
 
 
 def main(argv: list[str], prog: str = "vilbias demo") -> int:

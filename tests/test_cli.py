@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from vilbias.argparser import ConfigParser
 from vilbias.cli import STAGES, main
-from vilbias.config import ConfigParser
 
 COMMANDS = {
     "review": ["export", "import", "stats"],

@@ -10,8 +10,9 @@ import pytest
 import yaml
 from transformers import HfArgumentParser
 
+from vilbias.argparser import ConfigParser
 from vilbias.cli import run_subcommand
-from vilbias.config import ConfigParser, config_dict, save_config
+from vilbias.config import config_dict, save_config
 
 
 @dataclass

@@ -67,7 +67,8 @@ from vilbias.training.engine import RESUME_FILE, Fitted, build_model, fit, proba
 from vilbias.training.recipe import resolve_recipe as recipes_path
 
 from vilbias import stops
-from vilbias.config import ConfigParser, config_dict, save_config
+from vilbias.argparser import ConfigParser
+from vilbias.config import config_dict, save_config
 from vilbias.metrics.plots import plot_confusion_matrix, pyplot
 from vilbias.metrics.scores import (
     CLOSED_KEYS,

@@ -77,8 +77,9 @@ from vilbias.training.sentence_rules import (
     word_f1,
 )
 
-from vilbias.config import ConfigParser, save_config
-from vilbias.corpus.sentences import build_sentences
+from vilbias.argparser import ConfigParser
+from vilbias.config import save_config
+from vilbias.corpus.pipeline import build_sentences
 from vilbias.metrics.calibration import (
     expected_calibration_error,
     plot_reliability,

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from vilbias.config import _command_line_fields
+from vilbias.config import command_line_fields
 
 
 @contextlib.contextmanager
@@ -123,7 +123,7 @@ class ConfigParser(HfArgumentParser):
         outputs = []
         for dtype in self.dataclass_types:
             values = {}
-            for f in _command_line_fields(dtype):
+            for f in command_line_fields(dtype):
                 if hasattr(namespace, f.name):
                     values[f.name] = getattr(namespace, f.name)
             outputs.append(dtype(**values))

@@ -18,8 +18,9 @@ Errors are one line (``vilbias build: error: ...``) and an unknown flag names th
 same flat YAML ``--config`` reads, so ``vilbias <stage> --config <output>/<stage>_config.yaml``
 runs it again.
 
-:class:`ConfigParser` lives in :mod:`vilbias.argparser` and is imported from here on first use, so
-writing a config (:func:`save_config`, as every build and run does) does not import ``transformers``.
+:class:`ConfigParser` lives in :mod:`vilbias.argparser`, one floor up: it parses command lines
+into these configs (and imports ``transformers``), while writing a config (:func:`save_config`, as
+every build and run does) needs only this module.
 """
 
 from __future__ import annotations
@@ -32,15 +33,8 @@ from typing import Any
 import yaml
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ConfigParser":  # transformers is imported by the command line, not by every run
-        from vilbias.argparser import ConfigParser
-
-        return ConfigParser
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _command_line_fields(dtype: type) -> list[dataclasses.Field]:
+def command_line_fields(dtype: type) -> list[dataclasses.Field]:
+    """The fields of ``dtype`` a command line sets (``init`` fields not marked ``cli: False``)."""
     return [f for f in dataclasses.fields(dtype) if f.init and f.metadata.get("cli", True) is not False]
 
 
@@ -48,7 +42,7 @@ def config_dict(*configs: Any) -> dict[str, Any]:
     """The command-line fields of ``configs``, flat, as YAML-safe values (paths as strings)."""
     out: dict[str, Any] = {}
     for config in configs:
-        for f in _command_line_fields(type(config)):
+        for f in command_line_fields(type(config)):
             value = getattr(config, f.name)
             if dataclasses.is_dataclass(value) or f.name.endswith("_token"):  # no tokens (TrainingArguments' hub_token)
                 continue

@@ -44,7 +44,7 @@ def held_out_articles(tmp_path) -> list[tuple[str, list[str], int]]:
     from datasets import load_dataset
     from vilbias.training.sentence_data import article_splits
 
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
 
     build_sentences(shared_data("babe", "final_labels_SG2_public.csv"), tmp_path / "babe")
     rows = list(load_dataset(str(tmp_path / "babe"), "default", split="train+validation+test"))

@@ -85,7 +85,7 @@ def test_help_lists_the_presets_from_their_table_without_loading_datasets():
 
 
 def test_release_options_parse_from_the_command_line():
-    from vilbias.config import ConfigParser
+    from vilbias.argparser import ConfigParser
 
     (config,) = ConfigParser([BuildConfig], prog="vilbias build").parse(
         ["--from", "x.csv", "--column", "unique_id=id", "--column", "image=img", "--preset", "vilbias-paper"])

@@ -9,7 +9,8 @@ import pytest
 
 from tests.real_data import shared_data
 from tests.training_classifier.conftest import BABE_HEADER, write_babe_csv
-from vilbias.corpus.sentences import build_sentences, read_sentences
+from vilbias.corpus.pipeline import build_sentences
+from vilbias.corpus.sentences import read_sentences
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ def test_demo_flags_build_the_config():
     from vilbias.spaces.app import DemoConfig
     from vilbias.spaces.predictors import MODELS_YAML
 
-    from vilbias.config import ConfigParser
+    from vilbias.argparser import ConfigParser
 
     parser = ConfigParser([DemoConfig], prog="vilbias demo")
     (config,) = parser.parse(["--port", "7999", "--allow-private-addresses", "--concurrency", "3"])

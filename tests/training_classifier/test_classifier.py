@@ -116,7 +116,7 @@ def test_unimodal_controls(tmp_path, multimodal_repo, tiny_bert, tiny_clip, moda
 
 
 def test_cv_on_babe_format_corpus(tmp_path, babe_csv, tiny_bert):
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
 
     build_sentences(babe_csv, tmp_path / "babe")
     cfg = _cfg(tmp_path, tmp_path / "babe", tiny_bert, cv=True, num_train_epochs=1, metric_for_best_model="f1_macro")

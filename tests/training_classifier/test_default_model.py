@@ -304,7 +304,7 @@ def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_cs
     from vilbias.training.sentence_fit import contrastive_fit
     from vilbias.training.train_default import DefaultModelConfig, Settings, train_default
 
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
     from vilbias.models.fusion import mean_pool
     from vilbias.models.sentence_bias import SentenceBiasConfig, SentenceBiasModel
 
@@ -351,7 +351,7 @@ def unseen(tmp_path_factory, shipped):
     from datasets import load_dataset
     from vilbias.training.sentence_data import article_splits
 
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
     from vilbias.metrics.scores import closed_metrics
 
     folder, model = shipped

@@ -121,7 +121,7 @@ def test_group_ids_join_rows_sharing_any_key():
 
 def _sentence_corpus(tmp_path, n=120):
     from tests.training_classifier.conftest import BABE_HEADER
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
 
     lines = [BABE_HEADER]
     for i in range(n):
@@ -170,7 +170,7 @@ def test_train_fractions_are_nested_and_scored_on_one_test_split(tmp_path, tiny_
 def test_checkpoint_records_its_training_rows_and_the_card_says_so(tmp_path, babe_csv, tiny_bert):
     from datasets import load_dataset
 
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
     from vilbias.publish.model import ModelCardInfo, render_model_card
 
     build_sentences(babe_csv, tmp_path / "babe")
@@ -231,7 +231,8 @@ def test_distant_pretraining_one_command_and_two(tmp_path, babe_csv, tiny_bert):
     from transformers import AutoModel
     from vilbias.training.engine import build_model
 
-    from vilbias.corpus.sentences import build_sentences, read_sentences
+    from vilbias.corpus.pipeline import build_sentences
+    from vilbias.corpus.sentences import read_sentences
 
     build_sentences(babe_csv, tmp_path / "babe")
     sentences = [r["text"] for r in read_sentences(babe_csv)[0]]

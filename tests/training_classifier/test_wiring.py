@@ -59,7 +59,7 @@ def _trainer_and_full_batch(tmp_path, cfg):
 
 @pytest.fixture
 def babe_repo(tmp_path, babe_csv):
-    from vilbias.corpus.sentences import build_sentences
+    from vilbias.corpus.pipeline import build_sentences
 
     build_sentences(babe_csv, tmp_path / "babe")  # 30 biased, 20 not biased: imbalanced on purpose
     return tmp_path / "babe"

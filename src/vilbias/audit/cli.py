@@ -21,11 +21,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vilbias.argparser import ConfigParser
 from vilbias.audit.statistics import MetricOptions
 from vilbias.cli import run_subcommand
-from vilbias.config import ConfigParser, save_config
-from vilbias.stops import ledger_kept, on_stop
+from vilbias.config import save_config
 from vilbias.outputs import claim_file, claim_output
+from vilbias.stops import ledger_kept, on_stop
 
 RUN_HELP = "Ask a model the audit's questions; store, export and score the answers."
 METRICS_HELP = "Score a responses file: tables and plots."

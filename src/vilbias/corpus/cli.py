@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vilbias.config import ConfigParser
+from vilbias.argparser import ConfigParser
 from vilbias.corpus.config import BuildConfig
 from vilbias.stops import on_stop
 
@@ -54,3 +54,4 @@ def _what_a_stop_kept(output: Path, before: tuple[int, int] | None) -> str:
     if before is not None and now == before:
         return f"the previous build in {output} is untouched; {again}"
     return f"nothing was written to {output}; {again}"
+

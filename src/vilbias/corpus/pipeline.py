@@ -114,6 +114,22 @@ def build(config: BuildConfig) -> dict[str, Any]:
     return report
 
 
+def build_sentences(source: str | Path, output_dir: str | Path) -> dict[str, Any]:
+    """Build a text-only sentence corpus repo from labelled sentences: ``vilbias build --sentences``
+    from Python (:func:`build` with ``BuildConfig(sentences=source, output=output_dir)``).
+
+    Args:
+        source: a BABE-format CSV or XLSX, a Parquet/JSON/CSV export of the Hub layout, a
+            dataset folder, or a Hub dataset id ``ORG/NAME`` (see :mod:`vilbias.corpus.sentences`).
+        output_dir: where the repo folder is written (replaced when the build succeeds).
+
+    Returns:
+        The build report (also ``output_dir/build_report.json``); its ``source`` section has the
+        rows read, kept, left out and merged, and per split and fold the row count and biased share.
+    """
+    return build(BuildConfig(sentences=Path(source), output=Path(output_dir)))
+
+
 def write_rows(source: CorpusSource, repo: Path, max_shard_size: str,
                tally: RationaleTally | None = None) -> tuple[dict[str, DatasetInfo], int]:
     """Every planned row once, into its cell's shards, one row group of examples at a time; each

@@ -393,25 +393,6 @@ def _share(labels: list[int]) -> dict:
     return {"rows": n, "biased_share": round(sum(labels) / n, 4) if n else None}
 
 
-def build_sentences(source: str | Path, output_dir: str | Path) -> dict:
-    """Build a text-only sentence corpus repo from labelled sentences: ``vilbias build --sentences``
-    from Python (:func:`vilbias.corpus.pipeline.build` with ``BuildConfig(sentences=source, output=output_dir)``).
-
-    Args:
-        source: a BABE-format CSV or XLSX, a Parquet/JSON/CSV export of the Hub layout, a
-            dataset folder, or a Hub dataset id ``ORG/NAME`` (see the module docstring).
-        output_dir: where the repo folder is written (replaced when the build succeeds).
-
-    Returns:
-        The build report (also ``output_dir/build_report.json``); its ``source`` section has the
-        rows read, kept, left out and merged, and per split and fold the row count and biased share.
-    """
-    from vilbias.corpus.config import BuildConfig
-    from vilbias.corpus.pipeline import build
-
-    return build(BuildConfig(sentences=Path(source), output=Path(output_dir)))
-
-
 REASON_TEXT = {
     "no_agreement": "`No agreement` (left out)",
     "no_label": "no label (left out)",

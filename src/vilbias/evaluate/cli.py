@@ -19,7 +19,8 @@ import re
 import sys
 from pathlib import Path
 
-from vilbias.config import ConfigParser, save_config
+from vilbias.argparser import ConfigParser
+from vilbias.config import save_config
 from vilbias.evaluate.config import STORE_FILE, CompareConfig, EvaluateConfig
 from vilbias.stops import ledger_kept, on_stop
 

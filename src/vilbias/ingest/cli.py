@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from vilbias.config import ConfigParser, save_config
+from vilbias.argparser import ConfigParser
+from vilbias.config import save_config
 from vilbias.stops import on_stop
 from vilbias.workdir import ARTICLES, read_jsonl, why_no_articles
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from vilbias.argparser import ConfigParser
 from vilbias.cli import run_subcommand
-from vilbias.config import ConfigParser
 from vilbias.publish.config import PublishDatasetConfig, PublishModelConfig, PublishSpaceConfig
 
 DATASET_HELP = "Publish a built dataset folder as release vX.Y.Z."
