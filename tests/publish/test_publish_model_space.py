@@ -70,6 +70,20 @@ def test_push_model_and_read_card_back(hub, tmp_path):
     assert hub.token not in (folder / "README.md").read_text() + (folder / CARD_INFO_FILE).read_text()
 
 
+def test_push_model_leaves_a_readme_it_did_not_write(hub, tmp_path):
+    from huggingface_hub import ModelCard
+
+    folder = _model_folder(tmp_path / "out")
+    (folder / "README.md").write_text("# my own notes on this model\n")
+    push_model(folder, MODEL_REPO, info=_info())
+    assert (folder / "README.md").read_text() == "# my own notes on this model\n"
+    assert "vilbias" in ModelCard.load(MODEL_REPO).data.tags  # the Hub gets the card all the same
+    (folder / "README.md").unlink()
+    push_model(folder, MODEL_REPO, info=_info())  # none there: the card is written beside the weights
+    push_model(folder, MODEL_REPO, info=_info(wall_time_s=99.0))  # its own card: rendered again
+    assert "| wall time | 99.0 s |" in (folder / "README.md").read_text()
+
+
 def test_publish_model_cli_reads_card_info(hub, tmp_path, capsys):
     from huggingface_hub import ModelCard
 

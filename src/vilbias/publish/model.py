@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
+from huggingface_hub import CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData
+from huggingface_hub.utils import filter_repo_objects
 
 from vilbias.provenance import TrainingData
 from vilbias.publish.hub import check_token, resolve_token
@@ -272,6 +273,14 @@ def _check_model_folder(source: Path) -> None:
         )
 
 
+def _rendered_by_vilbias(readme: Path) -> bool:
+    """Whether ``readme`` is a model card :func:`render_model_card` wrote (its tags hold ``vilbias``)."""
+    try:
+        return "vilbias" in (ModelCard.load(readme).data.tags or [])
+    except (ValueError, OSError):  # no card metadata, unreadable
+        return False
+
+
 def push_model(
     source_dir: str | Path,
     repo_id: str,
@@ -281,7 +290,11 @@ def push_model(
     private: bool = False,
     commit_message: str | None = None,
 ) -> str:
-    """Render the card into ``source_dir/README.md`` and upload the folder as one commit.
+    """Upload the folder with its rendered card as ``README.md``, as one commit.
+
+    The card is also written into ``source_dir/README.md`` when there is none or it is a card
+    vilbias rendered (tagged ``vilbias``); any other ``README.md`` there (one of your own, or the
+    one a trainer wrote) stays as it is, and only the Hub gets the new card.
 
     Args:
         source_dir: the folder ``save_pretrained`` wrote (weights or adapters, config,
@@ -301,20 +314,18 @@ def push_model(
     api = HfApi()
     check_token(api, token)
     card = render_model_card(info, repo_id)
-    card.save(source / "README.md")
+    readme = source / "README.md"
+    if not readme.exists() or _rendered_by_vilbias(readme):
+        card.save(readme)
     info.save(source)
     api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True, token=token)
     message = commit_message or (
         f"Upload {info.method} model trained on {info.dataset}@{info.dataset_revision or 'unpinned'}"
     )
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        repo_type="model",
-        folder_path=source,
-        allow_patterns=ALLOW_PATTERNS,
-        ignore_patterns=IGNORE_PATTERNS,
-        commit_message=message,
-        token=token,
-    )
+    files = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
+    operations = [CommitOperationAdd(path_in_repo=f, path_or_fileobj=source / f) for f in
+                  filter_repo_objects(files, allow_patterns=ALLOW_PATTERNS, ignore_patterns=IGNORE_PATTERNS) if f != "README.md"]
+    operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=str(card).encode()))
+    commit = api.create_commit(repo_id, operations, repo_type="model", commit_message=message, token=token)
     logger.info("pushed %s to %s (commit %s)", source, repo_id, commit.oid)
     return commit.oid
