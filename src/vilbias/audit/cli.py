@@ -38,7 +38,8 @@ PROBESET_HELP = "Render the embedded probe set (images + manifest)."
 @dataclass
 class MetricsConfig:
     responses: Path = field(metadata={"help": "A responses file (JSON Lines or CSV; format in docs/audit.md)."})
-    output: Path = field(metadata={"help": "Folder for the metric tables (CSV, metrics.json) and plots.", "deprecated": ["--out"]})
+    output: Path = field(metadata={"help": "Folder for the metric tables (CSV, metrics.json) and plots: new, empty or earlier metrics "
+                                         "(rewritten); a folder of other files is refused.", "deprecated": ["--out"]})
     plots: bool = field(default=True, metadata={"help": "Draw the figures too."})
     # Its field (--alpha) is a flag of its own: `audit metrics` parses MetricOptions beside this config.
     statistics: MetricOptions = field(default_factory=MetricOptions, metadata={"cli": False, "help": "Significance and intervals"})
@@ -48,13 +49,15 @@ class MetricsConfig:
 class SpaceConfig:
     vignette: Path = field(metadata={"help": "Folder with VIGNETTE's activities.json, roles.json, sscm_dictionary.csv, "
                                              "merged_descriptors_visibility.csv."})
-    output: Path = field(metadata={"help": "Where to write the question space JSON (for --space).", "deprecated": ["--out"]})
+    output: Path = field(metadata={"help": "Where to write the question space JSON (for --space); an existing file is replaced only "
+                                         "when it is a question space.", "deprecated": ["--out"]})
     subset: bool = field(default=False, metadata={"help": "Write the embedded stratified subset instead of the full space."})
 
 
 @dataclass
 class ProbesetConfig:
-    output: Path = field(metadata={"help": "Folder for the rendered probe set (manifest.jsonl + images/).", "deprecated": ["--out"]})
+    output: Path = field(metadata={"help": "Folder for the rendered probe set (manifest.jsonl + images/): new, empty or an earlier probe "
+                                         "set (its images are kept); a folder of other files is refused.", "deprecated": ["--out"]})
     limit: int | None = field(default=None, metadata={"help": "Only the first N pairs."})
 
 

@@ -87,7 +87,8 @@ def command_line_modalities(values: list[str] | None) -> list[str] | None:
 @dataclass
 class AuditConfig:
     output: Path = field(metadata={
-        "help": "Output folder: audit.sqlite (every call), responses.jsonl, summary.json, metrics/.",
+        "help": "Output folder: audit.sqlite (every call), responses.jsonl, summary.json, metrics/. New, empty, or an "
+                "earlier audit's, which is resumed; a folder of other files is refused.",
         "deprecated": ["--out"]})
     model: str | None = field(default=None, metadata={
         "help": "The model: openai:<model>@<base_url> (a chat server), smollm2 (the embedded text LM), or a "

@@ -65,7 +65,9 @@ class BuildConfig:
         default=None, metadata={"help": "Pipeline workdir to build from (articles.jsonl, images/, annotations.sqlite, reviews/). Omit to build the embedded sample."}
     )
     output: Path = field(
-        default=DEFAULT_OUTPUT, metadata={"help": "Output folder in Hub layout; `load_dataset(<output>)` loads it. Replaced atomically; an existing build there is the previous release whose splits are kept."}
+        default=DEFAULT_OUTPUT, metadata={"help": "Output folder in Hub layout; `load_dataset(<output>)` loads it. Written beside it and swapped in at the end. An "
+                                               "earlier build there (its build_report.json, nothing else) is replaced and is the previous release whose splits are "
+                                               "kept; a folder holding anything else, or the current folder, is refused before anything is written."}
     )
     sentences: Path | None = field(
         default=None, metadata={"help": "Build a text-only sentence corpus from a BABE-format CSV instead of a workdir."}

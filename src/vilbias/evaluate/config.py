@@ -50,7 +50,8 @@ class EvaluateConfig:
     judge_revision: str | None = field(default=None, metadata={"help": "Revision of a Hub --judge."})
     judge_retries: int = field(default=2, metadata={"help": "Times an invalid judge reply is asked again before it counts as a failure."})
     output: Path | None = field(default=None, metadata={
-        "help": "Results folder (default ./results/<run>).", "deprecated": ["--output-dir", "--output_dir"]})
+        "help": "Results folder (default ./results/<run>): new, empty, or an earlier run's, which is resumed (files beside "
+                "its own are left alone); a folder of other files is refused.", "deprecated": ["--output-dir", "--output_dir"]})
     run_name: str | None = field(default=None, metadata={"help": "Name of the run (default: from model and config)."})
     seed: int = field(default=0, metadata={"help": "Seed for k-shot draws, image swaps and bootstrap (paper: 0)."})
     bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the open-ended 95% intervals."})
@@ -116,7 +117,8 @@ class CompareConfig:
     run_dirs: list[Path] = field(metadata={
         "positional": True, "help": "Folders of finished `vilbias evaluate` runs (each holds results.json)."})
     output: Path = field(default=Path("results/analysis"), metadata={
-        "help": "Where analysis.json, analysis.md and the plots go."})
+        "help": "Where analysis.json, analysis.md and the plots go: a new or empty folder, or an earlier analysis (its files "
+                "are rewritten); a folder of other files is refused."})
 
     def __post_init__(self):
         self.run_dirs = [Path(p) for p in self.run_dirs]

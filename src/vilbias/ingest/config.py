@@ -64,7 +64,8 @@ class IngestConfig:
     """Settings of ``vilbias ingest``; every field is also a command-line flag, and so are
     ``fetch``'s (:class:`FetchSettings`: ``--timeout``, ``--per-host``, ``--allow-private-addresses`` ...)."""
 
-    workdir: Path = field(metadata={"help": "Workdir to create or resume (articles.jsonl, images/, ingest_errors.jsonl)."})
+    workdir: Path = field(metadata={"help": "Workdir to create or resume (articles.jsonl, images/, ingest_errors.jsonl). A non-empty folder that "
+                                          "is no workdir is refused; files of yours beside a workdir's own are left alone."})
     feed: list[str] = field(default_factory=list, metadata={"help": "Feed URL (RSS/Atom, Google News RSS); repeatable."})
     feeds_file: Path | None = field(default=None, metadata={"help": "File with one feed URL per line (# comments allowed)."})
     max_items: int | None = field(
