@@ -112,9 +112,9 @@ class AnnotatorSpec(ModelSpec):
             super().validate()
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
-        if self.backend == "checkpoint":
+        if self.backend in ("checkpoint", "transformers"):  # a model that is not there: one line, before any loading
             try:
-                check_spec(self.model_spec(), "checkpoint")
+                check_spec(self.model_spec(), self.backend)
             except (FileNotFoundError, PermissionError, ValueError) as e:
                 raise ValueError(f"{where}: {e}") from None
         if self.structured_output not in STRUCTURED_OUTPUT:

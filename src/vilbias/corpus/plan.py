@@ -23,6 +23,7 @@ from datasets import DatasetInfo
 from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
+from vilbias.annotate.specs import checkpoint_identity
 from vilbias.annotate.store import PROMPTS, ActiveAnnotator, AnnotationStore, CallKey
 from vilbias.annotate.voting import OTHER_LANGUAGE, VoteResult, hierarchical_vote
 from vilbias.corpus.card import (
@@ -237,18 +238,40 @@ def _resolve_votes(store_path: Path, resolved_path: Path) -> dict[str, Any]:
         for (prompt, _), counts in store.call_counts().items():
             calls[prompt].update(counts)
         structured = {name: mode["mode"] for name, mode in store.structured_output().items()}
+        models = annotator_models(store, active)
     resolutions.close()
     return {
         "flag_reasons": {k: v for k, v in reasons.items() if k != "decided"},
         "calls": {p: dict(c) for p, c in calls.items()},
         "structured_output": structured,
         "annotators": {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()},
+        "annotator_models": models,
         "samples": {p: _samples(cfg) for p, cfg in active.items()},
         "prompt_versions": {p: cfg["prompt_version"] for p, cfg in active.items()},
         "items_annotated": annotated,
         "items_flagged": flagged,
         "label_prompt": label_from,
     }
+
+
+def annotator_models(store: AnnotationStore, active: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """annotator -> the model it ran (as its spec named it) and that model's identity
+    (:func:`vilbias.annotate.specs.checkpoint_identity`: a local checkpoint by its files, wherever
+    it lies). ``vilbias evaluate`` compares a scored model's identity with these, to flag a model
+    scored on labels it made itself."""
+    out = {}
+    for cfg in active.values():
+        for a in cfg["annotators"]:
+            found = store.query("SELECT model FROM calls WHERE annotator=? AND fingerprint=? LIMIT 1", (a.name, a.fingerprint))
+            if not found or not found[0][0]:
+                continue
+            model = found[0][0]
+            try:
+                identity = checkpoint_identity(model, None)
+            except (FileNotFoundError, OSError):  # the folder has moved since: its name is all there is
+                identity = model
+            out[a.name] = {"model": model, "identity": identity}
+    return out
 
 
 def _samples(cfg: dict[str, Any]) -> int | str:

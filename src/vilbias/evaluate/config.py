@@ -68,7 +68,9 @@ class EvaluateConfig:
     concurrency: int = field(default=16, metadata={"help": "Requests in flight to an OpenAI-compatible server."})
     load_in_4bit: bool = field(default=False, metadata={"help": "Load a VLM base in 4-bit NF4 (as QLoRA trained it)."})
     merge: bool = field(default=False, metadata={"help": "Merge a LoRA adapter into its base before generating."})
-    label_column: str = field(default="multimodal_label", metadata={"help": "Gold label column."})
+    label_column: str | None = field(default=None, metadata={
+        "help": "Gold label column (default: the one the corpus's features name: multimodal_label in an article corpus, "
+                "label in a sentence corpus from `vilbias build --sentences`)."})
     pair: str | None = field(default=None, metadata={
         "help": "Name pairing a text-only and a text+image run for the modality-gap analysis."})
 

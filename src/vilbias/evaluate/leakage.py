@@ -8,13 +8,18 @@ and refuses any overlap, naming the count and the way out. ``--allow-overlap`` s
 OpenAI-compatible server, the embedded SmolLM2, someone else's Hub model) cannot be checked: it
 is evaluated with a warning in the report.
 
+A model scored on labels it made itself (it was the corpus's annotator: the build report records
+each annotator's model and its identity) is flagged on the report's first line
+(:func:`circularity`): its scores measure its agreement with itself.
+
     check = seen_check("outputs/smolvlm-lora", None, "fold_0/test", items)
     refuse_seen([check], allow_overlap=False)     # ValueError naming the count when rows overlap
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +27,7 @@ from typing import Any
 from huggingface_hub import constants
 
 from vilbias.loading_script.biascorpus import VIEWS
-from vilbias.models.catalogue import ModelSpec
+from vilbias.models.catalogue import ModelSpec, shipped_sentence_model
 from vilbias.provenance import TrainingData, read_training_data
 from vilbias.task import Item
 
@@ -82,6 +87,72 @@ def seen_check(spec: str, revision: str | None, view: str, items: Sequence[Item]
     record, note = model_training_data(spec, revision)
     seen = record.overlap(i.unique_id for i in items) if record is not None else []
     return SeenCheck(view, spec, record, len(items), seen, note)
+
+
+@dataclass
+class Circularity:
+    """Rows whose labels the scored model made itself (it annotated the corpus): scoring it on
+    them measures its agreement with itself, not the task."""
+
+    view: str
+    model: str
+    annotators: list[str]
+    """The corpus's annotators that are this model."""
+    rows: int
+    """Evaluated rows whose label came from those annotators' votes."""
+    evaluated: int
+
+    def sentence(self) -> str:
+        return (f"circular: {self.rows} of the {self.evaluated} scored rows ({self.view}) were labelled by {self.model} itself "
+                f"(the corpus's annotator {', '.join(self.annotators)}): these scores measure the model's agreement with "
+                "its own labels, not the task; score it on labels it did not make (a corpus annotated by other models, "
+                "reviewed rows, or expert labels such as `vilbias build --sentences`)")
+
+
+def _corpus_annotator_models(dataset: str, revision: str | None) -> dict[str, dict[str, str]]:
+    """annotator -> ``{"model", "identity"}`` from the corpus's ``build_report.json`` (a folder, or
+    the Hub repo's copy); {} when it records none (an import, sentences, an older build)."""
+    folder = Path(dataset).expanduser()
+    report = folder / "build_report.json" if folder.is_dir() else None
+    if report is None and not constants.HF_HUB_OFFLINE:
+        from huggingface_hub import hf_hub_download
+
+        try:
+            report = Path(hf_hub_download(dataset, "build_report.json", repo_type="dataset", revision=revision))
+        except Exception:  # noqa: BLE001 - a repo without the report, or unreachable: nothing recorded
+            return {}
+    if report is None or not report.is_file():
+        return {}
+    try:
+        source = json.loads(report.read_text(encoding="utf-8")).get("source") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return {}
+    return (source.get("annotation") or {}).get("annotator_models") or {}
+
+
+def circularity(spec: str, revision: str | None, view: str, dataset: str, dataset_revision: str | None,
+                label_annotators: Mapping[str, set[str]]) -> Circularity | None:
+    """Whether the model ``spec`` annotated the rows it is about to be scored on: its identity
+    (:func:`vilbias.annotate.specs.checkpoint_identity`, a checkpoint by its files) against the
+    annotators' the corpus's build report records, and the annotators whose votes gave each
+    evaluated row its label (``label_annotators``). None when no scored row's label is its own."""
+    from vilbias.annotate.specs import DEFAULT_NAME, checkpoint_identity
+
+    labelled = {a for names in label_annotators.values() for a in names}
+    if not labelled:
+        return None
+    parsed = ModelSpec.parse(spec)
+    try:
+        identity = checkpoint_identity(parsed.model, revision) if parsed.kind == "checkpoint" else str(parsed)
+    except (FileNotFoundError, OSError):
+        return None
+    models = _corpus_annotator_models(dataset, dataset_revision)
+    if not models and DEFAULT_NAME in labelled:
+        # a build that recorded no models: the default annotator's name means the shipped model
+        models = {DEFAULT_NAME: {"identity": checkpoint_identity(str(shipped_sentence_model()), None)}}
+    same = sorted(name for name, m in models.items() if name in labelled and m.get("identity") == identity)
+    rows = sum(1 for names in label_annotators.values() if names & set(same))
+    return Circularity(view, spec, same, rows, len(label_annotators)) if rows else None
 
 
 def _own_test_split(record: TrainingData) -> str:

@@ -110,7 +110,8 @@ def degenerate_note(evaluations: list[dict]) -> str | None:
 
 def warnings(meta: dict) -> list[str]:
     """What the reader must know before trusting the numbers: unchecked models, scored training rows."""
-    out = []
+    # first: scores of a model on its own labels measure nothing about the task
+    out = [c["sentence"] for c in meta.get("circularity") or ()]
     for t in meta["training_data"]:
         if t["status"] == "unchecked":
             out.append(f"{t['view']}: not checked for training rows — {t['note']}; scores may include rows the model saw.")
@@ -159,7 +160,10 @@ def _header(results: dict) -> list[str]:
     d, m = results["dataset"], results["model"]
     questions = "; ".join(f"{q}: {what}" for q, what in results["questions"].items() if what)
     degenerate = results.get("degenerate")
+    circular = [c["sentence"] for c in results.get("circularity") or ()]
     return [
+        # the report's first line, before the title, as a leak would be: the numbers below are the model's own labels
+        *([f"> **Warning — {c[0].upper()}{c[1:]}.**" for c in circular] + [""] if circular else []),
         f"# Evaluation: {results['run']}",
         "",
         *([f"> **These scores do not measure the task.** {degenerate[0].upper()}{degenerate[1:]}.", ""] if degenerate else []),

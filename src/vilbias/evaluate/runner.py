@@ -39,7 +39,7 @@ from vilbias.evaluate.config import (
     STORE_FILE,
     EvaluateConfig,
 )
-from vilbias.evaluate.data import apply_probe, check_dataset, load_split, select_shots
+from vilbias.evaluate.data import apply_probe, check_dataset, load_split, read_split, select_shots
 from vilbias.evaluate.judge import (
     JudgeJob,
     judge_messages,
@@ -48,7 +48,7 @@ from vilbias.evaluate.judge import (
     rule_verdict,
     run_judge,
 )
-from vilbias.evaluate.leakage import SeenCheck, refuse_seen, seen_check
+from vilbias.evaluate.leakage import Circularity, SeenCheck, circularity, refuse_seen, seen_check
 from vilbias.evaluate.messages import PARSERS, prompt_versions, question_messages
 from vilbias.evaluate.report import finish_run, one_class
 from vilbias.evaluate.store import EvaluationStore
@@ -83,6 +83,8 @@ class View:
     model: str
     items: list[Item]
     seen: SeenCheck
+    circular: Circularity | None = None
+    """Rows whose labels this model made itself (it annotated the corpus), flagged first in the report."""
 
     @property
     def name(self) -> str:
@@ -119,11 +121,16 @@ def plan_views(cfg: EvaluateConfig) -> list[View]:
     targets = _fold_models(cfg) if cfg.cv else [(cfg.dataset_config, cfg.split, cfg.model)]
     views = []
     for config, split, model in targets:
-        items = load_split(cfg.dataset, config, split, revision=cfg.dataset_revision, label_column=cfg.label_column)
-        items = items[:cfg.limit] if cfg.limit else items
+        read = read_split(cfg.dataset, config, split, revision=cfg.dataset_revision, label_column=cfg.label_column)
+        # the column the corpus's features named, recorded in the run's config and identity
+        cfg.label_column = read.label_column
+        items = read.items[:cfg.limit] if cfg.limit else read.items
         if not items:
             raise ValueError(f"{cfg.dataset} [{config}/{split}] has no items")
-        views.append(View(config, split, model, items, seen_check(model, cfg.model_revision, f"{config}/{split}", items)))
+        name = f"{config}/{split}"
+        made = {i.unique_id: read.label_annotators.get(i.unique_id, set()) for i in items}
+        views.append(View(config, split, model, items, seen_check(model, cfg.model_revision, name, items),
+                          circularity(model, cfg.model_revision, name, cfg.dataset, cfg.dataset_revision, made)))
     refuse_seen([v.seen for v in views], allow_overlap=cfg.allow_overlap)
     return views
 
@@ -392,6 +399,7 @@ class _Run:
             "model": {"id": cfg.model, "revision": cfg.model_revision, "kind": model.kind, "modality": modality,
                       "architecture": architecture, "title": f"{name} ({architecture})"},
             "training_data": [v.seen.as_dict(cfg.allow_overlap) for v in views],
+            "circularity": [dataclasses.asdict(v.circular) | {"sentence": v.circular.sentence()} for v in views if v.circular],
             "judge": {"id": cfg.judge or self.judge.name, "revision": cfg.judge_revision, "retries": cfg.judge_retries}
             if judged else None,
             "seed": cfg.seed,

@@ -305,6 +305,7 @@ def load_chat_backend(spec: str | Mapping[str, Any] | ModelSpec) -> ChatBackend:
             params=dict(spec.params), concurrency=spec.concurrency, timeout_s=spec.timeout_s, max_retries=spec.max_retries,
         )
     if spec.kind == "transformers":
+        check_spec(spec)  # a model not on the Hub: one line at once
         return TransformersBackend.from_pretrained(spec.model, vision=spec.vision, gguf_file=spec.gguf_file,
                                                    params=dict(spec.params), batch_size=spec.batch_size)
     if spec.kind == SMOLLM2:
@@ -568,15 +569,18 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
 
 
 def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -> ModelSpec:
-    """Parse ``spec`` and fail in one sentence, before anything is loaded, when it names a local
-    checkpoint folder that does not exist.
+    """Parse ``spec`` and fail in one sentence, before anything is loaded, when it names a
+    checkpoint or ``transformers`` model that is not there: a local folder that does not exist, or
+    a Hub id the Hub does not have (one request, no retries; offline or unreachable, one the cache
+    does not hold).
 
     Raises:
-        FileNotFoundError: the path is missing or not a folder.
+        FileNotFoundError: the path is missing or not a folder; the Hub has no such model.
+        PermissionError: a gated Hub model.
         ValueError: a malformed spec.
     """
     parsed = ModelSpec.parse(spec)
-    if parsed.kind != "checkpoint":
+    if parsed.kind not in ("checkpoint", "transformers"):
         return parsed
     if looks_local(parsed.model) and not Path(parsed.model).expanduser().is_dir():
         raise FileNotFoundError(f"{what} {parsed.model} does not exist (taken for a local folder): give a checkpoint "
@@ -584,8 +588,12 @@ def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -
     if not looks_local(parsed.model):
         from huggingface_hub import constants
 
-        if not constants.HF_HUB_OFFLINE:
-            hub_file(parsed.model, "config.json", parsed.revision)  # one request: fails in one line when it is not there
+        # One request (offline or unreachable, a look in the cache): a model that is not there fails
+        # here in one line, not in transformers' loaders after a minute of retries. Offline, a
+        # checkpoint is looked up when it is loaded (the catalogue's own loaders fail in one line);
+        # transformers' loaders would not, so a `transformers` model is looked up here as well.
+        if parsed.kind == "transformers" or not constants.HF_HUB_OFFLINE:
+            hub_file(parsed.model, parsed.gguf_file or "config.json", parsed.revision)
     return parsed
 
 
