@@ -162,7 +162,7 @@ def _votes_text(votes: list[Vote], language: str = "") -> str:
 def _language(article: Article, result: ItemVotes) -> str:
     """The language of an item some annotator does not read, as ingest recorded it (detected now
     for a workdir written before ingest recorded it, as annotate does); "" when no one abstained."""
-    if not (result.unread or unread_by(result.text_votes) or unread_by(result.multimodal_votes)):
+    if not (unread_by(result.text_votes) or unread_by(result.multimodal_votes)):
         return ""
     return article.language or detect_language(f"{article.headline}\n\n{article.article_text}")
 
@@ -223,8 +223,6 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
         written[reviewer] = {"items": len(ids), "csv": str(csv_path), "html": str(html_path),
                              "failing_rationales": sum(bool(problems[i]) for i in ids),
                              "prefilled": sum(bool(r["verdict"]) for r in rows), "kept": kept}
-        if kept:
-            logger.warning("%s: the new sheet is %s", kept_text(kept), csv_path)
     logger.info("wrote %d sheets to %s (%d items, %d shared, %d with a failing rationale first)", len(sheets), out,
                 len(item_ids), min(config.overlap, len(item_ids)), sum(bool(p) for p in problems.values()))
     return written
