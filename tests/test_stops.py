@@ -270,10 +270,13 @@ def test_audit_run_stops_and_resumes_every_call_once(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_one_stop_path(sig):
-    """SIGTERM takes Ctrl-C's path (vilbias.stops.install), inside and outside a deferred block."""
+    """SIGTERM takes Ctrl-C's path (vilbias.stops.install), inside and outside a deferred block; a
+    stop asked for after a deferred block's last safe point stops at its end."""
     code = (
         "import os, signal, time\nfrom vilbias import stops\nstops.install()\n"
-        "with stops.deferred():\n    os.kill(os.getpid(), SIG)\n    time.sleep(0.1)\n    assert stops.requested()\n"
+        "try:\n    with stops.deferred():\n        os.kill(os.getpid(), SIG)\n        time.sleep(0.1)\n"
+        "        assert stops.requested()\nexcept KeyboardInterrupt:\n    pass\nelse:\n    raise SystemExit(1)\n"
+        "assert not stops.requested()\n"
         "try:\n    os.kill(os.getpid(), SIG)\n    time.sleep(1)\nexcept KeyboardInterrupt:\n    raise SystemExit(stops.exit_status())\n"
     ).replace("SIG", str(int(sig)))
     assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 128 + sig

@@ -517,4 +517,4 @@ def _what_a_stop_kept(cfg: ClassifierConfig) -> str:
     kept = sorted(cfg.output_path.glob(f"**/checkpoints/checkpoint-*/{RESUME_FILE}"))
     if kept:
         return f"the checkpoint {kept[-1].parent} is kept: re-run the same command to resume from it"
-    return "no checkpoint was saved (a stop saves one during training): a re-run starts over"
+    return "no checkpoint to resume from was saved (a stop saves one between training steps): a re-run starts over"

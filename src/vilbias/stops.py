@@ -78,7 +78,8 @@ def requested() -> bool:
 def deferred() -> Iterator[None]:
     """Within the block, the first Ctrl-C or SIGTERM is recorded, not raised: the code checks
     :func:`requested` at its safe points and stops there (raising :class:`Stopped` itself). A second
-    signal raises ``KeyboardInterrupt`` at once. Outside the main thread, or when SIGINT is ignored
+    signal raises ``KeyboardInterrupt`` at once, and so does the end of the block when a stop was
+    asked for after its last safe point. Outside the main thread, or when SIGINT is ignored
     and SIGTERM is not routed here (a Python caller's own handling), signals keep their handlers."""
     global _requested
     if threading.current_thread() is not threading.main_thread():
@@ -92,11 +93,14 @@ def deferred() -> Iterator[None]:
     _requested = None
     try:
         yield
+        pending = _requested is not None  # asked for after the block's last safe point: stop now
     finally:
         _requested = None
         for s, handler in previous.items():
             if signal.getsignal(s) is _deferring:
                 signal.signal(s, handler)
+    if pending:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
