@@ -91,9 +91,12 @@ def test_real_pages_ingested_annotated_and_built_quote_only_their_articles(tmp_p
     workdir = tmp_path / "work"
     ingest_pages(_pages(shared_data("news"), [*NEWS, *NOT_NEWS]), workdir, min_sentences=1)
     annotate(AnnotateConfig(workdir=workdir, progress=False))
-    build(BuildConfig(workdir=workdir, output=tmp_path / "out"))
+    report = build(BuildConfig(workdir=workdir, output=tmp_path / "out"))
     rows = built_rows(tmp_path / "out")
-    assert len(rows) >= 15 and {r["label_source"] for r in rows} == {"text"}
+    # of the 18 articles kept, the English model labels the 9 English ones; it reads neither the 8
+    # German nor the French one, which are left out with their language (not labelled)
+    assert len(rows) == 9 and {r["label_source"] for r in rows} == {"text"}
+    assert report["exclusion_counts"] == {"other_language:de": 8, "other_language:fr": 1}
     for r in rows:
         assert r["reasoning"].strip() and len(r["text_votes"]) == 1
         problems = check_rationale(r["reasoning"], article_text=r["article_text"], headline=r["headline"],
