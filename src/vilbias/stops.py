@@ -127,6 +127,12 @@ def held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def leave_to_parent() -> None:
+    """A pool worker's initializer: Ctrl-C, which a terminal sends to every process of the job,
+    is left to the parent, which stops the pool (no worker prints a traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def exit_status() -> int:
     """The exit status of a stopped command: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
     return 128 + (_last_signal or signal.SIGINT)
@@ -156,4 +162,5 @@ def ledger_kept(path: str | Path, table: str, where: str = "", noun: str = "answ
     return f"{n} {noun} kept in {path}; re-run the same command to resume (it asks only what is missing)"
 
 
-__all__ = ["Stopped", "deferred", "exit_status", "held", "install", "ledger_kept", "on_stop", "requested", "stored_rows"]
+__all__ = ["Stopped", "deferred", "exit_status", "held", "install", "leave_to_parent", "ledger_kept", "on_stop", "requested",
+           "stored_rows"]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from vilbias import stops
 from vilbias.images import ImageInfo, validate_image
 from vilbias.ingest.config import IngestConfig
 from vilbias.ingest.extract import Extracted, extract_article
@@ -206,7 +207,7 @@ class _Run:
             # forkserver: forking this (threaded) process could copy a lock held by another
             # thread into a worker and hang it.
             return concurrent.futures.ProcessPoolExecutor(
-                self.config.workers, mp_context=multiprocessing.get_context("forkserver")
+                self.config.workers, mp_context=multiprocessing.get_context("forkserver"), initializer=stops.leave_to_parent
             )
         return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vilbias-ingest")
 
