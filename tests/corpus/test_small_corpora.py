@@ -104,3 +104,17 @@ def test_a_tiny_sentence_corpus_loads_and_its_card_states_babe_s_licence(tmp_pat
     assert meta["license"] == "cc-by-nc-sa-4.0"
     assert "CC BY-NC-SA 4.0" in card and "spinde2021babe" in card
     assert "Splits too small to mean anything" in card and all(f"`{s}`" in card for s in report["empty_splits"])
+
+
+def test_the_builder_used_from_python_leaves_an_empty_split_out_too(tmp_path):
+    from vilbias.loading_script.biascorpus import BiasCorpus
+
+    from vilbias.corpus.plan import make_plan
+
+    work = make_workdir(tmp_path / "work", 3, seed=5)
+    plan = make_plan(work, tmp_path / "plan")
+    for config in ("default", "fold_0", "sft"):
+        builder = BiasCorpus(config_name=config, plan_dir=str(tmp_path / "plan"), cache_dir=str(tmp_path / "cache"))
+        builder.download_and_prepare()
+        ds = builder.as_dataset()
+        assert sum(len(s) for s in ds.values()) == len(plan.rows) == 3 and all(len(s) for s in ds.values())

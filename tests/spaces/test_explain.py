@@ -24,7 +24,7 @@ ARTICLE = " ".join(s.text for s in (LOADED, ALSO, PLAIN, PLAIN2))
 def test_techniques_come_from_cues_in_flagged_sentences_only():
     found = techniques_shown([LOADED, ALSO])
     assert found["word_choice"] == ["Radical", "shocking"]
-    assert found["repetition"] == ["radical"]  # a marked word in two flagged sentences
+    assert found["repetition"] == ["Radical"]  # a marked word in two flagged sentences, as the article first writes it
     assert "shocking" in found["emotional_appeal"] and "worst" in found["exaggeration"]
     assert found["framing"] == ["stunt"] and found["use_of_statistics"] == ["4 billion"]
     assert list(found) == [t for t in TECHNIQUES if t in found]  # the task's order

@@ -83,7 +83,7 @@ class AnnotateConfig:
     max_article_chars: int = field(
         default=prompting.DEFAULT_MAX_ARTICLE_CHARS, metadata={"help": "Article text beyond this is cut from the prompt (small context windows)."}
     )
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    progress: bool = field(default=True, metadata={"help": "Progress bars on stderr: on unless --no-progress is given."})
     annotator_specs: list[AnnotatorSpec] | None = field(
         default=None, metadata={"cli": False, "help": "Annotators given from Python (instead of a file)."}
     )

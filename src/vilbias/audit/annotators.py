@@ -97,7 +97,7 @@ class AnnotatorAuditConfig:
         "help": "How chat servers are constrained to the options (see `vilbias audit run --help`).",
         "choices": ["json_schema", "structured_outputs", "guided_choice", "none"]})
     metrics: bool = field(default=True, metadata={"help": "Write each annotator's metrics and plots."})
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    progress: bool = field(default=True, metadata={"help": "Progress bars on stderr: on unless --no-progress is given."})
     annotator_specs: list[Any] | None = field(default=None, metadata={"cli": False, "help": "AnnotatorSpecs given from Python."})
     backends: dict[str, Any] | None = field(default=None, metadata={"cli": False, "help": "Ready backends by annotator name."})
 

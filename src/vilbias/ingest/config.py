@@ -82,7 +82,7 @@ class IngestConfig:
             "Raise it when the CPU, not the network, limits the run."
         },
     )
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    progress: bool = field(default=True, metadata={"help": "Progress bars on stderr: on unless --no-progress is given."})
     fetch: FetchSettings = field(
         default_factory=FetchSettings,
         # Its fields are flags of their own: `vilbias ingest` parses FetchSettings beside this config.

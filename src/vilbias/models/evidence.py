@@ -101,19 +101,26 @@ def techniques_shown(flagged: list[Evidence]) -> dict[str, list[str]]:
             for m in pattern.finditer(s.text):
                 add(tid, m.group(0).strip("\"“”"))
     marked = Counter(w.lower() for s in flagged for w, *_ in s.words)
+    spelled: dict[str, str] = {}  # a repeated word as the article first writes it ("Spätburgunder", not its lower case)
+    for s in flagged:
+        for w, *_ in s.words:
+            spelled.setdefault(w.lower(), w)
     for word, n in marked.items():
         if n > 1:
-            add("repetition", word)
+            add("repetition", spelled[word])
     if len(flagged) >= 3:
         add("tone", f"{len(flagged)} flagged sentences")  # a count, not a quote: shown unquoted
     return {tid: found[tid][:4] for tid in TECHNIQUES if tid in found and tid not in UNSEEN}
 
 
 def _quote(text: str, limit: int = 220) -> str:
-    """``text`` in curly quotes (whitespace collapsed, cut at a word past ``limit`` characters with an
-    ellipsis); its own curly double quotes become straight ones, so the quotation stays one passage."""
-    text = " ".join(text.split()).replace("“", '"').replace("”", '"')
-    return "“" + (text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …") + "”"
+    """``text`` quoted as the article writes it (whitespace collapsed, cut at a word past ``limit``
+    characters with an ellipsis), in curly quotes; a text holding curly double quotes of its own is
+    put in straight ones instead, so its quotation marks stay the article's and the quotation stays
+    one passage (:func:`vilbias.rationale.quotations` pairs each quote style with its own closing mark)."""
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+    return f'"{text}"' if "“" in text or "”" in text else f"“{text}”"
 
 
 def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None, markdown: bool = True,
@@ -139,7 +146,11 @@ def _sentence_line(s: Evidence, techniques: dict[str, list[str]] | None = None, 
 
 def rule_figure(statistic: str, value: float, n: int, n_flagged: int, *, plain: bool = False) -> str:
     """The rule's statistic for this article, in words (``plain``: in scores, without the word
-    "biased", which under a ``not_biased`` label would read as an argument for the other label)."""
+    "biased", which under a ``not_biased`` label would read as an argument for the other label).
+    A text of fewer than three sentences has them all averaged by the top-three rule: said so."""
+    if statistic == "top3_mean" and n < 3:
+        what = "its one sentence scores" if n == 1 else f"its {n} sentences average"
+        return f"{what} {value:.0%}" + ("" if plain else " (with fewer than three sentences, the rule averages all it has)")
     if plain:
         return {
             "share": f"{n_flagged} of {n} sentences ({value:.0%}) are flagged",
@@ -171,6 +182,7 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
     if label == BIASED_NAME:
         techniques = techniques_shown(flagged)
         lines = [f"{bold('Biased')} ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
+                 *([_how_they_relate(probability, "biased", value, threshold)] if markdown else []),
                  "", "The sentences that drive the label:"]
         seen: set[str] | None = None if markdown else set()
         # plain text names each technique once, with its cues, at the end (not on every line: no repeats)
@@ -187,6 +199,8 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         lines += ["", f"Techniques these sentences show: {named}."]
         return Explanation("\n".join(lines) + note, techniques)
     lines = [f"{bold('Not biased')} ({1 - probability:.0%}): {figure}, below the {threshold:.0%} the rule needs."]
+    if markdown:
+        lines.append(_how_they_relate(1 - probability, "not biased", value, threshold))
     if not flagged:
         top = max(sentences, key=lambda s: s.probability)
         lines.append(f"No sentence was flagged (every one scores below 50%); the highest scores {top.probability:.0%}: {_quote(top.text)}.")
@@ -196,6 +210,15 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         lines += ["", lead] + [_sentence_line(s, markdown=markdown, seen=seen) for s in flagged[:MAX_CITED]]
         lines.append("The other sentences read as plain reporting.")
     return Explanation("\n".join(lines) + note, {})
+
+
+def _how_they_relate(confidence: float, label: str, value: float, threshold: float) -> str:
+    """The page's line saying how the label's percentage follows from the sentence scores (a reader
+    sees "not biased, 93%" beside a sentence at 20% and must not take one for the other)."""
+    side = "below" if value < threshold else "above"
+    return (f"*{confidence:.0%} is the article's probability of being {label}: the further the rule's figure ({value:.0%}) lies "
+            f"{side} {threshold:.0%}, the higher it is. The percentages in the sentence table are each sentence's own "
+            "probability of being biased.*")
 
 
 def _once(sentences: list[Evidence]) -> list[Evidence]:
