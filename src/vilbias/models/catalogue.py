@@ -523,7 +523,7 @@ def declared_languages(spec: str | Mapping[str, Any] | ModelSpec) -> tuple[str, 
 
     Example::
 
-        >>> declared_languages(shipped_sentence_model())
+        >>> declared_languages(str(shipped_sentence_model()))
         ('en',)
         >>> declared_languages("openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
         ('any',)
