@@ -11,7 +11,9 @@ changes); a killed run loses at most the calls that were in flight and the answe
 few milliseconds, not yet committed (see :class:`_Recorder`).
 
 The annotators are configured in a YAML file (:mod:`vilbias.annotate.specs`); without one, the
-sentence-level bias model shipped with vilbias labels the items (text prompt). An annotator may
+sentence-level bias model shipped with vilbias labels the items (text prompt). An annotator
+abstains, unasked, on an item in a language it does not read (the call status
+``other_language``; see :func:`_abstain_on_languages` and ``docs/annotate.md``, *Languages*). An annotator may
 be any model the catalogue loads: a checkpoint that labels without writing text answers from its
 evidence, one sample per item (:mod:`vilbias.annotate.classifiers`).
 
@@ -69,7 +71,8 @@ class AnnotateConfig:
     workdir: Path = field(metadata={"help": "The workdir written by `vilbias ingest` (holds articles.jsonl)."})
     annotators: Path | None = field(
         default=None, metadata={"help": "YAML file listing the annotators, or a shipped one by name (paper, smollm2). Default: the "
-                                        "sentence-level bias model shipped with vilbias (trained on BABE's expert labels; text only)."}
+                                        "sentence-level bias model shipped with vilbias (trained on BABE's expert labels; text only; reads English and "
+                                        "abstains on other languages)."}
     )
     samples: int = field(default=3, metadata={"help": "K: samples asked of each annotator per item and prompt (majority of K)."})
     prompts: list[str] | None = field(
