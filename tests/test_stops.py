@@ -77,11 +77,12 @@ def rows(db: Path, sql: str) -> list[tuple]:
 # -- annotate: the offline default model ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_annotate_offline_stops_and_resumes_every_article_once(tmp_path):
     from vilbias.workdir import read_articles, sample_workdir
 
     texts = [a.article_text for a in read_articles(sample_workdir())]  # real article lengths
-    n = 100
+    n = 80
     work = make_workdir(tmp_path / "w", n, texts={i: texts[i % len(texts)] for i in range(n)})
     db = work / "annotations.sqlite"
     answered = "SELECT item_id, created_at FROM calls WHERE raw IS NOT NULL"
@@ -177,6 +178,7 @@ def _no_timings(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in entry.items() if not k.endswith(("runtime", "per_second"))} for entry in history]
 
 
+@pytest.mark.slow
 def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_path, multimodal_repo, tiny_bert):  # noqa: F811
     from safetensors.numpy import load_file
     from vilbias.training.classifier import parse_config, train_classifier
