@@ -393,3 +393,6 @@ def test_the_run_in_numbers(default_run, short_run):
         "too_few_sentences": len(SHORT), "not_an_article": len(NOT_NEWS), "no_usable_image": len(set(NO_PHOTO) - set(SHORT)),
     }
     assert short_run["summary"].kept == len([n for n in SHORT if NEWS[n].image])
+    kept_languages = [LANGUAGES[n] for n in KEPT]
+    assert summary.languages == {code: kept_languages.count(code) for code in set(kept_languages)}
+    assert "languages        de 7, en 7, fr 1" in summary.format()  # most first, ties by code

@@ -80,6 +80,8 @@ class IngestSummary:
     fetched: int = 0
     """Article pages downloaded."""
     kept: int = 0
+    languages: dict[str, int] = field(default_factory=dict)
+    """Articles kept this run per language (ISO 639-1; ``unknown`` when too short to tell)."""
     dropped: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
     articles_total: int = 0
@@ -100,6 +102,8 @@ class IngestSummary:
             f"given up         {self.given_up}",
             f"pages fetched    {self.fetched}",
             f"kept             {self.kept} (workdir now holds {self.articles_total})",
+            *([f"languages        {', '.join(f'{code} {n}' for code, n in sorted(self.languages.items(), key=lambda kv: (-kv[1], kv[0])))}"]
+              if self.languages else []),
             f"time             {self.feeds_seconds:.1f}s feeds, {self.items_seconds:.1f}s items",
         ]
         for title, counts in (("dropped", self.dropped), ("failed", self.failed)):
@@ -399,3 +403,5 @@ class _Run:
         self.state.done_links.add(item.link)
         self.state.articles += 1
         self.summary.kept += 1
+        language = extracted.language or "unknown"
+        self.summary.languages[language] = self.summary.languages.get(language, 0) + 1
