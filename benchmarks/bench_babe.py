@@ -14,7 +14,7 @@ per-fold macro-F1 with each run's wall time. Settings:
 - ``babe``: BABE's published settings (``--recipe babe``) on MiniLM.
 - ``babe+distant``: the same, pre-trained first on the distant corpus below.
 - ``babe-minilm``: the tuned small-model recipe (``--recipe babe-minilm``).
-- ``sentence``: the Space's sentence model (``python -m vilbias.training.train_default``: MiniLM
+- ``sentence``: the Space's sentence model (``vilbias train sentence --cv``: MiniLM
   with a LoRA adapter on layers 2-5, trained on the sentence labels and BABE's biased words).
 - ``sentence-x3``: the same, three seeded members per fold, logits averaged (``--ensemble 3``).
 - ``sentence+distant``: the same, each model pre-trained on the distant stand-in below first.
@@ -74,7 +74,7 @@ SENTENCE_SETTINGS = {
     "sentence+opinion": ["--opinion-loss-weight", "0.5"],
     "sentence+contrastive": ["--contrastive-epochs", "1"],
 }
-"""Settings of the sentence model (``vilbias.training.train_default``), CV and final model."""
+"""Settings of the sentence model (``vilbias train sentence --cv``), CV and final model."""
 _ID_TAIL = re.compile(r"(_n_[0-9a-f]{20,}|-n\d{5,}|-id[A-Z0-9]{8,}|\.html?)$")
 
 
@@ -108,11 +108,11 @@ def derive_distant_corpus(sentences_csv: Path, out_csv: Path) -> int:
 def run_setting(name: str, corpus: Path, out: Path, distant: Path, sentences: Path) -> None:
     if name in SENTENCE_SETTINGS:
         args = [a.replace("{distant}", str(distant)) for a in SENTENCE_SETTINGS[name]]
-        cmd = [sys.executable, "-m", "vilbias.training.train_default", "--sentences", str(sentences), "--output-dir", str(out / name),
+        cmd = [sys.executable, "-m", "vilbias.cli", "train", "sentence", "--sentences", str(sentences), "--cv", "--output", str(out / name),
                "--threads", "1", *args]
     else:
         args = [a.replace("{distant}", str(distant)) for a in SETTINGS[name]]
-        cmd = [sys.executable, "-m", "vilbias.cli", "train", "classifier", "--dataset", str(corpus), "--cv", "--output-dir", str(out / name), *args]
+        cmd = [sys.executable, "-m", "vilbias.cli", "train", "classifier", "--dataset", str(corpus), "--cv", "--output", str(out / name), *args]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
     with open(out / f"{name}.log", "w", encoding="utf-8") as log:

@@ -4,7 +4,7 @@ trained on.
 
     python -m vilbias.spaces.calibrate --sentences final_labels_SG2_public.csv [--model-dir DIR] [--diagram out.png]
 
-``python -m vilbias.training.train_default`` fits the temperature when it trains the model (NLL on
+``vilbias train sentence`` fits the temperature when it trains the model (NLL on
 the validation split; the figures and the reliability diagram are in the model card and the
 Space's "How this works" panel). This command recomputes them from the shipped folder alone, with
 the model's own forward pass (loaded through the catalogue), so anyone can check what the card says.
@@ -25,7 +25,7 @@ from vilbias.metrics.calibration import (
     plot_reliability,
     reliability_bins,
 )
-from vilbias.models.catalogue import load_predictor
+from vilbias.models.catalogue import load_predictor, shipped_sentence_model
 
 
 def split_probabilities(predictor, rows: list[dict], ids: list[str]) -> tuple[list[float], list[float], list[int]]:
@@ -44,14 +44,13 @@ def calibration_report(sentences: str | Path, model_dir: str | Path | None = Non
     from datasets import load_dataset
     from vilbias.training.sentence_card import reliability_title
     from vilbias.training.sentence_data import article_splits
-    from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    predictor = load_predictor(str(model_dir or DEFAULT_MODEL_DIR), "sentence")
+    predictor = load_predictor(str(model_dir or shipped_sentence_model()), "sentence")
     report = {"shipped_temperature": predictor.model.config.temperature}
     with tempfile.TemporaryDirectory(prefix="vilbias-calibrate-") as tmp:
         build_sentences(sentences, Path(tmp) / "babe")
         rows = list(load_dataset(str(Path(tmp) / "babe"), "default", split="train+validation+test"))
-        # the splits training used: whole articles (train_default.article_splits)
+        # the splits training used: whole articles (sentence_data.article_splits)
         splits = article_splits(rows)["default"]
         for split in ("validation", "test"):
             raw, calibrated, labels = split_probabilities(predictor, rows, splits[split])

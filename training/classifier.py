@@ -63,7 +63,14 @@ from vilbias.training.classifier_data import (
     row_ids,
     train_subset,
 )
-from vilbias.training.engine import RESUME_FILE, Fitted, build_model, fit, probabilities
+from vilbias.training.engine import (
+    RESUME_FILE,
+    Fitted,
+    build_model,
+    cross_validate,
+    fit,
+    probabilities,
+)
 from vilbias.training.recipe import resolve_recipe as recipes_path
 
 from vilbias import stops
@@ -75,7 +82,6 @@ from vilbias.metrics.scores import (
     closed_metrics,
     format_table,
     mean_std,
-    summarize_folds,
 )
 from vilbias.outputs import claim_output
 from vilbias.provenance import TrainingData, ids_digest
@@ -229,14 +235,15 @@ def plot_training_curves(log_history: list[dict], path: Path, metric: str = "f1_
 
 def run_cv(cfg: ClassifierConfig, output_dir: Path, *, fraction: float = 1.0) -> dict:
     """One model per fold; per-fold test metrics and mean ± std (``output_dir/cv_metrics.json``)."""
-    per_fold, single = [], []
+    single = []
     check_splits(cfg.dataset, FOLDS, cfg.dataset_revision)
-    for k, name in enumerate(FOLDS):
-        logger.info("fold %d/%d", k + 1, len(FOLDS))
+
+    def train_fold(name: str) -> dict:
         metrics = train_one(cfg, name, output_dir / name, fraction=fraction)
-        per_fold.append(metrics["test"])
         single.append(metrics["single_class_prediction"])
-    summary = summarize_folds(per_fold)
+        return metrics["test"]
+
+    per_fold, summary = cross_validate(train_fold)
     result = {
         "dataset": cfg.dataset,
         "revision": cfg.dataset_revision,

@@ -12,52 +12,43 @@ defaults; flags override both.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vilbias.training import recipe as recipes
-from vilbias.training.preflight import check_dataset, quiet_bitsandbytes
-
-quiet_bitsandbytes()  # transformers' Trainer imports PEFT and with it bitsandbytes; no 4-bit here
-from transformers import TrainingArguments  # noqa: E402
-
-_HELP = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(TrainingArguments)}
-
-
-def _redeclared(name: str, default: Any, **metadata: Any) -> Any:
-    """A ``TrainingArguments`` field with vilbias's default, transformers' help, and ``metadata`` (aliases)."""
-    return field(default=default, metadata={"help": _HELP[name], **metadata})
+from vilbias.training.arguments import TrainingConfig, redeclared
+from vilbias.training.preflight import check_dataset
 
 
 @dataclass
-class ClassifierConfig(TrainingArguments):
+class ClassifierConfig(TrainingConfig):
     """``TrainingArguments`` for the classifier baselines, with the ViLBias paper's settings as defaults."""
+
+    data_field = "dataset"
 
     # -- TrainingArguments fields with the paper's defaults (batch 32, 15 epochs, AdamW lr 2e-5 with
     # linear decay, weight decay 0.01, seed 0) and what every classifier run does: evaluate and save
     # each epoch, keep the best validation checkpoint only, let the collator see every column.
-    output_dir: str | None = _redeclared("output_dir", "outputs/classifier", aliases=["--output"], deprecated=["--output-dir"])
-    per_device_train_batch_size: int = _redeclared("per_device_train_batch_size", 32, deprecated=["--batch-size"])
-    per_device_eval_batch_size: int = _redeclared("per_device_eval_batch_size", 64)
-    num_train_epochs: float = _redeclared("num_train_epochs", 15.0, deprecated=["--epochs"])
-    learning_rate: float = _redeclared("learning_rate", 2e-5)
-    lr_scheduler_type: str = _redeclared("lr_scheduler_type", "linear", deprecated=["--lr-scheduler"])
-    warmup_steps: float = _redeclared("warmup_steps", 0.0, deprecated=["--warmup-ratio"])
-    weight_decay: float = _redeclared("weight_decay", 0.01)
-    seed: int = _redeclared("seed", 0)
-    eval_strategy: str = _redeclared("eval_strategy", "epoch")
-    save_strategy: str = _redeclared("save_strategy", "epoch")
-    logging_strategy: str = _redeclared("logging_strategy", "epoch")
-    load_best_model_at_end: bool = _redeclared("load_best_model_at_end", True)
-    metric_for_best_model: str | None = _redeclared(
+    output_dir: str | None = redeclared("output_dir", "outputs/classifier", aliases=["--output"], deprecated=["--output-dir"])
+    per_device_train_batch_size: int = redeclared("per_device_train_batch_size", 32, deprecated=["--batch-size"])
+    per_device_eval_batch_size: int = redeclared("per_device_eval_batch_size", 64)
+    num_train_epochs: float = redeclared("num_train_epochs", 15.0, deprecated=["--epochs"])
+    learning_rate: float = redeclared("learning_rate", 2e-5)
+    lr_scheduler_type: str = redeclared("lr_scheduler_type", "linear", deprecated=["--lr-scheduler"])
+    warmup_steps: float = redeclared("warmup_steps", 0.0, deprecated=["--warmup-ratio"])
+    weight_decay: float = redeclared("weight_decay", 0.01)
+    seed: int = redeclared("seed", 0)
+    eval_strategy: str = redeclared("eval_strategy", "epoch")
+    save_strategy: str = redeclared("save_strategy", "epoch")
+    logging_strategy: str = redeclared("logging_strategy", "epoch")
+    load_best_model_at_end: bool = redeclared("load_best_model_at_end", True)
+    metric_for_best_model: str | None = redeclared(
         "metric_for_best_model", "f1_binary", deprecated=["--early-stopping-metric"],
         choices=["loss", "f1_binary", "f1_macro", "f1_weighted", "accuracy"])
-    save_total_limit: int | None = _redeclared("save_total_limit", 1)
-    save_only_model: bool = _redeclared("save_only_model", True)
-    remove_unused_columns: bool = _redeclared("remove_unused_columns", False)
-    train_sampling_strategy: str = _redeclared("train_sampling_strategy", "group_by_length")
+    save_total_limit: int | None = redeclared("save_total_limit", 1)
+    save_only_model: bool = redeclared("save_only_model", True)
+    remove_unused_columns: bool = redeclared("remove_unused_columns", False)
+    train_sampling_strategy: str = redeclared("train_sampling_strategy", "group_by_length")
 
     # -- vilbias's own fields
     dataset: str = field(kw_only=True, metadata={"help": "Dataset folder or Hub repo id (as `vilbias build` writes it)."})
@@ -146,8 +137,6 @@ class ClassifierConfig(TrainingArguments):
         if self.architecture == "text" and self.modality not in (None, "text"):
             raise ValueError("--modality text+image or image needs --architecture fusion (the text architecture reads text)")
         self.modality = self.modality or ("text+image" if self.architecture == "fusion" else "text")
-        if self.per_device_train_batch_size < 1 or self.num_train_epochs <= 0:
-            raise ValueError("--per-device-train-batch-size and --num-train-epochs must be positive")
         if any(not 0 < f <= 1 for f in self.train_fractions):
             raise ValueError(f"--train-fractions must lie in (0, 1], got {self.train_fractions}")
         if self.distant_only and not self.distant_dataset:
@@ -155,11 +144,6 @@ class ClassifierConfig(TrainingArguments):
         if self.distant_dataset and self.init_encoder:
             raise ValueError("--distant-dataset pre-trains the encoder itself; drop --init-encoder (or pre-train with --distant-only first)")
         super().__post_init__()
-
-    @property
-    def output_path(self) -> Path:
-        """``output_dir`` as a path."""
-        return Path(self.output_dir)
 
     @classmethod
     def from_recipe(cls, recipe: str | Path | None, **overrides) -> ClassifierConfig:
@@ -175,4 +159,4 @@ class ClassifierConfig(TrainingArguments):
 
 def read_recipe(recipe: str | Path) -> dict[str, Any]:
     """A classifier recipe's values (fields of :class:`ClassifierConfig` other than ``dataset``)."""
-    return recipes.read_recipe(recipe, {f.name for f in dataclasses.fields(ClassifierConfig) if f.init} - {"recipe", "dataset"})[1]
+    return ClassifierConfig.read_recipe(recipe)

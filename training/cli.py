@@ -1,12 +1,14 @@
-"""``vilbias train``: classifier baselines and trl sft recipes.
+"""``vilbias train``: classifier baselines, the Space's sentence model and trl sft recipes.
 
     vilbias train classifier --dataset ./BiasCorpus --dataset-config default --output outputs/text
     vilbias train classifier --dataset ./BiasCorpus --cv
     vilbias train classifier --config outputs/text/train_config.yaml      # what a run used, again
+    vilbias train sentence --sentences final_labels_SG2_public.csv --cv --output outputs/default_model
     vilbias train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml
     vilbias train sft --recipe training/recipes/SmolVLM-Instruct/lora.yaml --max_steps 20 --output_dir out
 
-``classifier`` is parsed from :class:`vilbias.training.classifier_config.ClassifierConfig` (a
+``classifier`` is parsed from :class:`vilbias.training.classifier_config.ClassifierConfig` and
+``sentence`` from :class:`vilbias.training.sentence_config.SentenceConfig` (both
 ``transformers.TrainingArguments``); ``sft`` takes every field of TRL's ``ScriptArguments``,
 ``SFTConfig`` and ``ModelConfig`` (and :class:`vilbias.training.sft.VilbiasSFTArguments`) under
 TRL's own names. torch, transformers and trl load only inside the command that needs them:
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from vilbias.cli import run_subcommand
 
-# `--help` of `classifier` and `sft` is the text their parsers print, rendered ahead of time: the
+# `--help` of `classifier`, `sentence` and `sft` is the text their parsers print, rendered ahead of time: the
 # parsers are TrainingArguments / TRL's dataclasses, and importing them costs seconds (torch).
 # A snapshot is printed only for the library versions it was rendered with (its first line);
 # otherwise the live parser answers. tests/training_sft/test_help_snapshots.py keeps them equal to
@@ -71,6 +73,16 @@ def _classifier(argv: list[str], prog: str) -> int:
     return classifier.main(argv, prog)
 
 
+def _sentence(argv: list[str], prog: str) -> int:
+    sentences = _value_of(argv, "--sentences")
+    if sentences and not Path(sentences).is_file():  # one line before torch loads
+        print(f"{prog}: error: {sentences} not found: pass BABE's final_labels_SG2_public.csv (or another BABE-format file)", file=sys.stderr)
+        return 2
+    from vilbias.training import sentence
+
+    return sentence.main(argv, prog)
+
+
 def _sft(argv: list[str], prog: str) -> int:
     from vilbias.training import sft
 
@@ -88,6 +100,7 @@ def _value_of(argv: list[str], flag: str) -> str | None:
 
 COMMANDS = {
     "classifier": ("Classifier baselines: text models and text+image fusion, on one split or 5-fold CV.", _classifier),
+    "sentence": ("Train the Space's sentence model (MiniLM + LoRA, word and sentence heads) on BABE-format sentences.", _sentence),
     "sft": ("Run a trl sft recipe: --recipe RECIPE.yaml, then any TRL or vilbias field as --name value.", _sft),
 }
 
@@ -98,7 +111,7 @@ def main(argv: list[str], prog: str = "vilbias train") -> int:
         if snapshot is not None:
             print(snapshot, end="")
             return 0
-    return run_subcommand(prog, "Train classifier baselines or run a trl sft recipe.", COMMANDS, argv)
+    return run_subcommand(prog, "Train classifier baselines or the Space's sentence model, or run a trl sft recipe.", COMMANDS, argv)
 
 
 def render_help(command: str) -> str:

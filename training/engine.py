@@ -3,7 +3,8 @@ The classifiers (text, fusion) train through :func:`fit` with the paper's settin
 on the validation split, optional focal loss and class weights, and the metrics the evaluation
 reports; :func:`probabilities` scores a split with one. The sentence model
 (:mod:`vilbias.training.sentence_fit`) subclasses the same ``Trainer`` over cached features, with
-:func:`cached_training_arguments`, :func:`warmup_schedule` and :class:`BestEpoch` from here."""
+:func:`warmup_schedule` and :class:`BestEpoch` from here. :func:`cross_validate` is the one 5-fold
+loop both ``--cv`` runs go through."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import logging
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,9 @@ from vilbias import stops
 from vilbias.config import config_dict
 from vilbias.metrics.scores import (
     closed_metrics,
+    summarize_folds,
 )
-from vilbias.task import LABEL_NAMES
+from vilbias.task import FOLDS, LABEL_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -94,15 +97,6 @@ def _compute_metrics(eval_pred) -> dict:
     return scores
 
 
-def _arguments(output_dir: Path | str, seed: int, **fields):
-    """``TrainingArguments`` with what every run here shares: no reporting integrations, the
-    collator sees every column, data loads in-process, progress bars follow the log level."""
-    from transformers import TrainingArguments
-
-    return TrainingArguments(output_dir=str(output_dir), seed=seed, report_to="none", remove_unused_columns=False,
-                             dataloader_num_workers=0, disable_tqdm=not logger.isEnabledFor(logging.INFO), **fields)
-
-
 def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, tokens: bool = True) -> ClassifierConfig:
     """The ``Trainer`` arguments of one run: ``cfg`` itself (a ``TrainingArguments``), with what
     belongs to this run: its checkpoint folder, its seed (an ensemble member's), progress bars that
@@ -117,29 +111,6 @@ def training_arguments(cfg: ClassifierConfig, run_dir: Path, seed: int, *, token
         cfg, output_dir=str(run_dir / "checkpoints"), seed=seed, train_sampling_strategy=strategy,
         disable_tqdm=not logger.isEnabledFor(logging.INFO), push_to_hub=False,
         dataloader_pin_memory=cfg.dataloader_pin_memory and torch.accelerator.is_available(),
-    )
-
-
-def cached_training_arguments(settings, run_dir: Path | str, *, epochs: int, evaluate: bool):
-    """Arguments for a model trained on cached features with its own optimizer and schedule
-    (the sentence model: ``settings`` is its recipe's values): the validation loss each epoch,
-    no checkpoints (:class:`BestEpoch` keeps the best weights in memory), no gradient clipping,
-    on the CPU where its cached features are."""
-    return _arguments(
-        run_dir, settings.seed,
-        per_device_train_batch_size=settings.batch_size,
-        per_device_eval_batch_size=128,
-        num_train_epochs=epochs,
-        learning_rate=settings.learning_rate,
-        lr_scheduler_type=settings.lr_scheduler,
-        warmup_steps=settings.warmup_ratio,
-        weight_decay=settings.weight_decay,
-        eval_strategy="epoch" if evaluate else "no",
-        save_strategy="no",
-        logging_strategy="no",
-        prediction_loss_only=True,
-        max_grad_norm=0.0,
-        use_cpu=True,
     )
 
 
@@ -355,3 +326,14 @@ def probabilities(model, collator, dataset, batch_size: int = 64) -> np.ndarray:
             out.append(model(**{k: v.to(device) for k, v in batch.items()}).logits.float().softmax(-1).cpu().numpy())
     model.train(was_training)
     return np.concatenate(out)
+
+
+def cross_validate(train_fold: Callable[[str], dict]) -> tuple[list[dict], dict]:
+    """5-fold cross-validation: ``train_fold(name)`` trains on ``fold_K``'s train split and returns
+    its test metrics, for ``fold_0`` … ``fold_4`` in order (each fold's test split is that fold;
+    the other four are its training pool). Returns the per-fold metrics and their mean ± std."""
+    per_fold = []
+    for k, name in enumerate(FOLDS):
+        logger.info("fold %d/%d", k + 1, len(FOLDS))
+        per_fold.append(train_fold(name))
+    return per_fold, summarize_folds(per_fold)

@@ -6,16 +6,12 @@ reliability diagram's title); this module computes what those templates are give
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vilbias.models.sentence_bias import (
     ArticleRule,
 )
 from vilbias.provenance import TrainingData
 from vilbias.publish.model import ModelCardInfo, render_model_card, render_section
-
-if TYPE_CHECKING:  # only types arguments; train_default imports this module
-    from vilbias.training.train_default import DefaultModelConfig
 
 RELIABILITY_PNG = "reliability.png"
 
@@ -31,7 +27,7 @@ def reliability_title(source: str, n: int, articles: int, before: float, after: 
     return render_section("sentence/reliability_title.txt", babe_set=babe_set(source), n=n, articles=articles, before=before, after=after)
 
 
-def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingData, models: list):
+def card_info(metrics: dict, training_data: TrainingData, models: list):
     """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
 
     test = metrics["test"]
@@ -47,7 +43,7 @@ def card_info(cfg: DefaultModelConfig, metrics: dict, training_data: TrainingDat
         trainable_params=trainable, total_params=trainable + sum(p.numel() for p in models[0].bert.parameters() if not p.requires_grad),
         wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0",
         usage_snippet=render_section("sentence/usage.py.jinja"), library_name="peft",
-        model_name="vilbias offline default (sentence-level bias, MiniLM + LoRA)", summary=card_summary(cfg, metrics, training_data),
+        model_name="vilbias offline default (sentence-level bias, MiniLM + LoRA)", summary=card_summary(metrics, training_data),
         intended_use=render_section("sentence/intended_use.md"), limitations=limitations(metrics),
         tags=["babe", "sentence-classification", "token-classification"], training_data=training_data,
     )
@@ -57,19 +53,19 @@ def limitations(m: dict) -> str:
     return render_section("sentence/limitations.md", m=m)
 
 
-def card_summary(cfg: DefaultModelConfig, m: dict, training_data: TrainingData) -> str:
+def card_summary(m: dict, training_data: TrainingData) -> str:
     """The card's own sections: data and terms, provenance, evaluation, article rule, calibration."""
     rule = ArticleRule(m["article_rule"]["statistic"], m["article_rule"]["threshold"], m["article_rule"]["slope"])
     return render_section(
-        "sentence/summary.md", m=m, cv=m.get("cv"), babe_set=babe_set(m["source"]), trained_layers=cfg.trained_layers,
+        "sentence/summary.md", m=m, cv=m.get("cv"), babe_set=babe_set(m["source"]), trained_layers=m["settings"]["trained_layers"],
         training_data=training_data.describe(), rule=rule, reliability_png=RELIABILITY_PNG,
     )
 
 
-def write_card(cfg: DefaultModelConfig, out: Path, metrics: dict, training_data: TrainingData, models: list) -> None:
+def write_card(out: Path, metrics: dict, training_data: TrainingData, models: list) -> None:
     """``README.md`` and ``vilbias_card.json`` from the run's metrics (``models``: for the
     parameter counts only)."""
 
-    info = card_info(cfg, metrics, training_data, models)
+    info = card_info(metrics, training_data, models)
     info.save(out)
     render_model_card(info).save(out / "README.md")

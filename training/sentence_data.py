@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
 
@@ -16,9 +16,6 @@ from vilbias.models.sentence_bias import (
     OPINIONS,
 )
 from vilbias.task import FOLDS, N_FOLDS
-
-if TYPE_CHECKING:  # only types arguments; train_default imports this module
-    from vilbias.training.train_default import DefaultModelConfig
 
 PUNCTUATION = ".,;:!?\"'“”‘’()[]"
 
@@ -87,11 +84,12 @@ def cache_examples(model, rows: list[dict], batch_size: int = 64) -> dict[str, E
     return out
 
 
-def cache_distant(model, cfg: DefaultModelConfig) -> tuple[dict[str, Example], dict]:
-    """The distant corpus through the frozen layers, without word supervision (an outlet's label
-    says nothing about which words are loaded), and the counts of what was read and left out."""
-    outlets = read_outlet_labels(cfg.distant_outlet_labels) if cfg.distant_outlet_labels else None
-    rows, counts = read_distant(cfg.distant_dataset, outlets)
+def cache_distant(model, dataset: str, outlet_labels: str | Path | None = None) -> tuple[dict[str, Example], dict]:
+    """The distant corpus ``dataset`` (labelled by ``outlet_labels``, a YAML/JSON map of outlets,
+    when given) through the frozen layers, without word supervision (an outlet's label says
+    nothing about which words are loaded), and the counts of what was read and left out."""
+    outlets = read_outlet_labels(outlet_labels) if outlet_labels else None
+    rows, counts = read_distant(dataset, outlets)
     cached = cache_examples(model, [{"unique_id": f"distant-{r['unique_id']}", "text": r["text"], "label": r["label"],
                                      "news_link": r["link"], "biased_words": []} for r in rows])
     for e in cached.values():

@@ -14,15 +14,18 @@ Prediction through the trained layers and the temperature fit are here too."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
 import tempfile
 import time
-from typing import TYPE_CHECKING
 
+import torch
+from torch.utils.data import DataLoader
 from transformers import Trainer, TrainerCallback
-from vilbias.training.engine import BestEpoch, cached_training_arguments, warmup_schedule
+from vilbias.training.engine import BestEpoch, warmup_schedule
+from vilbias.training.sentence_config import SentenceConfig
 from vilbias.training.sentence_data import (
     Example,
     collate,
@@ -34,9 +37,6 @@ from vilbias.metrics.calibration import (
 )
 from vilbias.models.fusion import mean_pool
 from vilbias.task import biased_probability
-
-if TYPE_CHECKING:  # only types arguments; train_default imports this module
-    from vilbias.training.train_default import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +62,6 @@ class LengthGroupedBatches:
 def pair_loss(model, batch: dict):
     """SetFit's CosineSimilarityLoss over every pair in the batch: the mean-pooled embeddings'
     cosine regressed to 1 (same label) or 0 (different labels). Returns (loss, pairs)."""
-    import torch
-
     hidden = model.run_trained_layers(batch["layer_input"], batch["attention_mask"])
     emb = torch.nn.functional.normalize(mean_pool(hidden, batch["attention_mask"]), dim=-1)
     i, j = torch.triu_indices(len(emb), len(emb), 1)
@@ -111,16 +109,10 @@ class SentenceTrainer(Trainer):
     # Each loader draws its workers' base seed from its own generator, not torch's global one,
     # which dropout draws from: the weights then depend on the seed alone.
     def get_train_dataloader(self):
-        import torch
-        from torch.utils.data import DataLoader
-
         return self.accelerator.prepare(DataLoader(self.train_dataset, batch_sampler=self.batches, collate_fn=collate,
                                                    generator=torch.Generator()))
 
     def get_eval_dataloader(self, eval_dataset=None):
-        import torch
-        from torch.utils.data import DataLoader
-
         return self.accelerator.prepare(DataLoader(eval_dataset or self.eval_dataset, batch_size=self.args.eval_batch_size,
                                                    collate_fn=collate, generator=torch.Generator()))
 
@@ -135,47 +127,49 @@ class SentenceTrainer(Trainer):
         return (loss, outputs) if return_outputs else loss
 
 
-def _train(model, train: list[Example], validation: list[Example] | None, settings: Settings, *, epochs: int,
-           params: list, contrastive: bool = False) -> list[dict]:
-    import torch
-
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    total = epochs * math.ceil(len(train) / settings.batch_size)
-    scheduler = warmup_schedule(optimizer, settings.lr_scheduler, settings.warmup_ratio, total)
+def _train(model, train: list[Example], validation: list[Example] | None, args: SentenceConfig, *, epochs: int,
+           params: list, contrastive: bool = False, callbacks: tuple = ()) -> list[dict]:
+    # AdamW with decay on every trained weight and a warm-up from 1/warm of the peak: the optimizer
+    # and schedule the shipped model was trained with (the Trainer's own would exempt biases and
+    # norms from decay and warm up from 0).
+    optimizer = torch.optim.AdamW(params, lr=args.learning_rate, weight_decay=args.weight_decay)
+    total = epochs * math.ceil(len(train) / args.per_device_train_batch_size)
+    scheduler = warmup_schedule(optimizer, str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)), args.warmup_steps, total)
     log = EpochLog("contrastive" if contrastive else None)
-    callbacks = [] if validation is None else [BestEpoch(settings.patience, model.trained_state_dict, model.load_trained_state_dict)]
+    callbacks = [*callbacks] + ([] if validation is None else [BestEpoch(args.patience, model.trained_state_dict, model.load_trained_state_dict)])
     with tempfile.TemporaryDirectory(prefix="vilbias-sentence-") as run_dir:
+        run_args = dataclasses.replace(args, output_dir=run_dir, num_train_epochs=epochs, eval_strategy="epoch" if validation is not None else "no")
         trainer = SentenceTrainer(
-            model=model, args=cached_training_arguments(settings, run_dir, epochs=epochs, evaluate=validation is not None),
-            train_dataset=train, eval_dataset=validation, optimizers=(optimizer, scheduler),
-            batches=LengthGroupedBatches(train, settings.batch_size, settings.seed, min_size=2 if contrastive else 1),
+            model=model, args=run_args, train_dataset=train, eval_dataset=validation, optimizers=(optimizer, scheduler),
+            batches=LengthGroupedBatches(train, args.per_device_train_batch_size, args.seed, min_size=2 if contrastive else 1),
             log=log, contrastive=contrastive, callbacks=callbacks)
         trainer.train()
     model.eval()
     return log.rows
 
 
-def fit(model, train: list[Example], validation: list[Example], settings: Settings) -> list[dict]:
-    """Train the adapter and heads; stop when the validation loss has not improved for
-    ``patience`` epochs and keep the best epoch's weights. Returns the per-epoch log."""
-    return _train(model, train, validation, settings, epochs=settings.epochs, params=[p for p in model.parameters() if p.requires_grad])
+def fit(model, train: list[Example], validation: list[Example], args: SentenceConfig, epochs: int | None = None,
+        callbacks: tuple = ()) -> list[dict]:
+    """Train the adapter and heads for at most ``epochs`` (default: ``args``'); stop when the
+    validation loss has not improved for ``args.patience`` epochs and keep the best epoch's
+    weights. ``callbacks``: more ``TrainerCallback``s. Returns the per-epoch log."""
+    return _train(model, train, validation, args, epochs=epochs or args.epochs, params=[p for p in model.parameters() if p.requires_grad],
+                  callbacks=callbacks)
 
 
-def contrastive_fit(model, train: list[Example], settings: Settings, epochs: int) -> list[dict]:
+def contrastive_fit(model, train: list[Example], args: SentenceConfig, epochs: int) -> list[dict]:
     """SetFit's first stage (Tunstall et al., 2022, *Efficient Few-Shot Learning Without
     Prompts*) on the adapter: :func:`pair_loss` over every pair in a batch stands in for SetFit's
     sampled pairs (the same objective, no second pass over the data). Only the LoRA weights move;
     the heads train afterwards in :func:`fit`."""
     params = [p for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
-    return _train(model, train, None, settings, epochs=epochs, params=params, contrastive=True)
+    return _train(model, train, None, args, epochs=epochs, params=params, contrastive=True)
 
 
 def predict(models, examples: list[Example], batch_size: int = 128):
     """Raw sentence logits ``(N, 2)`` and per-example word probabilities, through the trained
     layers only (the frozen ones are cached); a list of models is an ensemble whose sentence and
     word logits are averaged, as :class:`~vilbias.models.sentence_bias.SentenceBiasModel` does."""
-    import torch
-
     models = models if isinstance(models, list) else [models]
     logits, word_probs = [], []
     for model in models:

@@ -13,11 +13,12 @@ from tests.real_data import shared_data
 @pytest.mark.real_data
 def test_calibration_on_babe_matches_the_card(capsys):
     from vilbias.spaces.calibrate import main
-    from vilbias.training.train_default import DEFAULT_MODEL_DIR
+
+    from vilbias.models.catalogue import shipped_sentence_model
 
     assert main(["--sentences", str(shared_data("babe", "final_labels_SG2_public.csv"))]) == 0
     report = json.loads(capsys.readouterr().out)
-    card = json.loads((DEFAULT_MODEL_DIR / "metrics.json").read_text(encoding="utf-8"))
+    card = json.loads((shipped_sentence_model() / "metrics.json").read_text(encoding="utf-8"))
     assert report["refitted_temperature"] == pytest.approx(report["shipped_temperature"], rel=0.02)
     assert report["shipped_temperature"] == pytest.approx(card["validation"]["temperature"])
     assert report["test"]["rows"] == card["test"]["n"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 from vilbias.provenance import TrainingData
 from vilbias.task import ANSWER_LABELS, BIASED, classifier_text
@@ -14,16 +13,15 @@ from vilbias.task import ANSWER_LABELS, BIASED, classifier_text
 
 def test_shipped_sentence_card_re_renders_from_its_metrics():
     from vilbias.training.sentence_card import card_summary, limitations, reliability_title
-    from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
+    from vilbias.models.catalogue import shipped_sentence_model
     from vilbias.publish.model import ModelCardInfo, render_model_card
 
-    folder = Path(DEFAULT_MODEL_DIR)
+    folder = shipped_sentence_model()
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     training_data = TrainingData(**json.loads((folder / "training_data.json").read_text(encoding="utf-8")))
-    cfg = SimpleNamespace(trained_layers=json.loads((folder / "config.json").read_text(encoding="utf-8"))["trained_layers"])
     shipped = ModelCardInfo.load(folder)
-    assert card_summary(cfg, metrics, training_data) == shipped.summary
+    assert card_summary(metrics, training_data) == shipped.summary
     assert limitations(metrics) == shipped.limitations
     assert render_model_card(shipped).text == (folder / "README.md").read_text(encoding="utf-8").split("---\n", 2)[2]
     t = metrics["test"]

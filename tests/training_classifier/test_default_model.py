@@ -1,6 +1,6 @@
 """The Space's offline default: the sentence-level model shipped in training/default_model, its
-card, the training script on a tiny BABE-format file, and (real-data tier) its quality on BABE
-sentences it never saw."""
+card, ``vilbias train sentence`` on a tiny BABE-format file, and (real-data tier) its quality on
+BABE sentences it never saw."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ WEIGHTS_SHA256 = "dadd4711efccdf5d6af34e08b73fe9c65ed7ac9008b8cd305c1e60d82d2f81
 def shipped():
     """The shipped model as any transformers user loads it: ``AutoModel`` after ``import vilbias``."""
     from transformers import AutoModel
-    from vilbias.training.train_default import DEFAULT_MODEL_DIR
 
-    return DEFAULT_MODEL_DIR, AutoModel.from_pretrained(DEFAULT_MODEL_DIR)
+    from vilbias.models.catalogue import shipped_sentence_model
+
+    return shipped_sentence_model(), AutoModel.from_pretrained(shipped_sentence_model())
 
 
 def test_shipped_model_loads_through_auto_model_with_every_weight_in_place(shipped):
@@ -85,7 +86,7 @@ def test_card_states_data_terms_provenance_scores_and_calibration(shipped):
     assert "(reliability.png)" in card and (folder / "reliability.png").stat().st_size > 5_000
     assert model.config.temperature == pytest.approx(metrics["validation"]["temperature"])
     assert model.config.article_rule.statistic == metrics["article_rule"]["statistic"]
-    assert "python -m vilbias.training.train_default --sentences" in card
+    assert "vilbias train sentence --sentences" in card
     record = json.loads((folder / "training_data.json").read_text(encoding="utf-8"))
     ids = (folder / "training_ids.txt").read_text(encoding="utf-8").split()
     assert record["rows"] == len(ids) == metrics["corpus"]["rows_kept"] - metrics["test"]["n"] - metrics["validation"]["rows"]
@@ -132,17 +133,22 @@ def test_article_rule_choice_and_token_word_labels():
     assert token_word_labels(text, offsets, [], 0)[1:-1] == [0] * 9
 
 
-def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
-    from vilbias.training.train_default import DefaultModelConfig, train_default
+def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv):
+    import yaml
+    from vilbias.training.cli import main
+    from vilbias.training.sentence import train_sentence
+    from vilbias.training.sentence_config import SentenceConfig
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
     out = tmp_path / "model"
-    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=2, cv=False))
+    metrics = train_sentence(SentenceConfig(sentences=babe_csv, output_dir=str(out), work_dir=tmp_path / "work", num_train_epochs=2))
     assert metrics["cv"] is None and metrics["article_rule"]["chosen_on"] == "validation"
     assert len(metrics["log"]) == 1 and len(metrics["log"][0]) <= 2 and metrics["test"]["n"] > 0 and 0 <= metrics["test"]["ece"] <= 1
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "metrics.json", "README.md", "reliability.png",
-                                               "training_data.json", "training_ids.txt", "vilbias_card.json"}
+                                               "training_data.json", "training_ids.txt", "vilbias_card.json", "train_sentence_config.yaml"}
+    assert metrics["settings"]["num_train_epochs"] == 2 and metrics["settings"]["learning_rate"] == 5e-4
+    assert "vilbias train sentence --sentences babe.csv --cv" in (out / "README.md").read_text(encoding="utf-8")
     model = SentenceBiasModel.from_pretrained(out)
     assert model.config.temperature == metrics["validation"]["temperature"]
     from datasets import load_dataset
@@ -152,25 +158,29 @@ def test_train_default_on_a_tiny_babe_file(tmp_path, babe_csv):
     splits = article_splits(list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test")))["default"]
     assert trained == set(splits["train"]) and splits["test"] and not trained & set(splits["test"] + splits["validation"])
     assert metrics["test"]["n"] == len(splits["test"])  # the test split is never trained on
-    # the same command gives the same weights (torch seeds each process at random otherwise)
+    # the options it ran with, written beside it, run it again: the same weights (torch seeds each
+    # process at random otherwise)
+    written = yaml.safe_load((out / "train_sentence_config.yaml").read_text(encoding="utf-8"))
+    assert written["sentences"] == str(babe_csv) and written["num_train_epochs"] == 2 and written["cv"] is False
     again = tmp_path / "again"
-    train_default(DefaultModelConfig(sentences=babe_csv, output_dir=again, epochs=2, cv=False))
+    assert main(["sentence", "--config", str(out / "train_sentence_config.yaml"), "--output", str(again)]) == 0
     assert (again / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
     with pytest.raises(FileNotFoundError, match="final_labels_SG1"):
-        DefaultModelConfig(sentences=tmp_path / "missing.csv")
+        SentenceConfig(sentences=tmp_path / "missing.csv")
 
 
 def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
     """--ensemble 2: two members per fold and for the final model; CV reports what one member
     alone scores beside the ensemble; the saved folder serves the averaged logits."""
     import torch
-    from vilbias.training.train_default import DefaultModelConfig, train_default
+    from vilbias.training.sentence import train_sentence
+    from vilbias.training.sentence_config import SentenceConfig
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
     out = tmp_path / "model"
-    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=1,
-                                               ensemble=2, trained_layers=[4, 5], lora_r=4))
+    metrics = train_sentence(SentenceConfig(sentences=babe_csv, output_dir=str(out), work_dir=tmp_path / "work", num_train_epochs=1,
+                                            cv=True, ensemble=2, trained_layers=[4, 5], lora_r=4))
     assert len(metrics["log"]) == 2 and metrics["settings"]["ensemble"] == 2
     assert all(len(f["members_f1_macro"]) == 2 and len(f["epochs_run"]) == 2 for f in metrics["cv"]["per_fold"])
     assert "member_f1_macro" in metrics["cv"]["summary"]
@@ -193,7 +203,7 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
             alone.append(member(hidden, mask, enc["attention_mask"])[0])
     assert torch.allclose(logits, torch.stack(alone).mean(0), atol=1e-5)
     with pytest.raises(ValueError, match="--ensemble"):
-        DefaultModelConfig(sentences=babe_csv, ensemble=0)
+        SentenceConfig(sentences=babe_csv, ensemble=0)
 
 
 def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe_csv):
@@ -202,7 +212,8 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     import csv
     import json
 
-    from vilbias.training.train_default import DefaultModelConfig, train_default
+    from vilbias.training.sentence import train_sentence
+    from vilbias.training.sentence_config import SentenceConfig
 
     with open(babe_csv, encoding="utf-8-sig", newline="") as f:
         babe = list(csv.DictReader(f, delimiter=";"))
@@ -218,8 +229,8 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     outlets = tmp_path / "outlets.yaml"
     outlets.write_text("left: biased\nwire: not_biased\n", encoding="utf-8")
     out = tmp_path / "model"
-    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, work_dir=tmp_path / "work", epochs=1, cv=False,
-                                               distant_dataset=str(distant), distant_outlet_labels=outlets, trained_layers=[5], lora_r=4))
+    metrics = train_sentence(SentenceConfig(sentences=babe_csv, output_dir=str(out), work_dir=tmp_path / "work", num_train_epochs=1,
+                                            distant_dataset=str(distant), distant_outlet_labels=outlets, trained_layers=[5], lora_r=4))
     n = 41 + len(babe)
     assert metrics["settings"]["distant"]["rows_read"] == n
     assert [e.get("phase") for e in metrics["log"][0]] == ["distant", None]
@@ -238,8 +249,9 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
 def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, babe_csv):
     import torch
     from safetensors.torch import load_file
+    from vilbias.training.sentence import train_sentence
+    from vilbias.training.sentence_config import SentenceConfig
     from vilbias.training.sentence_data import opinion_index
-    from vilbias.training.train_default import DefaultModelConfig, train_default
 
     from vilbias.models.sentence_bias import OPINIONS, SentenceBiasConfig, SentenceBiasModel
 
@@ -255,8 +267,8 @@ def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, ba
     with_ = model(**args, opinion_labels=torch.tensor([0, 2]))["loss"]
     assert with_ > without  # the opinion loss is added, and only for rows that have an opinion label
     out = tmp_path / "m"
-    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=out, epochs=1, cv=False, opinion_loss_weight=0.5,
-                                               trained_layers=[5], lora_r=4))
+    metrics = train_sentence(SentenceConfig(sentences=babe_csv, output_dir=str(out), num_train_epochs=1, opinion_loss_weight=0.5,
+                                            trained_layers=[5], lora_r=4))
     assert metrics["settings"]["opinion_loss_weight"] == 0.5
     assert not any(k.startswith("opinion_head") for k in load_file(str(out / "model.safetensors")))
     assert not hasattr(SentenceBiasModel.from_pretrained(out), "opinion_head")
@@ -300,9 +312,10 @@ def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_cs
     same-label pairs over different-label pairs, and only the LoRA weights move."""
     import torch
     from datasets import load_dataset
+    from vilbias.training.sentence import train_sentence
+    from vilbias.training.sentence_config import SentenceConfig
     from vilbias.training.sentence_data import cache_examples, collate
     from vilbias.training.sentence_fit import contrastive_fit
-    from vilbias.training.train_default import DefaultModelConfig, Settings, train_default
 
     from vilbias.corpus.pipeline import build_sentences
     from vilbias.models.fusion import mean_pool
@@ -324,14 +337,14 @@ def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_cs
 
     heads = {k: v.clone() for k, v in model.state_dict().items() if "head" in k}
     before = gap()
-    settings = Settings(batch_size=16, epochs=3, learning_rate=1e-3, lr_scheduler="linear", warmup_ratio=0.0, weight_decay=0.0,
-                        patience=0, seed=0, max_length=64)
-    log = contrastive_fit(model, examples, settings, epochs=3)
+    args = SentenceConfig(sentences=babe_csv, output_dir=str(tmp_path / "unused"), per_device_train_batch_size=16, learning_rate=1e-3,
+                          warmup_steps=0.0, weight_decay=0.0, patience=0, seed=0, max_length=64)
+    log = contrastive_fit(model, examples, args, epochs=3)
     assert [e["phase"] for e in log] == ["contrastive"] * 3 and log[-1]["train_loss"] < log[0]["train_loss"]
     assert gap() > before + 0.05
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in heads.items())
-    metrics = train_default(DefaultModelConfig(sentences=babe_csv, output_dir=tmp_path / "m", epochs=1, cv=False, contrastive_epochs=1,
-                                               trained_layers=[5], lora_r=4))
+    metrics = train_sentence(SentenceConfig(sentences=babe_csv, output_dir=str(tmp_path / "m"), num_train_epochs=1, contrastive_epochs=1,
+                                            trained_layers=[5], lora_r=4))
     assert metrics["settings"]["contrastive_epochs"] == 1 and [e.get("phase") for e in metrics["log"][0]] == ["contrastive", None]
 
 
@@ -387,3 +400,56 @@ def test_shipped_model_on_babe_articles_it_never_saw(shipped, unseen):
     assert unseen["sentence_f1"] == pytest.approx(metrics["test"]["f1_macro"], abs=1e-6)
     assert unseen["article_f1"] == pytest.approx(metrics["article_rule_on_test_links"]["f1_macro"], abs=1e-6)
     assert unseen["articles"] == metrics["article_rule_on_test_links"]["groups"]
+
+
+@pytest.mark.real_data
+def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
+    """The shipped model's figures come back through ``vilbias train sentence``: the same articles
+    in each split (the provenance's digests), and the shipped run's first epoch to the last digit
+    (train and validation loss, with the schedule of the full run, one torch thread as shipped).
+    The whole run (5-fold CV, final model, calibration, article rule) against the card, with its
+    tolerances: ``benchmarks/bench_sentence_reproduce.py`` (about 30 min on a quiet 2-core machine)."""
+    import torch
+    from datasets import load_dataset
+    from transformers import TrainerCallback
+    from vilbias.training.sentence_config import SentenceConfig
+    from vilbias.training.sentence_data import article_splits, cache_examples
+    from vilbias.training.sentence_fit import fit
+
+    from vilbias.corpus.pipeline import build_sentences
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.provenance import ids_digest
+
+    folder, _ = shipped
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    record = json.loads((folder / "training_data.json").read_text(encoding="utf-8"))
+    sentences = shared_data("babe", "final_labels_SG2_public.csv")
+    cfg = SentenceConfig(sentences=sentences, output_dir=str(tmp_path / "out"))
+    assert {k: metrics["settings"][k] for k in ("learning_rate", "patience", "seed", "max_length", "trained_layers", "lora_r")} == {
+        "learning_rate": cfg.learning_rate, "patience": cfg.patience, "seed": cfg.seed, "max_length": cfg.max_length,
+        "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r}  # the command's defaults are the shipped run's settings
+    build_sentences(sentences, tmp_path / "babe")
+    rows = list(load_dataset(str(tmp_path / "babe"), "default", split="train+validation+test"))
+    split = article_splits(rows)["default"]
+    assert ids_digest(split["train"]) == record["ids_sha256"]
+    assert ids_digest(split["validation"]) == record["extra"]["validation_ids_sha256"]
+    assert ids_digest(split["test"]) == record["extra"]["test_ids_sha256"]
+
+    class FirstEpochOnly(TrainerCallback):
+        def on_epoch_end(self, args, state, control, **kwargs):
+            control.should_training_stop = True
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(metrics["settings"]["threads"])
+    try:
+        torch.manual_seed(cfg.seed)  # as run_split seeds before the adapter and heads are drawn
+        model = SentenceBiasModel(cfg.model_config())
+        examples = cache_examples(model, rows)
+        log = fit(model, [examples[u] for u in split["train"]], [examples[u] for u in split["validation"]], cfg,
+                  callbacks=(FirstEpochOnly(),))
+    finally:
+        torch.set_num_threads(threads)
+    shipped_epoch = metrics["log"][0][0]
+    assert len(log) == 1
+    assert log[0]["train_loss"] == pytest.approx(shipped_epoch["train_loss"], abs=1e-6)
+    assert log[0]["validation_loss"] == pytest.approx(shipped_epoch["validation_loss"], abs=1e-6)

@@ -1,0 +1,337 @@
+"""Train the Space's sentence model: a sentence-level bias scorer on BABE's expert labels.
+
+    vilbias train sentence --sentences final_labels_SG2_public.csv --cv --threads 1 --output outputs/default_model
+    vilbias train sentence --sentences final_labels_SG2_public.csv --learning-rate 3e-4 --num-train-epochs 8
+    vilbias train sentence --config outputs/default_model/train_sentence_config.yaml     # that run again
+
+The model (:mod:`vilbias.models.sentence_bias`) is the packaged all-MiniLM-L6-v2 with a LoRA
+adapter on its top layers, a word head trained on BABE's biased words and a sentence head. The
+output folder holds the adapter and heads (about a megabyte), never a copy of MiniLM; the shipped
+one is ``training/default_model``.
+
+Options are :class:`~vilbias.training.sentence_config.SentenceConfig`, a ``TrainingArguments``
+whose defaults are the shipped model's settings; training runs through ``transformers.Trainer``
+(:class:`~vilbias.training.sentence_fit.SentenceTrainer`), the CV through the engine's
+:func:`~vilbias.training.engine.cross_validate`, as ``vilbias train classifier --cv`` does.
+
+What the run does, in order:
+
+1. Builds the sentence corpus with ``vilbias build --sentences`` (BABE's ``No agreement`` rows
+   dropped) and deals whole articles into splits and folds (:func:`article_splits`: sentences
+   grouped by ``news_link``, so no article is both trained and tested on).
+2. Caches, once, the frozen lower layers' output for every sentence (the LoRA sits above them).
+3. With ``--cv``, 5-fold CV (``fold_0`` … ``fold_4``; each fold stops early and fits its
+   temperature on its own validation articles, about a tenth of its training pool): macro-F1 mean ± std.
+4. The final model: ``default`` train split, early stopping on validation loss; temperature and
+   word threshold fitted on the validation split.
+5. The article rule (statistic among :data:`ARTICLE_STATISTICS`, threshold and slope,
+   :class:`~vilbias.models.sentence_bias.ArticleRule`) chosen on the final model's calibrated
+   probabilities for the validation split's articles (an article's label: the majority of its
+   expert labels; ties left out).
+6. The ``default`` test split, whole articles never trained, stopped or calibrated on: sentence
+   macro-F1, ECE before and after calibration, the reliability diagram, the article rule's
+   macro-F1 on its articles.
+
+The labels are the file's own. BABE's public SG2 file holds every SG1 sentence with SG2's label:
+where the two sets disagree SG2 wins (BABE's final, larger expert pool), so SG1 is not read.
+
+Outputs in ``--output``: the model (``save_pretrained``), ``metrics.json``, ``README.md`` and
+``vilbias_card.json`` (the card), ``reliability.png``, the provenance record
+(``training_data.json`` + ``training_ids.txt``) and ``train_sentence_config.yaml``, the options
+it ran with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from datasets import load_dataset
+from vilbias.training.engine import cross_validate
+from vilbias.training.sentence_card import RELIABILITY_PNG, reliability_title, write_card
+from vilbias.training.sentence_config import SentenceConfig
+from vilbias.training.sentence_data import (
+    Example,
+    article_splits,
+    cache_distant,
+    cache_examples,
+    distant_for,
+)
+from vilbias.training.sentence_fit import (
+    biased_probabilities,
+    contrastive_fit,
+    fit,
+    fit_sentence_temperature,
+    predict,
+)
+from vilbias.training.sentence_rules import (
+    ARTICLE_STATISTICS,
+    article_groups,
+    choose_article_rule,
+    choose_word_threshold,
+    rule_groups,
+    word_f1,
+)
+
+from vilbias.argparser import ConfigParser
+from vilbias.config import config_dict, save_config
+from vilbias.corpus.pipeline import build_sentences
+from vilbias.metrics.calibration import (
+    expected_calibration_error,
+    plot_reliability,
+    reliability_bins,
+)
+from vilbias.metrics.scores import closed_metrics
+from vilbias.models.sentence_bias import (
+    ArticleRule,
+    SentenceBiasConfig,
+    SentenceBiasModel,
+)
+from vilbias.outputs import claim_output
+from vilbias.provenance import TRAINING_DATA, TRAINING_IDS, TrainingData, ids_digest
+from vilbias.publish.model import CARD_INFO_FILE
+
+logger = logging.getLogger(__name__)
+
+PROG = "vilbias train sentence"
+
+SETTINGS = ("per_device_train_batch_size", "num_train_epochs", "learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay",
+            "patience", "seed", "max_length", "recipe", "trained_layers", "lora_r", "word_loss_weight", "opinion_loss_weight",
+            "ensemble", "contrastive_epochs")
+"""The options the metrics and the card state as the run's settings."""
+
+
+@dataclass
+class SplitRun:
+    models: list
+    """One trained model per ensemble member."""
+    config: SentenceBiasConfig
+    """The saved model's config (``members`` set)."""
+    log: list[dict]
+    """Per member, its per-epoch log."""
+    temperature: float
+    test_uids: list[str]
+    test_raw: list[float]
+    """P(biased) on the test split before calibration."""
+    test_calibrated: list[float]
+    training_data: TrainingData
+    validation: list[Example]
+    validation_logits: object
+    member_test_raw: list[list[float]]
+    """Each member's P(biased) on the test split (what one member alone would score)."""
+
+
+def run_split(cfg: SentenceConfig, splits: dict[str, list[str]], config_name: str, examples: dict[str, Example],
+              distant: dict[str, Example] | None = None) -> SplitRun:
+    """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
+    parts = {name: [examples[uid] for uid in ids] for name, ids in splits.items()}
+    models, logs, extra = [], [], {}
+    if distant:
+        pre_train, pre_val, dropped = distant_for(distant, parts["validation"] + parts["test"], cfg.seed)
+        extra["distant"] = {"dataset": cfg.distant_dataset, "rows": len(pre_train) + len(pre_val), "dropped_as_held_out": dropped,
+                            "ids_sha256": ids_digest([e.uid for e in pre_train + pre_val]), "epochs": cfg.distant_epochs}
+        logger.info("%s: distant pre-training on %d rows (%d dropped as held out)", config_name, len(pre_train), dropped)
+    for member in range(cfg.ensemble):
+        args = dataclasses.replace(cfg, seed=cfg.seed + member)
+        # torch seeds each process at random: seed before the LoRA and head weights are drawn, so
+        # a run's weights are reproducible (with the same number of threads).
+        torch.manual_seed(args.seed)
+        models.append(SentenceBiasModel(cfg.model_config()))
+        if cfg.ensemble > 1:
+            logger.info("%s: member %d/%d (seed %d)", config_name, member + 1, cfg.ensemble, args.seed)
+        if distant:
+            pre = dataclasses.replace(args, patience=1)
+            logs.append([{**e, "phase": "distant"} for e in fit(models[-1], pre_train, pre_val, pre, epochs=cfg.distant_epochs)])
+        else:
+            logs.append([])
+        if cfg.contrastive_epochs:
+            logs[-1] += contrastive_fit(models[-1], parts["train"], args, cfg.contrastive_epochs)
+        logs[-1] += fit(models[-1], parts["train"], parts["validation"], args)
+    val_logits, _ = predict(models, parts["validation"])
+    temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
+    # each member once: the ensemble's test logits are their mean (as predict(models) computes them)
+    member_logits = [predict(m, parts["test"])[0] for m in models]
+    test_logits = torch.stack(member_logits).mean(0)
+    member_test = [biased_probabilities(logits) for logits in member_logits]
+    # The dataset is the source CSV (the corpus folder is a build of it, often temporary); its
+    # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
+    training_data = TrainingData.from_ids(
+        str(cfg.sentences.resolve()), splits["train"], config=config_name, split="train",
+        built_with="vilbias build --sentences", splits="sentence_data.article_splits (whole articles by news_link)",
+        csv_sha256=hashlib.sha256(cfg.sentences.read_bytes()).hexdigest(), validation_rows=len(parts["validation"]),
+        validation_ids_sha256=ids_digest(splits["validation"]), test_rows=len(parts["test"]),
+        test_ids_sha256=ids_digest(splits["test"]), **extra)
+    config = copy.deepcopy(models[0].config)
+    config.members = len(models)
+    return SplitRun(models, config, logs, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
+                    biased_probabilities(test_logits, temperature), training_data, parts["validation"], val_logits, member_test)
+
+
+def scores(uids: list[str], probabilities: list[float], examples: dict[str, Example]) -> dict:
+    labels = [examples[u].label for u in uids]
+    metrics = closed_metrics(labels, [int(p >= 0.5) for p in probabilities])
+    metrics["ece"] = expected_calibration_error(probabilities, labels)
+    return metrics
+
+
+def run_cv(cfg: SentenceConfig, splits: dict[str, dict[str, list[str]]], examples: dict[str, Example],
+           distant: dict[str, Example] | None = None) -> dict:
+    """5-fold CV through :func:`~vilbias.training.engine.cross_validate`: per-fold test metrics
+    (calibrated on each fold's own validation articles) and their mean ± std."""
+
+    def train_fold(name: str) -> dict:
+        run = run_split(cfg, splits[name], name, examples, distant)
+        fold = scores(run.test_uids, run.test_calibrated, examples)
+        fold |= {"temperature": run.temperature, "epochs_run": [sum("phase" not in e for e in log) for log in run.log]}
+        if len(run.models) > 1:
+            fold["members_f1_macro"] = [scores(run.test_uids, p, examples)["f1_macro"] for p in run.member_test_raw]
+        logger.info("%s macro-F1 %.4f", name, fold["f1_macro"])
+        return fold
+
+    per_fold, summary = cross_validate(train_fold)
+    if cfg.ensemble > 1:
+        # what one member alone scores, averaged over members: the ensemble's gain is the difference
+        alone = [statistics.mean(f["members_f1_macro"]) for f in per_fold]
+        summary["member_f1_macro"] = {"mean": statistics.mean(alone), "std": statistics.stdev(alone)}
+    return {"per_fold": per_fold, "summary": summary}
+
+
+MODEL_FILES = ("README.md", "config.json", "model.safetensors", "metrics.json", RELIABILITY_PNG, TRAINING_DATA,
+               TRAINING_IDS, CARD_INFO_FILE, "train_sentence_config.yaml", "train_default_config.yaml")
+"""Everything :func:`write_outputs` writes: the only files it may replace."""
+
+
+def claim_model_dir(out: Path) -> Path:
+    """Refuse, in one line, an ``--output`` that is not new, empty or an earlier sentence model holding
+    only :data:`MODEL_FILES`: the run replaces that folder as a whole (:func:`vilbias.outputs.claim_output`)."""
+    return claim_output(out, PROG, signs=(CARD_INFO_FILE, "train_sentence_config.yaml"), replaces=MODEL_FILES)
+
+
+def write_outputs(cfg: SentenceConfig, final: SplitRun, metrics: dict, examples: dict[str, Example]) -> None:
+    """The model folder: config, adapter + heads, metrics, card, reliability diagram, provenance, options."""
+    out = cfg.output_path
+    claim_model_dir(out)  # again: the run took a while
+    if out.exists():
+        shutil.rmtree(out)
+    SentenceBiasModel.ensemble(final.models, final.config).save_pretrained(out)
+    labels = [examples[u].label for u in final.test_uids]
+    plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
+                     reliability_title(metrics["source"], len(labels), metrics["test"]["articles"], metrics["test"]["ece_before"], metrics["test"]["ece"]))
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    final.training_data.write(out)
+    write_card(out, metrics, final.training_data, final.models)
+    save_config(out, "train sentence", cfg, command=PROG)
+
+
+def _links_f1(groups: list[tuple[list[float], int]], rule: ArticleRule) -> dict:
+    labels = [y for _, y in groups]
+    predicted = [int(rule.value(p) >= rule.threshold) for p, _ in groups]
+    out = closed_metrics(labels, predicted)
+    return {"groups": len(groups), "f1_macro": out["f1_macro"], "accuracy": out["accuracy"]}
+
+
+def finish_final(final: SplitRun, examples: dict[str, Example], rule: ArticleRule) -> dict:
+    """Word threshold and article rule into the model's config; the test split's figures."""
+    _, word_probs = predict(final.models, final.validation)
+    word_threshold, word_score = choose_word_threshold(final.validation, word_probs)
+    final.config.temperature = final.temperature
+    final.config.word_threshold = word_threshold
+    final.config.article_rule = rule
+    test = scores(final.test_uids, final.test_calibrated, examples)
+    test["ece_before"] = expected_calibration_error(final.test_raw, [examples[u].label for u in final.test_uids])
+    test["articles"] = len({examples[u].link or u for u in final.test_uids})
+    test_words = [examples[u] for u in final.test_uids]
+    _, test_word_probs = predict(final.models, test_words)
+    val_labels = [e.label for e in final.validation]
+    return {
+        "test": test,
+        "validation": {"rows": len(final.validation), "temperature": final.temperature,
+                       "ece_before": expected_calibration_error(biased_probabilities(final.validation_logits), val_labels),
+                       "ece_after": expected_calibration_error(biased_probabilities(final.validation_logits, final.temperature), val_labels),
+                       "word_threshold": word_threshold, "word_f1": word_score},
+        "test_word_f1": word_f1(test_words, test_word_probs, word_threshold),
+        "article_rule_on_test_links": _links_f1(article_groups(final.test_uids, final.test_calibrated, examples), rule),
+        "log": final.log,
+    }
+
+
+def train_sentence(cfg: SentenceConfig) -> dict:
+    """Build the corpus, run CV (``cfg.cv``), choose the article rule, train, calibrate and write the
+    model to ``cfg.output_dir`` (with the options it ran with, ``train_sentence_config.yaml``).
+
+    Returns:
+        The metrics also written to ``metrics.json``: ``cv`` (``per_fold`` and ``summary``, or
+        None), ``test``, ``validation``, ``article_rule``, ``article_rule_on_test_links``, ``settings``.
+    """
+    claim_model_dir(cfg.output_path)  # before anything is built or trained
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="vilbias-sentence-") as tmp:
+        corpus = Path(cfg.work_dir or tmp) / "babe"
+        report = build_sentences(cfg.sentences, corpus)
+        rows = list(load_dataset(str(corpus), "default", split="train+validation+test"))
+        base = SentenceBiasModel(cfg.model_config())
+        examples = cache_examples(base, rows)
+        distant, distant_counts = cache_distant(base, cfg.distant_dataset, cfg.distant_outlet_labels) if cfg.distant_dataset else (None, None)
+        splits = article_splits(rows)
+        cv = run_cv(cfg, splits, examples, distant) if cfg.cv else None
+        final = run_split(cfg, splits["default"], "default", examples, distant)
+        # The rule sits on the final model's calibrated probabilities, so it is chosen on those,
+        # for the validation split's articles (never the test split's).
+        pool = dict(zip([e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
+        rule, candidates = choose_article_rule(rule_groups(pool, examples), ARTICLE_STATISTICS)
+        settings = {k: v for k, v in config_dict(cfg).items() if k in SETTINGS}
+        metrics = {"source": cfg.sentences.name, "corpus": {**{k: report["source"][k] for k in ("rows_read", "excluded_no_agreement", "rows_kept")}, "label_counts": report["label_counts"]},
+                   "settings": settings | {"distant": distant_counts and {"dataset": cfg.distant_dataset, **distant_counts, "epochs": cfg.distant_epochs},
+                                           "threads": torch.get_num_threads()},
+                   "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "validation"}}
+        metrics |= finish_final(final, examples, rule)
+        metrics["wall_time_s"] = round(time.perf_counter() - started, 1)
+        write_outputs(cfg, final, metrics, examples)
+    return metrics
+
+
+def parse_config(argv: list[str], prog: str = PROG) -> SentenceConfig:
+    """The config of a command line: the recipe's values, then ``--config FILE.yaml``'s, then the flags given.
+
+    Raises:
+        SystemExit: a one-line usage error (unknown flag, bad value, unknown recipe, missing file).
+    """
+    parser = ConfigParser([SentenceConfig], prog=prog, description=(__doc__ or "").strip().splitlines()[0])
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    finder.add_argument("--recipe")
+    name = finder.parse_known_args(argv)[0].recipe
+    try:
+        if name:
+            parser.set_file_defaults(SentenceConfig.read_recipe(name), f"recipe {name}")
+        (cfg,) = parser.parse(argv)
+    except (FileNotFoundError, ValueError) as e:
+        parser.error(str(e))
+    return cfg
+
+
+def main(argv: list[str], prog: str = PROG) -> int:
+    cfg = parse_config(list(argv), prog)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    m = train_sentence(cfg)
+    if m["cv"]:
+        s = m["cv"]["summary"]["f1_macro"]
+        print(f"5-fold CV macro-F1 {s['mean']:.4f} ± {s['std']:.4f}")
+    t = m["test"]
+    print(f"test split ({t['n']} sentences never seen): macro-F1 {t['f1_macro']:.4f}, ECE {t['ece_before']:.4f} -> {t['ece']:.4f}")
+    r = m["article_rule"]
+    print(f"article rule: {ArticleRule(r['statistic'], r['threshold'], r['slope']).describe()} (chosen on {r['chosen_on']} data)")
+    print(f"saved to {cfg.output_dir} in {m['wall_time_s']:.0f} s")
+    return 0
