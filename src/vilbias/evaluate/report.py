@@ -23,7 +23,7 @@ from vilbias import __version__
 from vilbias.evaluate.analysis import closed_open_points, closed_vs_open, plot_closed_vs_open
 from vilbias.metrics.plots import plot_confusion_matrix, pyplot, set_title
 from vilbias.metrics.scores import CLOSED_KEYS, OPEN_KEYS, summarize
-from vilbias.publish.model import ModelCardInfo, render_model_card
+from vilbias.publish.model import ModelCardInfo, render_model_card, rendered_by_vilbias
 from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ def write_model_index(results: dict | str | Path, card_or_dir):
         results: the results dict, or the path of ``results.json`` (or its folder).
         card_or_dir: a :class:`vilbias.publish.model.ModelCardInfo` (updated and returned), or a
             model folder holding ``vilbias_card.json``: its info is updated, saved, and the card
-            rendered into ``README.md``.
+            rendered into ``README.md`` (unless that file is one vilbias did not render, which stays).
 
     Returns:
         The updated ``ModelCardInfo`` (for a folder, after writing it) and the rendered card, as
@@ -375,5 +375,6 @@ def write_model_index(results: dict | str | Path, card_or_dir):
     card = render_model_card(info)
     if folder is not None:
         info.save(folder)
-        card.save(folder / "README.md")
+        if not (folder / "README.md").exists() or rendered_by_vilbias(folder / "README.md"):  # never a README of yours
+            card.save(folder / "README.md")
     return info, card

@@ -273,7 +273,7 @@ def _check_model_folder(source: Path) -> None:
         )
 
 
-def _rendered_by_vilbias(readme: Path) -> bool:
+def rendered_by_vilbias(readme: Path) -> bool:
     """Whether ``readme`` is a model card :func:`render_model_card` wrote (its tags hold ``vilbias``)."""
     try:
         return "vilbias" in (ModelCard.load(readme).data.tags or [])
@@ -315,7 +315,7 @@ def push_model(
     check_token(api, token)
     card = render_model_card(info, repo_id)
     readme = source / "README.md"
-    if not readme.exists() or _rendered_by_vilbias(readme):
+    if not readme.exists() or rendered_by_vilbias(readme):
         card.save(readme)
     info.save(source)
     api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True, token=token)
