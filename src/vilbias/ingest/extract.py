@@ -541,8 +541,30 @@ def _drop_teasers(blocks: list[tuple[str, str]], page: _Page, story: set, own: s
     (:func:`_in_teaser`): "more from the site" cards, related headlines and recommendation
     lists that trafilatura takes for part of the text. Decided from the page's links, not from
     class names or wording, so it holds for any site."""
+    links = [a for a in page.doc.iter("a") if _same_site_elsewhere(a.get("href"), page, own)]
+    if not links:
+        return blocks
+    # What a teaser's text can be, gathered once: the links' texts and the texts of the small
+    # boxes headed by one. Only a block found in them is looked up on the page (the lookup is
+    # the costly part).
+    link_texts = {squash(a.text_content()) for a in links} - {""}
+    boxes: set[str] = set()
+    for a in links:
+        node = next(a.iterancestors("h1", "h2", "h3", "h4", "h5", "h6"), None)
+        for _ in range(2 * _TEASER_DEPTH if node is not None else 0):  # a superset of what _in_teaser climbs
+            node = node.getparent()
+            if node is None or node in story:
+                break
+            box = squash(node.text_content())
+            if len(box) > _TEASER_CHARS:
+                break
+            boxes.add(box)
     out = []
     for tag, text in blocks:
+        body = text.lstrip("- ")
+        if 3 * sum(len(t) for t in link_texts if t in body) < 2 * len(body) and not any(body in box for box in boxes):
+            out.append((tag, text))
+            continue
         # where the text starts; else (its start split by inline links) the elements that show it whole
         holders = _text_holders(page.doc, text) or page.doc.xpath(
             "//body//*[normalize-space(.)=$s][not(ancestor-or-self::script)]", s=text.lstrip("- "))
