@@ -13,7 +13,14 @@ matching heading, the first metadata title is used with that suffix removed.
 **The text** is trafilatura's, one paragraph per block. What trafilatura keeps that is not the
 story is removed at its edges: the headline copy and the kicker above it, bylines, datelines
 and the lead photo's caption before the first sentence; copyright lines, photo credits and
-headings with nothing under them after the last.
+headings with nothing under them after the last. Other stories' teasers go wherever they are
+(:func:`_drop_teasers`): a line that is mostly a link to another page of the same site, or an
+excerpt in a small box headed by such a link — decided from the page's links, so it holds for
+any site without rules of its own.
+
+**The outlet** is the publisher the article's JSON-LD names before ``og:site_name``, which is
+often a section ("U.S." on Reuters), a handle or a slogan. **The language** is detected from
+the headline and text (:func:`vilbias.languages.item_language`).
 
 **The image.** The corpus pairs each article with its *first* image, i.e. the first photo a
 reader sees in the article: the lead ``<figure>``/``<picture>``/``<img>`` of the article (the
