@@ -29,16 +29,16 @@ class ClassifierConfig(TrainingConfig):
     # -- TrainingArguments fields with the paper's defaults (batch 32, 15 epochs, AdamW lr 2e-5 with
     # linear decay, weight decay 0.01, seed 0) and what every classifier run does: evaluate and save
     # each epoch, keep the best validation checkpoint only, let the collator see every column.
-    output_dir: str | None = redeclared("output_dir", "outputs/classifier", aliases=["--output"], deprecated=["--output-dir"])
+    output_dir: str | None = redeclared(
+        "output_dir", "outputs/classifier", aliases=["--output"], deprecated=["--output-dir"],
+        help="Where the model, its metrics and card go (with --cv, one folder per fold inside): a new or empty folder, or "
+             "an earlier run's (its train_config.yaml), which is written into; a folder of other files is refused.")
     per_device_train_batch_size: int = redeclared("per_device_train_batch_size", 32, deprecated=["--batch-size"])
     per_device_eval_batch_size: int = redeclared("per_device_eval_batch_size", 64)
     num_train_epochs: float = redeclared("num_train_epochs", 15.0, deprecated=["--epochs"])
     learning_rate: float = redeclared("learning_rate", 2e-5)
     lr_scheduler_type: str = redeclared("lr_scheduler_type", "linear", deprecated=["--lr-scheduler"])
     warmup_steps: float = redeclared("warmup_steps", 0.0, deprecated=["--warmup-ratio"])
-    weight_decay: float = redeclared("weight_decay", 0.01)
-    seed: int = redeclared("seed", 0)
-    eval_strategy: str = redeclared("eval_strategy", "epoch")
     save_strategy: str = redeclared("save_strategy", "epoch")
     logging_strategy: str = redeclared("logging_strategy", "epoch")
     load_best_model_at_end: bool = redeclared("load_best_model_at_end", True)
@@ -47,7 +47,6 @@ class ClassifierConfig(TrainingConfig):
         choices=["loss", "f1_binary", "f1_macro", "f1_weighted", "accuracy"])
     save_total_limit: int | None = redeclared("save_total_limit", 1)
     save_only_model: bool = redeclared("save_only_model", True)
-    remove_unused_columns: bool = redeclared("remove_unused_columns", False)
     train_sampling_strategy: str = redeclared("train_sampling_strategy", "group_by_length")
 
     # -- vilbias's own fields

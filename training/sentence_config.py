@@ -37,22 +37,21 @@ class SentenceConfig(TrainingConfig):
     # adapter and fresh heads train hotter than full fine-tuning); the validation loss each epoch
     # for early stopping, whose best weights are kept in memory (no checkpoints: an epoch costs
     # less than writing one), no gradient clipping, on the CPU where the cached features are.
-    output_dir: str | None = redeclared("output_dir", "outputs/default_model", aliases=["--output"], deprecated=["--output-dir"])
+    output_dir: str | None = redeclared(
+        "output_dir", "outputs/default_model", aliases=["--output"], deprecated=["--output-dir"],
+        help="Where the model goes: a new or empty folder, or an earlier sentence model holding only its own files, which "
+             "is replaced; a folder holding anything else is refused.")
     per_device_train_batch_size: int = redeclared("per_device_train_batch_size", 16)
     per_device_eval_batch_size: int = redeclared("per_device_eval_batch_size", 128)
     num_train_epochs: float = redeclared("num_train_epochs", 6.0, deprecated=["--epochs"])
     learning_rate: float = redeclared("learning_rate", 5e-4)
     lr_scheduler_type: str = redeclared("lr_scheduler_type", "linear")
     warmup_steps: float = redeclared("warmup_steps", 0.1)
-    weight_decay: float = redeclared("weight_decay", 0.01)
-    seed: int = redeclared("seed", 0)
-    eval_strategy: str = redeclared("eval_strategy", "epoch")
     save_strategy: str = redeclared("save_strategy", "no")
     logging_strategy: str = redeclared("logging_strategy", "no")
     prediction_loss_only: bool = redeclared("prediction_loss_only", True)
     max_grad_norm: float = redeclared("max_grad_norm", 0.0)
     use_cpu: bool = redeclared("use_cpu", True)
-    remove_unused_columns: bool = redeclared("remove_unused_columns", False)
 
     # -- the sentence model's own fields
     sentences: Path = field(kw_only=True, metadata={"help": "BABE-format CSV of expert-labelled sentences (final_labels_SG2_public.csv; SG1 works too). Its labels are used as they are: where BABE's SG1 and SG2 disagree, pass SG2, the final and larger expert set."})
