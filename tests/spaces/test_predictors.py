@@ -208,6 +208,7 @@ def test_a_kind_added_to_the_catalogue_is_offered_and_shown_as_the_model_gives_i
 
     class Constant:
         kind, model, reads_text, reads_image = "constant", "the model", True, False
+        languages = ("any",)  # declared by the predictor itself: no checkpoint files to read
 
         def predict(self, item):
             return ModelOutput("biased", {"not_biased": 0.1, "biased": 0.9}, 0.9, "a constant", reads_image=False, reasoning="Always.")

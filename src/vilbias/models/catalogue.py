@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+# its lazy map: the torch-backed models load when a loader asks for one
+from vilbias import models
 from vilbias.languages import ANY, normalize_languages
 from vilbias.models.chat import ChatBackend
 from vilbias.models.chat_local import TransformersBackend, smollm2_backend
@@ -62,8 +64,9 @@ from vilbias.models.predictors import (
 from vilbias.paths import looks_local
 from vilbias.task import LABEL_NAMES, Item, classifier_text
 
-# torch and transformers (with vilbias.models.fusion and vlm, built on them) are imported inside
-# the loaders that need them: naming an OpenAI-compatible server must not cost a torch import.
+# torch and transformers (with vilbias.models.fusion and vlm, built on them) load when a loader
+# first reads them from the package's lazy map: naming an OpenAI-compatible server must not cost a
+# torch import.
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +80,7 @@ def our_model_types() -> dict[str, str]:
     """``model_type`` of this project's own checkpoints -> their key in :data:`PREDICTORS`, read
     from their config classes (:data:`vilbias.models.configs.CONFIGS`, imported on first use:
     they import transformers)."""
-    from vilbias.models.configs import CONFIGS
-
-    return {config.model_type: kind for kind, config in CONFIGS.items()}
+    return {config.model_type: kind for kind, config in models.CONFIGS.items()}
 
 
 def __getattr__(name: str) -> Any:
@@ -379,23 +380,17 @@ def _vlm(spec: ModelSpec, options: LoadOptions) -> GenerativeModel:
 def load_vlm_model(name_or_path: str, *, revision: str | None = None, load_in_4bit: bool = False, merge: bool = False,
                    device_map: str | None = None) -> tuple[Any, Any]:
     """``(model, processor)`` of a VLM checkpoint: a full model, or a PEFT adapter on its base."""
-    from vilbias.models.vlm import load_vlm
-
-    return load_vlm(name_or_path, revision=revision, load_in_4bit=load_in_4bit, merge=merge, device_map=device_map)
+    return models.load_vlm(name_or_path, revision=revision, load_in_4bit=load_in_4bit, merge=merge, device_map=device_map)
 
 
 def load_fusion(name_or_path: str, *, revision: str | None = None) -> Any:
     """The fusion classifier (:class:`vilbias.models.fusion.FusionForClassification`) of a folder or Hub repo."""
-    from vilbias.models.fusion import FusionForClassification
-
-    return FusionForClassification.from_pretrained(name_or_path, revision=revision)
+    return models.FusionForClassification.from_pretrained(name_or_path, revision=revision)
 
 
 def load_sentence_model(name_or_path: str, *, revision: str | None = None) -> tuple[Any, Path]:
     """The sentence-level bias model (:class:`vilbias.models.sentence_bias.SentenceBiasModel`) of
     a folder or Hub repo, and the local folder it was read from (its metrics and card live there)."""
-    from vilbias.models.sentence_bias import SentenceBiasModel
-
     folder = local_folder(name_or_path)
     if folder is None:
         from huggingface_hub import snapshot_download
@@ -403,7 +398,7 @@ def load_sentence_model(name_or_path: str, *, revision: str | None = None) -> tu
         if hub_file(name_or_path, "config.json", revision) is None:  # fails fast when unreachable
             raise FileNotFoundError(f"{name_or_path} has no config.json: not a sentence model")
         folder = Path(snapshot_download(name_or_path, revision=revision))
-    return SentenceBiasModel.from_pretrained(folder), folder
+    return models.SentenceBiasModel.from_pretrained(folder), folder
 
 
 def _label_order(id2label: dict) -> list[int]:
@@ -564,7 +559,8 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
     if kind not in PREDICTORS:
         raise ValueError(f"unknown predictor kind {kind!r}: use {', '.join(PREDICTORS)}")
     predictor = PREDICTORS[kind](parsed, **options)
-    predictor.languages = declared_languages(parsed)  # callers check items against it (check_language)
+    if not getattr(predictor, "languages", None):  # a predictor may declare its own; else its checkpoint's
+        predictor.languages = declared_languages(parsed)  # callers check items against it (check_language)
     return predictor
 
 

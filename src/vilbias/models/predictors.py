@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+# its lazy map: the sentence model's article rule and the VLM's generation (torch) load on use
+from vilbias import models
 from vilbias.images import grey_image
 from vilbias.languages import ANY, describe_languages, item_language, reads
 from vilbias.metrics.calibration import scale_probabilities
@@ -107,8 +109,9 @@ class Predictor(Protocol):
     def reads_image(self) -> bool: ...
 
     languages: tuple[str, ...]
-    """The languages it reads (ISO 639-1, or ``("any",)``), as the catalogue declares them
-    (:func:`vilbias.models.catalogue.declared_languages`); :func:`check_language` holds items to it."""
+    """The languages it reads (ISO 639-1, or ``("any",)``): its own declaration where it makes one,
+    else what the catalogue declares for its checkpoint (:func:`vilbias.models.catalogue.declared_languages`);
+    :func:`check_language` holds items to it."""
 
     def predict(self, item: ItemLike) -> ModelOutput: ...
 
@@ -217,8 +220,6 @@ class SentencePredictor:
     def predict_batch(self, items: Sequence[ItemLike], batch_size: int = 64) -> list[ModelOutput]:
         """:meth:`predict` for several items, their sentences scored together (length-sorted
         batches of ``batch_size`` across items: a few hundred articles in one pass)."""
-        from vilbias.models.sentence_bias import article_score
-
         read = [item_sentences(item, self.split_sentences) for item in items]
         kept = [s if self.max_sentences is None else s[:self.max_sentences] for s in read]
         if any(not k for k in kept):
@@ -228,7 +229,7 @@ class SentencePredictor:
         rule = self.model.config.article_rule
         kind = f"the model's calibrated probability for the article ({self.calibration}; an article is {rule.describe()})"
         for sentences, k in zip(read, kept, strict=True):
-            article = article_score(scored[start:start + len(k)], rule)
+            article = models.article_score(scored[start:start + len(k)], rule)
             start += len(k)
             outs.append(ModelOutput(article.label, {NOT_BIASED_NAME: 1 - article.probability, BIASED_NAME: article.probability},
                                     article.confidence, kind, reads_image=False, sentences=list(article.sentences), rule=article.rule,
@@ -294,9 +295,7 @@ def sample_answers(model: Any, processor: Any, items: list[tuple[Any, str, str]]
     """``samples`` answers for each ``(image, headline, article_text)``, in one ``generate()`` call
     (sampled when ``samples > 1``, else greedy). A Space wraps this for ZeroGPU and passes the
     wrapped function as :class:`VLMPredictor`'s ``generate``."""
-    from vilbias.models.vlm import generate_answers
-
-    return generate_answers(model, processor, [it for it in items for _ in range(samples)],
+    return models.generate_answers(model, processor, [it for it in items for _ in range(samples)],
                             batch_size=samples * len(items), max_new_tokens=max_new_tokens, do_sample=samples > 1)
 
 
