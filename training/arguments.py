@@ -34,6 +34,14 @@ class TrainingConfig(TrainingArguments):
 
     data_field: ClassVar[str] = ""
 
+    # What every vilbias model trains with: decoupled weight decay 0.01 and seed 0 (the ViLBias
+    # paper's and BABE's settings, which the sentence model's recipe keeps), the validation split
+    # scored each epoch (early stopping), and every column handed to the collator (which picks).
+    weight_decay: float = redeclared("weight_decay", 0.01)
+    seed: int = redeclared("seed", 0)
+    eval_strategy: str = redeclared("eval_strategy", "epoch")
+    remove_unused_columns: bool = redeclared("remove_unused_columns", False)
+
     def __post_init__(self):
         if self.per_device_train_batch_size < 1 or self.num_train_epochs <= 0:
             raise ValueError("--per-device-train-batch-size and --num-train-epochs must be positive")
