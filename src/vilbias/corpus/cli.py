@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from vilbias.argparser import ConfigParser
-from vilbias.corpus.config import BuildConfig
+from vilbias.corpus.config import BuildConfig, claim_build_output
 from vilbias.stops import on_stop
 
 
 def main(argv: list[str], prog: str = "vilbias build") -> int:
     (config,) = ConfigParser([BuildConfig], prog=prog, description=__doc__.splitlines()[0]).parse(argv)
+    claim_build_output(config.output)  # a folder that is not a build's is refused before the build's libraries load
     from vilbias.corpus.pipeline import build, format_report
 
     # A build is written beside the output and swapped in at the end (corpus.writer.swap_in): a stop

@@ -15,7 +15,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.corpus.presets import PRESETS
+from vilbias.outputs import claim_output
 from vilbias.workdir import require_articles
+
+DATA_DIR = "data"
+REPORT = "build_report.json"
+"""The build report beside the data (rows per split and fold, label shares, groups, exclusions)."""
+BUILD_FILES = ("README.md", REPORT, "build_config.yaml", DATA_DIR, f"{DATA_DIR}/*.parquet", "assets", "assets/*.png",
+               # the earlier seven-copy layout's config folders
+               "fold_[0-9]", "fold_[0-9]/*.parquet", "sft", "sft/*.parquet")
+"""Everything a build writes into its folder (globs): a folder holding its report is an earlier
+build, which the next build replaces only when the folder holds nothing else."""
+
+
+def claim_build_output(output: Path) -> Path:
+    """Refuse, in one line, an ``output`` that is not new, empty or an earlier build holding only
+    :data:`BUILD_FILES`: a build replaces its folder, and never a folder holding what it did not write."""
+    return claim_output(output, "vilbias build", signs=(REPORT,), replaces=BUILD_FILES)
+
 
 DEFAULT_OUTPUT = Path("BiasCorpus")
 """Where ``vilbias build`` writes by default. Not ``./vilbias``: a folder named like the package

@@ -41,19 +41,13 @@ from datasets.utils.metadata import MetadataConfigs
 from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCardData
 
+# The folder's names and the claim on it live in the light config module (the command line refuses
+# a folder before this module's imports load); importers of this module find them here too.
 from vilbias import stops
+from vilbias.corpus.config import BUILD_FILES, DATA_DIR, REPORT, claim_build_output  # noqa: F401
 from vilbias.loading_script.biascorpus import CELLS, VIEWS
-from vilbias.outputs import claim_output
 from vilbias.task import N_FOLDS
 
-DATA_DIR = "data"
-REPORT = "build_report.json"
-"""The build report beside the data (rows per split and fold, label shares, groups, exclusions)."""
-BUILD_FILES = ("README.md", REPORT, "build_config.yaml", DATA_DIR, f"{DATA_DIR}/*.parquet", "assets", "assets/*.png",
-               # the earlier seven-copy layout's config folders
-               "fold_[0-9]", "fold_[0-9]/*.parquet", "sft", "sft/*.parquet")
-"""Everything a build writes into its folder (globs): a folder holding its report is an earlier
-build, which the next build replaces only when the folder holds nothing else."""
 CELL_FILE = re.compile(r"^(?P<split>train|validation|test)-fold(?P<fold>\d+)-\d{5}-of-\d{5}\.parquet$")
 """A cell shard's file name; its split and fold are the row's assignment."""
 
@@ -212,12 +206,6 @@ class RepoWriter:
             features=view.features, splits=splits, download_size=download,
             dataset_size=sum(s.num_bytes for s in splits.values()), config_name=name,
         )
-
-
-def claim_build_output(output: Path) -> Path:
-    """Refuse, in one line, an ``output`` that is not new, empty or an earlier build holding only
-    :data:`BUILD_FILES`: a build replaces its folder, and never a folder holding what it did not write."""
-    return claim_output(output, "vilbias build", signs=(REPORT,), replaces=BUILD_FILES)
 
 
 @contextlib.contextmanager
