@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     print(f"{PROG} is deprecated and will be removed in the next release; use vilbias train sentence "
           "(with --cv for the 5-fold CV this command ran by default)", file=sys.stderr)
-    cv = [a for a in argv if a.split("=")[0] in ("--cv", "--no-cv", "--no_cv")]
+    cv = [a for a in argv if a.split("=")[0] in ("--cv", "--no-cv", "--no_cv", "--help", "-h")]
     argv = [a for a in argv if a not in ("--no-cv", "--no_cv")] + ([] if cv else ["--cv"])
     return train(["sentence", *argv])
 
