@@ -196,3 +196,15 @@ class FusionConfig(PretrainedConfig):
 CONFIGS: dict[str, type[PretrainedConfig]] = {"sentence": SentenceBiasConfig, "fusion": FusionConfig}
 """Predictor kind (a key of :data:`vilbias.models.catalogue.PREDICTORS`) -> the config class of
 our checkpoints of that kind; its ``model_type`` is the one spelling of the checkpoint's type."""
+
+
+def register_auto_configs() -> None:
+    """Register :data:`CONFIGS` with ``AutoConfig``. :mod:`vilbias` calls it when ``transformers``
+    loads ``AutoConfig``'s module."""
+    # why: imported when called, not at the top: this runs as transformers finishes loading that
+    # module (vilbias/__init__.py), and importing it from here at import time would call back into
+    # a half-loaded vilbias.models.configs
+    from transformers import AutoConfig
+
+    for config in CONFIGS.values():
+        AutoConfig.register(config.model_type, config, exist_ok=True)
