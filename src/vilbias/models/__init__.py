@@ -19,35 +19,24 @@
 
 Every checkpoint vilbias writes is a ``transformers`` ``PreTrainedModel`` whose config is in
 :mod:`vilbias.models.configs`, registered with ``AutoConfig``/``AutoModel`` (see
-:func:`register_auto_models`): ``AutoModel.from_pretrained(folder or repo id)`` loads it after
+:func:`vilbias.models.auto.register_auto_models`): ``AutoModel.from_pretrained(folder or repo id)`` loads it after
 ``import vilbias``, and ``push_to_hub`` publishes it.
 
-torch, transformers and peft are imported where they are used, so that importing this package
-stays cheap for the stages that only need the HTTP client.
+torch, transformers and peft load only with the modules that use them, so that importing this
+package stays cheap for the stages that only need the HTTP client. The names of those modules
+that the light ones (the catalogue, the predictors) hand on are declared below, once: they are
+imported on first use (:mod:`vilbias.lazy`), so the catalogue imports this package at its top and
+reads ``models.SentenceBiasModel`` where it loads one.
 """
 
+from vilbias.lazy import attach
 
-def register_auto_configs() -> None:
-    """Register the configs of our checkpoints (:data:`vilbias.models.configs.CONFIGS`) with
-    ``AutoConfig``. :mod:`vilbias` calls it when ``transformers`` loads ``AutoConfig``."""
-    from transformers import AutoConfig
-
-    from vilbias.models.configs import CONFIGS
-
-    for config in CONFIGS.values():
-        AutoConfig.register(config.model_type, config, exist_ok=True)
-
-
-def register_auto_models() -> None:
-    """Register our checkpoints' models with ``AutoModel`` (and the fusion classifier with
-    ``AutoModelForSequenceClassification``). :mod:`vilbias` calls it when ``transformers``
-    loads the ``AutoModel`` classes, so ``AutoModel.from_pretrained(folder)`` loads them."""
-    from transformers import AutoModel, AutoModelForSequenceClassification
-
-    from vilbias.models.fusion import FusionForClassification
-    from vilbias.models.sentence_bias import SentenceBiasModel
-
-    register_auto_configs()
-    for model in (SentenceBiasModel, FusionForClassification):
-        AutoModel.register(model.config_class, model, exist_ok=True)
-    AutoModelForSequenceClassification.register(FusionForClassification.config_class, FusionForClassification, exist_ok=True)
+# (no `if TYPE_CHECKING:` imports: `import vilbias` imports this package and does not load `typing`)
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "auto": ["register_auto_models"],  # torch: both models below
+    "configs": ["CONFIGS", "MINILM", "register_auto_configs"],  # transformers
+    "efficientnet_lite": ["EfficientNetLite0"],  # torch
+    "fusion": ["FusionForClassification"],  # torch
+    "sentence_bias": ["SentenceBiasModel", "article_score"],  # torch
+    "vlm": ["generate_answers", "load_vlm"],  # huggingface_hub; torch inside
+})
