@@ -21,6 +21,9 @@ __version__ = "0.1.0"
 
 import sys as _sys
 
+# light: the torch-backed names it hands on load on first use (its lazy map)
+from vilbias import models as _models
+
 _AUTO_MODULES = {
     "transformers.models.auto.configuration_auto": "register_auto_configs",
     "transformers.models.auto.modeling_auto": "register_auto_models",
@@ -28,9 +31,7 @@ _AUTO_MODULES = {
 
 
 def _register(module_name: str) -> None:
-    import vilbias.models
-
-    getattr(vilbias.models, _AUTO_MODULES[module_name])()
+    getattr(_models, _AUTO_MODULES[module_name])()
 
 
 class _RegisterAfterLoading:
