@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# its lazy map: EfficientNet-Lite0's torch modules load when one is built
+from vilbias import models
+
 logger = logging.getLogger(__name__)
 
 EFFICIENTNET_LITE0 = "efficientnet-lite0"
@@ -61,9 +64,7 @@ def preprocess_images(images, spec: Preprocessing):
 
 
 def _build_lite0():
-    from vilbias.models.efficientnet_lite import EfficientNetLite0  # needs torch: imported on use
-
-    return EfficientNetLite0()
+    return models.EfficientNetLite0()
 
 
 def lite0_weights_path() -> str:
