@@ -5,24 +5,21 @@
 
 :class:`BuildConfig` (:mod:`vilbias.corpus.config`) is light; :func:`build` and
 :func:`format_report` (:mod:`vilbias.corpus.pipeline`) load ``datasets`` and the image pipeline, so
-they are imported when first used and ``vilbias build --help`` answers without them.
+they are imported when first used and ``vilbias build --help`` answers without them. The three
+sources are declared here too: :func:`vilbias.corpus.pipeline.open_source` reads the one a build
+names from this map, so a sentence build never imports the image pipeline (``plan.py``'s images,
+``importer.py``'s release reader) and the reverse.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from vilbias.lazy import attach
 
-from vilbias.corpus.config import DEFAULT_OUTPUT, BuildConfig
-
-if TYPE_CHECKING:
-    from vilbias.corpus.pipeline import build, format_report
-
-__all__ = ["DEFAULT_OUTPUT", "BuildConfig", "build", "format_report"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("build", "format_report"):
-        from vilbias.corpus import pipeline
-
-        return getattr(pipeline, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "config": ["DEFAULT_OUTPUT", "BuildConfig"],  # light: what `vilbias build --help` parses
+    "pipeline": ["build", "format_report"],  # datasets
+    # the sources, each imported only by a build that names it
+    "importer": ["ReleaseSource"],  # a published release
+    "plan": ["WorkdirSource"],  # a workdir or the sample: images, the annotation store
+    "sentences": ["SentenceSource"],  # a BABE-format sentence file
+})
