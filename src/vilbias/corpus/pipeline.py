@@ -39,7 +39,8 @@ from typing import Any
 from datasets import DatasetInfo
 from tqdm.auto import tqdm
 
-from vilbias import __version__
+# corpus: its lazy map, of the three sources among others
+from vilbias import __version__, corpus
 from vilbias.config import save_config
 from vilbias.corpus.card import row_statistics
 from vilbias.corpus.config import BuildConfig
@@ -58,20 +59,15 @@ GROUP_KEYS = ("groups", "multi_row_groups", "largest_group", "rows_linked_by", "
 
 def open_source(config: BuildConfig) -> CorpusSource:
     """The source ``config`` names (:meth:`BuildConfig.origin`), ready to plan. Each source's module
-    is imported here, so a sentence build never loads the image pipeline and the reverse."""
+    is imported when a build names it (the package's lazy map), so a sentence build never loads the
+    image pipeline and the reverse."""
     origin = config.origin()
     if origin.kind == "release":
-        from vilbias.corpus.importer import ReleaseSource
-
-        return ReleaseSource(origin.location, images=config.images, preset=config.preset, columns=config.columns,
-                             label_map=config.label_map, license=config.source_license)
+        return corpus.ReleaseSource(origin.location, images=config.images, preset=config.preset, columns=config.columns,
+                                    label_map=config.label_map, license=config.source_license)
     if origin.kind == "sentences":
-        from vilbias.corpus.sentences import SentenceSource
-
-        return SentenceSource(origin.location)
-    from vilbias.corpus.plan import WorkdirSource
-
-    return WorkdirSource(origin.location, num_proc=config.num_proc)
+        return corpus.SentenceSource(origin.location)
+    return corpus.WorkdirSource(origin.location, num_proc=config.num_proc)
 
 
 def build(config: BuildConfig) -> dict[str, Any]:
