@@ -1,8 +1,8 @@
 """What ``vilbias evaluate`` and ``vilbias evaluate compare`` are told: their configs, checked before
 anything is loaded or asked (see :mod:`vilbias.evaluate.runner` for the run itself).
 
-This module imports nothing heavy at load time (``datasets``, the analysis plots), so that parsing a
-command line and ``--help`` stay fast.
+This module imports nothing heavy at load time (``datasets``, the model catalogue, matplotlib: the
+analysis imports it when it draws), so that parsing a command line and ``--help`` stay fast.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vilbias.evaluate.analysis import compare_runs
 from vilbias.task import ANSWER_LABELS, LABEL_NAMES
 
 STORE_FILE = "evaluation.sqlite"
@@ -18,6 +19,8 @@ RESULTS_FILE = "results.json"
 CLOSED_ANSWERS = ("auto", "constrained", "generated")
 CLOSED_OPTIONS = [ANSWER_LABELS[i] for i in range(len(LABEL_NAMES))]
 """The closed question's possible answers, indexed by class id (``not biased``, ``biased``)."""
+PROBES = ("none", "no_image", "swap_image", "headline_only")
+"""The plain run, then the robustness probes :func:`vilbias.evaluate.data.apply_probe` applies."""
 
 
 @dataclass
@@ -75,7 +78,7 @@ class EvaluateConfig:
         "help": "Name pairing a text-only and a text+image run for the modality-gap analysis."})
 
     def __post_init__(self):
-        from vilbias.evaluate.data import PROBES
+        # why: the catalogue loads the predictors (numpy, PIL); `vilbias evaluate --help` parses this class without them
         from vilbias.models.catalogue import ModelSpec
 
         if self.output is not None:
@@ -135,6 +138,4 @@ def compare(cfg: CompareConfig) -> dict:
     Returns:
         The analysis dict also written to ``analysis.json`` in ``cfg.output``.
     """
-    from vilbias.evaluate.analysis import compare_runs
-
     return compare_runs(cfg.run_dirs, cfg.output)
