@@ -26,10 +26,9 @@ from pathlib import Path
 from datasets import ClassLabel, Image, load_dataset
 from huggingface_hub import constants
 
+from vilbias.evaluate.config import PROBES
 from vilbias.paths import looks_local, resolve_dataset
 from vilbias.task import LABEL_NAMES, Item
-
-PROBES = ("none", "no_image", "swap_image", "headline_only")
 
 
 def check_dataset(dataset: str, revision: str | None = None) -> None:
