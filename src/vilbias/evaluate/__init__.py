@@ -5,16 +5,9 @@ robustness probes and the paper's cross-run analyses.
     results = evaluate(EvaluateConfig(dataset="./BiasCorpus", model="training/default_model"))
 """
 
-from vilbias.evaluate.config import EvaluateConfig
+from vilbias.lazy import attach
 
-__all__ = ["EvaluateConfig", "evaluate"]
-
-
-def __getattr__(name: str):
-    # The runner (datasets, models) loads on first use: `vilbias evaluate --help` parses
-    # EvaluateConfig and must not pay for it.
-    if name == "evaluate":
-        from vilbias.evaluate.runner import evaluate
-
-        return evaluate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "config": ["EvaluateConfig"],  # light: what `vilbias evaluate --help` parses
+    "runner": ["evaluate"],  # datasets, the models
+})
