@@ -26,6 +26,7 @@ from typing import Any
 
 from huggingface_hub import constants
 
+from vilbias.annotate.specs import DEFAULT_NAME, checkpoint_identity
 from vilbias.loading_script.biascorpus import VIEWS
 from vilbias.models.catalogue import ModelSpec, shipped_sentence_model
 from vilbias.provenance import TrainingData, read_training_data
@@ -136,8 +137,6 @@ def circularity(spec: str, revision: str | None, view: str, dataset: str, datase
     (:func:`vilbias.annotate.specs.checkpoint_identity`, a checkpoint by its files) against the
     annotators' the corpus's build report records, and the annotators whose votes gave each
     evaluated row its label (``label_annotators``). None when no scored row's label is its own."""
-    from vilbias.annotate.specs import DEFAULT_NAME, checkpoint_identity
-
     labelled = {a for names in label_annotators.values() for a in names}
     if not labelled:
         return None
