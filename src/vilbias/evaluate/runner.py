@@ -34,6 +34,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+# models: its lazy map; the checkpoint configs (transformers) load once a model is named
+from vilbias import models
 from vilbias.evaluate.config import (
     CLOSED_OPTIONS,
     STORE_FILE,
@@ -65,6 +67,7 @@ from vilbias.models.catalogue import (
 )
 from vilbias.models.chat import ChatRequest, chat_jobs
 from vilbias.models.chat_local import TransformersBackend
+from vilbias.models.image_encoders import EFFICIENTNET_LITE0
 from vilbias.models.scoring import OptionScorer, choose
 from vilbias.outputs import claim_output
 from vilbias.task import FOLDS, Item
@@ -294,12 +297,8 @@ def _score(store: EvaluationStore, setting: Setting, items: list[Item], judged: 
 
 def _architecture(folder: Path, model: Model) -> str:
     """What a checkpoint folder holds, from its ``config.json`` (``adapter_config.json``), in a few words."""
-    # vilbias.models.configs imports transformers: here, once a model has been scored, not at import
-    from vilbias.models.configs import MINILM
-    from vilbias.models.image_encoders import EFFICIENTNET_LITE0
-
     # the packaged encoders by the names a reader knows; any other by its id's last part
-    names = {MINILM: "MiniLM", EFFICIENTNET_LITE0: "EfficientNet-Lite0"}
+    names = {models.MINILM: "MiniLM", EFFICIENTNET_LITE0: "EfficientNet-Lite0"}
     config_file, adapter_file = folder / "config.json", folder / "adapter_config.json"
     if adapter_file.is_file():
         base = json.loads(adapter_file.read_text(encoding="utf-8")).get("base_model_name_or_path")
