@@ -35,7 +35,7 @@ from typing import Any
 
 from vilbias.annotate import prompts as prompting
 from vilbias.annotate.specs import AnnotatorSpec
-from vilbias.models.catalogue import checkpoint_kind, load_model, load_predictor
+from vilbias.models.catalogue import checkpoint_kind, load_chat_backend, load_model, load_predictor
 from vilbias.models.chat import ChatBackend, ChatResult
 from vilbias.models.evidence import explain_output
 from vilbias.models.predictors import ModelOutput, Predictor, predict_batch
@@ -153,8 +153,6 @@ def _checkpoint_kind(spec: AnnotatorSpec) -> str:
 def load_annotator(spec: AnnotatorSpec, workdir: str | Path) -> ChatBackend | PredictorAnnotator:
     """What ``spec`` names, ready to answer: a chat backend (servers, local LMs/VLMs, generative
     checkpoints) or a :class:`PredictorAnnotator`. A failure is one line naming the entry."""
-    from vilbias.models.catalogue import load_chat_backend
-
     where = f"annotator {spec.name!r}"
     model = spec.model_spec()
     if spec.kind != "checkpoint":
