@@ -36,6 +36,7 @@ from vilbias.metrics.scores import (
     closed_metrics,
     summarize_folds,
 )
+from vilbias.models.fusion import FusionConfig, FusionForClassification, resolve_model_path
 from vilbias.task import FOLDS, LABEL_NAMES
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,6 @@ def build_model(cfg: ClassifierConfig, init_encoder: Path | None = None):
     """(model, tokenizer, max_length) for the configured architecture; ``init_encoder`` (a
     pre-trained encoder folder) replaces the encoder's weights, the head stays fresh."""
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
-
-    from vilbias.models.fusion import FusionConfig, FusionForClassification, resolve_model_path
 
     id2label = dict(enumerate(LABEL_NAMES))
     if cfg.architecture == "fusion":
