@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from vilbias.paths import looks_local, resolve_dataset
+
 BITSANDBYTES_CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
 
 
@@ -29,7 +31,5 @@ def check_dataset(dataset: str | None) -> None:
     Raises:
         FileNotFoundError: naming the path.
     """
-    from vilbias.paths import looks_local, resolve_dataset
-
     if dataset and looks_local(dataset):
         resolve_dataset(dataset)
