@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# its lazy map: the app and its inputs (httpx, PIL) load when a demo is served, not to parse its flags
+from vilbias import spaces
+
 if TYPE_CHECKING:
     from vilbias.spaces.app import SpaceConfig
 
@@ -24,9 +27,6 @@ class DemoConfig:
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency)."})
 
     def space_config(self) -> SpaceConfig:
-        from vilbias.spaces.app import SpaceConfig
-        from vilbias.spaces.inputs import Limits
-
         models = {} if self.models_config is None else {"models_config": Path(self.models_config)}
-        return SpaceConfig(**models, concurrency=self.concurrency, threads=self.threads,
-                           limits=Limits(allow_private_addresses=self.allow_private_addresses))
+        return spaces.SpaceConfig(**models, concurrency=self.concurrency, threads=self.threads,
+                                  limits=spaces.Limits(allow_private_addresses=self.allow_private_addresses))
