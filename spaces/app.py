@@ -46,8 +46,10 @@ from vilbias.spaces.rationale import (
     highlight_spans,
 )
 
+from vilbias.annotate.voting import Vote, hierarchical_vote
+from vilbias.review.verdicts import load_verdicts, resolve_review
 from vilbias.task import ALL_NAMES, BIASED_NAME
-from vilbias.workdir import sample_workdir
+from vilbias.workdir import read_jsonl, sample_workdir
 
 logger = logging.getLogger(__name__)
 
@@ -155,10 +157,6 @@ def sample_reference_labels() -> dict[str, tuple[str, str]]:
     """``article_text -> (label, review)`` of every embedded-sample article: the label its build
     gives the article (the annotators' text+image vote, then the reviewers' verdicts), so an
     example can show its reference beside the model's label."""
-    from vilbias.annotate.voting import Vote, hierarchical_vote
-    from vilbias.review.verdicts import load_verdicts, resolve_review
-    from vilbias.workdir import read_jsonl
-
     root = sample_workdir()
     votes: dict[str, list[Vote]] = {}
     for call in read_jsonl(root / "annotations.jsonl"):
