@@ -40,7 +40,7 @@ def split_probabilities(predictor, rows: list[dict], ids: list[str]) -> tuple[li
 def calibration_report(sentences: str | Path, model_dir: str | Path | None = None, diagram: Path | None = None) -> dict:
     """The temperature refitted on the validation split, and ECE before/after per held-out split;
     with ``diagram``, the test split's reliability diagram drawn as training draws it."""
-    # torch comes with these modules: imported here, not at the top.
+    # why: torch comes with these modules: imported here, not at the top.
     from datasets import load_dataset
     from vilbias.training.sentence_card import reliability_title
     from vilbias.training.sentence_data import article_splits
