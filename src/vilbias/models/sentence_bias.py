@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -314,7 +315,9 @@ class SentenceBiasModel(PreTrainedModel):
     def from_pretrained(cls, *args, **kwargs):
         """``PreTrainedModel.from_pretrained`` (a folder or a Hub repo, ``revision=``, …) of the
         saved form; then the encoder comes from its source with the LoRA deltas folded in (each
-        member's into its own copy of the trained layers)."""
+        member's into its own copy of the trained layers), prepared as ``config.json`` says
+        (``inference_precision``). Config fields given as keyword arguments
+        override the file's: ``inference_precision="float32"`` is the exact float32 path."""
         kwargs.setdefault("adapter", False)
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded
@@ -333,6 +336,25 @@ class SentenceBiasModel(PreTrainedModel):
         else:
             self._build_members([getattr(self, f"member{i}") for i in range(self.config.members)])
         self.eval()
+        if self.config.inference_precision == "int8":
+            self._quantize_int8()
+
+    def _quantize_int8(self) -> None:
+        """Swap the encoder's linear layers (the members' copies too, LoRA already folded in) for
+        PyTorch's dynamically quantised ones: int8 weights per output channel, activations
+        quantised per batch, so the matrix products run in int8 (fbgemm) and the rest in
+        float32. The heads stay float32: they are a sliver of the compute and carry the
+        calibration."""
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        with warnings.catch_warnings():
+            # torch >= 2.10 points eager-mode quantisation at torchao, which vilbias does not
+            # depend on; quantize_dynamic and its fbgemm kernels are what torch 2.13 runs.
+            warnings.simplefilter("ignore")
+            spec = {nn.Linear: per_channel_dynamic_qconfig}
+            self.encoder = quantize_dynamic(self.encoder, spec)
+            for member in getattr(self, "members", None) or []:
+                member.layers = quantize_dynamic(member.layers, spec)
 
     def _build_members(self, saved: list[nn.Module]) -> None:
         """Inference ensemble: per member, a copy of the trained layers with its LoRA deltas
