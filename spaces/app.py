@@ -115,16 +115,16 @@ class SpaceConfig:
     """How the demo is built and served."""
 
     models_config: Path = field(default=MODELS_YAML, metadata={"help": "YAML list of models for the picker (first = default)."})
-    concurrency: int = field(default=2, metadata={"help": "Predictions running at once; more requests wait in the queue."})
+    concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. Requests for the sentence model share its passes (up to 8 articles a pass)."})
     queue_size: int = field(default=32, metadata={"help": "Requests that may wait in the queue before new ones are refused."})
     limits: Limits = field(default_factory=Limits)
     rationale_backend: dict | None = field(default=None, metadata={"help": "Model spec (vilbias.models.catalogue, YAML form) of the rationale writer (default: embedded SmolLM2)."})
     n_examples: int = field(default=4, metadata={"help": "Examples taken from the embedded sample."})
     rationale_delay_s: float = field(default=20.0, metadata={"help": "Start loading the rationale writer this long after start (or at the first label)."})
-    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency, so concurrent predictions do not fight over cores)."})
+    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores: the sentence model's concurrent requests share one pass at a time)."})
 
     def torch_threads(self) -> int:
-        return self.threads or max(1, (os.cpu_count() or 1) // max(1, self.concurrency))
+        return self.threads or max(1, os.cpu_count() or 1)
 
     @classmethod
     def from_env(cls) -> SpaceConfig:
@@ -244,8 +244,8 @@ class DemoApp:
         """
         import torch
 
-        # Each of the `concurrency` predictions gets its share of the cores: two predictions with
-        # two threads each on two cores spend their time waiting for each other.
+        # The sentence model runs one pass at a time (concurrent requests share it: SharedPasses),
+        # so that pass gets every core.
         torch.set_num_threads(self.config.torch_threads())
         predictor = self.predictors.get(self.default_model)
         if self.specs[0].kind == "sentence":

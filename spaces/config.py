@@ -22,9 +22,9 @@ class DemoConfig:
     port: int | None = field(default=None, metadata={"help": "Port (default: Gradio's, 7860 or the next free one)."})
     models_config: Path | None = field(default=None, metadata={
         "help": "YAML list of models for the picker, first = default (default: the shipped models.yaml)."})
-    concurrency: int = field(default=2, metadata={"help": "Predictions running at once; more requests wait in the queue."})
+    concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. Requests for the sentence model share its passes (up to 8 articles a pass)."})
     allow_private_addresses: bool = field(default=False, metadata={"help": "Test mode: let URLs reach loopback/private addresses."})
-    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores // concurrency)."})
+    threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores)."})
 
     def space_config(self) -> SpaceConfig:
         models = {} if self.models_config is None else {"models_config": Path(self.models_config)}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.resources
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from vilbias.models.predictors import (
     NoLabelError,
     UnreadLanguageError,
     check_language,
+    predict_batch,
     sample_answers,
 )
 from vilbias.models.predictors import item_sentences as sentences_read
@@ -225,9 +227,67 @@ class ModelView:
                           reads_image=out.reads_image, reasoning=out.reasoning, rationale_by=self.written_by if out.reasoning else None)
 
 
+class SharedPasses:
+    """A predictor whose concurrent ``predict`` calls share forward passes: a call that finds no
+    pass running takes every item waiting (up to ``max_items``, oldest first) into one
+    ``predict_batch`` and hands each caller its own output; the others wait for theirs. Under
+    load the sentence model then runs long length-sorted batches over several articles (larger
+    matrix products, one Python-level pass instead of several) instead of one article per pass.
+
+    An item that fails fails alone: a batch that raises is run again one item at a time, and
+    each caller gets its own output or its own error. Any other attribute is the predictor's.
+    """
+
+    def __init__(self, predictor: Any, max_items: int = 8):
+        self._predictor, self.max_items = predictor, max_items
+        self._cond = threading.Condition()
+        self._waiting: list[list] = []  # [item, output, error]
+        self._running = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._predictor, name)
+
+    def predict(self, item: Any) -> ModelOutput:
+        slot = [item, None, None]
+        with self._cond:
+            self._waiting.append(slot)
+            while slot[1] is None and slot[2] is None:
+                if self._running:
+                    self._cond.wait()
+                    continue
+                batch, self._waiting = self._waiting[:self.max_items], self._waiting[self.max_items:]
+                self._running = True
+                self._cond.release()
+                try:
+                    self._run(batch)
+                finally:
+                    self._cond.acquire()
+                    self._running = False
+                    self._cond.notify_all()
+        if slot[2] is not None:
+            raise slot[2]
+        return slot[1]
+
+    def _run(self, batch: list[list]) -> None:
+        try:
+            for slot, out in zip(batch, predict_batch(self._predictor, [s[0] for s in batch]), strict=True):
+                slot[1] = out
+        except Exception:
+            if len(batch) == 1:
+                batch[0][2] = sys.exc_info()[1]
+                return
+            for slot in batch:
+                self._run([slot])
+
+
 class SentenceView(ModelView):
     """A sentence-level bias model: its sentence scores become the evidence (placed in the shown
-    text) and the explanation is built from them."""
+    text) and the explanation is built from them. Concurrent requests share the model's passes
+    (:class:`SharedPasses`)."""
+
+    def __init__(self, spec: PickerModel):
+        super().__init__(spec)
+        self.predictor = SharedPasses(self.predictor)
 
     def options(self):
         return {"max_sentences": MAX_SENTENCES}
