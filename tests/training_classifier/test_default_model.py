@@ -406,7 +406,7 @@ def test_shipped_model_on_babe_articles_it_never_saw(shipped, unseen):
 def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
     """The shipped model's figures come back through ``vilbias train sentence``: the same articles
     in each split (the provenance's digests), and the shipped run's first epoch to the last digit
-    (train and validation loss, with the schedule of the full run, one torch thread as shipped).
+    (train and validation loss to 1e-5, with the schedule of the full run, one torch thread as shipped).
     The whole run (5-fold CV, final model, calibration, article rule) against the card, with its
     tolerances: ``benchmarks/bench_sentence_reproduce.py`` (about 30 min on a quiet 2-core machine)."""
     import torch
@@ -451,8 +451,10 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
         torch.set_num_threads(threads)
     shipped_epoch = metrics["log"][0][0]
     assert len(log) == 1
-    assert log[0]["train_loss"] == pytest.approx(shipped_epoch["train_loss"], abs=1e-6)
-    assert log[0]["validation_loss"] == pytest.approx(shipped_epoch["validation_loss"], abs=1e-6)
+    # another CPU rounds its float sums differently (measured: 6e-8 on the validation loss); a
+    # different schedule, seed or split moves these by 1e-2
+    assert log[0]["train_loss"] == pytest.approx(shipped_epoch["train_loss"], abs=1e-5)
+    assert log[0]["validation_loss"] == pytest.approx(shipped_epoch["validation_loss"], abs=1e-5)
 
 
 def test_train_default_is_a_deprecated_alias_of_train_sentence(capsys, tmp_path):
