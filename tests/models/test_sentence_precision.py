@@ -1,5 +1,6 @@
-"""The sentence model's inference settings: the checkpoint's ``inference_precision`` decides how
-``from_pretrained`` prepares the encoder, and a keyword asks for the exact float32 path."""
+"""The sentence model's inference settings: the checkpoint's ``inference_precision`` and
+``inference_runtime`` decide how ``from_pretrained`` prepares it, and keywords ask for the exact
+float32 PyTorch path."""
 
 from __future__ import annotations
 
@@ -22,10 +23,9 @@ def test_float32_keyword_is_the_exact_path_and_int8_quantizes_every_encoder_line
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    exact = AutoModel.from_pretrained(folder, inference_precision="float32")
+    exact = AutoModel.from_pretrained(folder, inference_precision="float32", inference_runtime="torch")
     assert exact.config.inference_precision == "float32"
-    assert torch.equal(exact.sentence_logits(TEXTS)[0], SentenceBiasModel.from_pretrained(folder).sentence_logits(TEXTS)[0])
-    int8 = SentenceBiasModel.from_pretrained(folder, inference_precision="int8")
+    int8 = SentenceBiasModel.from_pretrained(folder, inference_precision="int8", inference_runtime="torch")
     quantized = torch.ao.nn.quantized.dynamic.Linear
     assert not any(isinstance(m, nn.Linear) for m in int8.bert.modules())
     assert sum(isinstance(m, quantized) for m in int8.bert.modules()) == sum(isinstance(m, nn.Linear) for m in exact.bert.modules())
@@ -38,8 +38,43 @@ def test_float32_keyword_is_the_exact_path_and_int8_quantizes_every_encoder_line
     assert '"inference_precision": "int8"' in (tmp_path / "config.json").read_text()
 
 
-def test_an_unknown_precision_is_one_line(folder):
+def test_an_unknown_setting_is_one_line():
     from vilbias.models.configs import SentenceBiasConfig
 
     with pytest.raises(ValueError, match="inference_precision must be one of .*'float32', 'int8'.*not 'fp8'"):
         SentenceBiasConfig(inference_precision="fp8")
+    with pytest.raises(ValueError, match="inference_runtime must be one of .*'torch', 'onnxruntime'.*not 'tvm'"):
+        SentenceBiasConfig(inference_runtime="tvm")
+    with pytest.raises(ValueError, match="runs the float32 graph"):
+        SentenceBiasConfig(inference_runtime="onnxruntime", inference_precision="int8")
+
+
+def test_the_shipped_checkpoint_runs_on_onnxruntime_with_the_exact_paths_outputs(folder, caplog):
+    import json
+
+    import torch
+    from transformers import AutoModel
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    assert json.loads((folder / "config.json").read_text())["inference_runtime"] == "onnxruntime"
+    fast = AutoModel.from_pretrained(folder)
+    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
+    assert fast._session is not None and exact._session is None
+    texts = TEXTS + ["Officials said the plan would cost $4 billion over ten years, according to the report."] * 3
+    (a, words_a), (b, words_b) = fast.sentence_logits(texts), exact.sentence_logits(texts)
+    assert torch.allclose(a, b, atol=1e-4) and a.argmax(-1).tolist() == b.argmax(-1).tolist()
+    assert [w[0] for w in words_a] == [w[0] for w in words_b]
+    assert max(abs(x - y) for u, v in zip(words_a, words_b, strict=True) for x, y in zip(u[1], v[1], strict=True)) < 1e-4
+    # without onnxruntime the same checkpoint runs on torch, and says so
+    import importlib.util
+
+    original = importlib.util.find_spec
+    try:
+        importlib.util.find_spec = lambda name, *a: None if name == "onnxruntime" else original(name, *a)
+        with caplog.at_level("WARNING", logger="vilbias.models.sentence_bias"):
+            fallback = SentenceBiasModel.from_pretrained(folder)
+    finally:
+        importlib.util.find_spec = original
+    assert fallback._session is None and "onnxruntime or onnx is not installed" in caplog.text
+    assert torch.equal(fallback.sentence_logits(TEXTS)[0], exact.sentence_logits(TEXTS)[0])

@@ -25,6 +25,8 @@ SENTENCE_FLAG = 0.5
 """A sentence whose calibrated probability of being biased is at least this is *flagged*."""
 INFERENCE_PRECISIONS = ("float32", "int8")
 """How a loaded sentence model runs its encoder (:attr:`SentenceBiasConfig.inference_precision`)."""
+INFERENCE_RUNTIMES = ("torch", "onnxruntime")
+"""What runs a loaded sentence model's passes (:attr:`SentenceBiasConfig.inference_runtime`)."""
 
 
 # -- the sentence model's article rule ----------------------------------------------------------
@@ -115,6 +117,12 @@ class SentenceBiasConfig(PretrainedConfig):
             quantised per batch; on the shipped model it costs macro-F1, see ``docs/space.md``).
             Training ignores it; ``from_pretrained(..., inference_precision="float32")`` asks for
             the exact path whatever the checkpoint says.
+        inference_runtime: what runs the inference passes (one of :data:`INFERENCE_RUNTIMES`):
+            ``torch``, the model's own forward (the exact path), or ``onnxruntime``, the same
+            float32 graph (LoRA folded in, heads included) exported to ONNX when the model loads
+            and run by ONNX Runtime (same labels; logits equal to ~1e-5). Without ``onnxruntime``
+            installed the torch path runs, with a warning. ``from_pretrained(...,
+            inference_runtime="torch")`` asks for the exact path.
     """
 
     model_type = "vilbias-sentence-bias"
@@ -135,10 +143,15 @@ class SentenceBiasConfig(PretrainedConfig):
     article_rule: ArticleRule | dict | None = None
     labels: list[str] = field(default_factory=lambda: list(LABEL_NAMES))
     inference_precision: str = "float32"
+    inference_runtime: str = "torch"
 
     def __post_init__(self, **kwargs):
         if self.inference_precision not in INFERENCE_PRECISIONS:
             raise ValueError(f"inference_precision must be one of {INFERENCE_PRECISIONS}, not {self.inference_precision!r}")
+        if self.inference_runtime not in INFERENCE_RUNTIMES:
+            raise ValueError(f"inference_runtime must be one of {INFERENCE_RUNTIMES}, not {self.inference_runtime!r}")
+        if self.inference_runtime == "onnxruntime" and self.inference_precision != "float32":
+            raise ValueError("inference_runtime onnxruntime runs the float32 graph: set inference_precision float32")
         self.trained_layers = sorted(int(i) for i in self.trained_layers)
         self.labels = list(self.labels)
         if not isinstance(self.article_rule, ArticleRule):

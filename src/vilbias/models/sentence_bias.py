@@ -24,6 +24,7 @@ comes from its package. Registered with ``AutoConfig``/``AutoModel`` (see :mod:`
 from __future__ import annotations
 
 import copy
+import logging
 import re
 import warnings
 from collections.abc import Sequence
@@ -39,6 +40,8 @@ from vilbias.task import BIASED_NAME, NOT_BIASED_NAME, biased_probability
 
 # transformers and peft are imported inside the methods that need them; peft only for training
 # (serving folds the adapter into the encoder).
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SENTENCE_FLAG", "STATISTICS", "ArticleRule", "SentenceBiasConfig", "SentenceBiasModel"]
 
@@ -338,6 +341,7 @@ class SentenceBiasModel(PreTrainedModel):
         self.eval()
         if self.config.inference_precision == "int8":
             self._quantize_int8()
+        self._session = _onnx_session(self) if self.config.inference_runtime == "onnxruntime" else None
 
     def _quantize_int8(self) -> None:
         """Swap the encoder's linear layers (the members' copies too, LoRA already folded in) for
@@ -390,13 +394,22 @@ class SentenceBiasModel(PreTrainedModel):
             enc = self.tokenizer([sentences[i] for i in idx], truncation=True, max_length=self.config.max_length,
                                  padding=True, return_tensors="pt", return_offsets_mapping=True)
             offsets = enc.pop("offset_mapping")
-            out = self(attention_mask=enc["attention_mask"], input_ids=enc["input_ids"])
-            logits[idx] = out["logits"].float()
-            word_probs = out["word_logits"].float().sigmoid()
+            out_logits, word_logits = self._pass(enc["input_ids"], enc["attention_mask"])
+            logits[idx] = out_logits.float()
+            word_probs = word_logits.float().sigmoid()
             for row, i in enumerate(idx):
                 n = int(enc["attention_mask"][row].sum())
                 words[i] = (offsets[row, :n].tolist(), word_probs[row, :n].tolist())
         return logits, words
+
+    def _pass(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sentence and word logits of one batch, by the runtime the config names."""
+        session = getattr(self, "_session", None)
+        if session is None:
+            out = self(attention_mask=attention_mask, input_ids=input_ids)
+            return out["logits"], out["word_logits"]
+        logits, word_logits = session.run(None, {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()})
+        return torch.from_numpy(logits), torch.from_numpy(word_logits)
 
     def score_sentences(self, sentences: Sequence[str], batch_size: int = 16) -> list[SentenceScore]:
         """Calibrated probability and marked words of every sentence (one pass)."""
@@ -411,6 +424,55 @@ class SentenceBiasModel(PreTrainedModel):
             raise ValueError("score_article needs at least one sentence")
         scored = self.score_sentences(sentences, batch_size)
         return article_score(scored, self.config.article_rule)
+
+
+class _Logits(nn.Module):
+    """The model's inference pass as the ONNX exporter wants it: tensors in, a tuple out."""
+
+    def __init__(self, model: SentenceBiasModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        out = self.model(attention_mask=attention_mask, input_ids=input_ids)
+        return out["logits"], out["word_logits"]
+
+
+def _onnx_session(model: SentenceBiasModel):
+    """An ONNX Runtime session of ``model``'s float32 inference pass (LoRA folded in, every member
+    and both heads), exported in memory with dynamic batch and length; None, with a warning,
+    when onnxruntime or onnx is not installed (the torch path then runs: the same outputs).
+
+    ONNX Runtime runs this small encoder's passes with fused kernels and far less per-operator
+    overhead than eager PyTorch, and its thread pool holds up when the cores are shared; its
+    threads are torch's at load time (the Space sets them before loading)."""
+    import importlib.util
+    import io
+
+    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        logger.warning("inference_runtime onnxruntime: onnxruntime or onnx is not installed, so the model runs on "
+                       "PyTorch (the same outputs, slower); pip install 'vilbias[train]' to get them")
+        return None
+    import onnxruntime
+
+    sample = model.tokenizer(["A short sentence.", "A somewhat longer sentence than the first one."],
+                             padding=True, return_tensors="pt")
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        # torch 2.13 marks the TorchScript-based exporter deprecated in favour of the dynamo one,
+        # which needs onnxscript (not a dependency of vilbias); this one exports the model whole
+        # with onnx alone, and nothing of it is kept but the graph.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Logits(model).eval(), (sample["input_ids"], sample["attention_mask"]), buffer,
+                          input_names=["input_ids", "attention_mask"], output_names=["logits", "word_logits"],
+                          dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
+                                        "logits": {0: "batch"}, "word_logits": {0: "batch", 1: "tokens"}},
+                          dynamo=False, opset_version=17)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # its graph notes are not the user's business
+    return onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
 
 
 class _Member(nn.Module):

@@ -1,0 +1,278 @@
+"""The shipped sentence model on real-length articles: the plain fp32 call, the shipped path and the
+Space under N concurrent users, with FLOPs, the CPU's measured peak and each variant's accuracy.
+
+    .venv/bin/python benchmarks/bench_sentence_speed.py [--users 20] [--per-user 5] [--articles 40]
+
+What it prints, in one run (ratios are against the plain fp32 call measured in the same run):
+
+- **plain fp32**: ``AutoModel.from_pretrained(training/default_model, inference_runtime="torch")``
+  and ``score_article`` on each article's sentences, 2 torch threads, one process: today's model
+  called as a user would call it (sentence splitting not timed).
+- **int8**: the same with ``inference_precision="int8"`` (PyTorch dynamic quantisation).
+- **shipped path**: the model as the checkpoint's ``config.json`` says to run it
+  (``inference_runtime``, ``inference_precision``), through the catalogue's predictor (``load_predictor``), one article
+  at a time (splitting timed), and in annotation's batches of 32 articles.
+- **the Space**: a real ``vilbias demo`` process (its own defaults), driven by ``--users`` threads of
+  ``gradio_client``, each sending ``--per-user`` articles back to back: articles/s, p50/p95
+  latency, errors.
+- **FLOPs per article**: multiply-adds of the encoder's linear layers and attention for the tokens
+  actually run (padding included, as the batches run them), x2; and the share of this CPU's peak
+  (a 2048 x 2048 matrix product, fp32 and int8 (fbgemm), 2 threads) that the shipped path reaches.
+- **accuracy**: sentence macro-F1 of each variant on the held-out test split of BABE SG2
+  (``training/sentence_data.article_splits``, the split the shipped card reports).
+
+The articles are real text read from ``../shared/data`` (this benchmark is not product code): the
+English news pages of ``../shared/data/news`` through the ingest extractor (cut at 15,000
+characters), and BABE SG2 sentences of one outlet joined into articles of log-normal length
+(median ~4,000 characters, 15,000 at most), seeded. The machine's load is printed beside each
+measurement: on a shared machine absolute numbers move; the ratios, taken in one run, are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+BABE = SHARED / "babe" / "final_labels_SG2_public.csv"
+THREADS = 2
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def real_articles(n: int, seed: int = 0) -> list[dict]:
+    """``{"headline", "text"}`` of real-length articles (see the module docstring)."""
+    from vilbias.ingest.extract import extract_article
+
+    articles = []
+    for page in sorted((SHARED / "news").glob("*.html")):
+        got = extract_article(page.read_text(encoding="utf-8", errors="replace"), f"https://{page.stem}.example/")
+        if got.language == "en" and got.page_kind == "article" and len(got.text) > 1500:
+            articles.append({"headline": got.headline, "text": got.text[:15000]})
+    by_outlet = defaultdict(list)
+    with open(BABE, encoding="utf-8-sig", newline="") as f:
+        for row in csv.DictReader(f, delimiter=";"):
+            by_outlet[row["outlet"]].append(row["text"])
+    rng = random.Random(seed)
+    outlets = sorted(by_outlet)
+    while len(articles) < n:
+        pool = list(by_outlet[rng.choice(outlets)])
+        rng.shuffle(pool)
+        target, text = min(15000, max(1200, int(rng.lognormvariate(8.3, 0.5)))), []
+        while pool and sum(len(s) + 1 for s in text) < target:
+            text.append(pool.pop())
+        articles.append({"headline": text.pop(0)[:100], "text": " ".join(text)})
+    return articles[:n]
+
+
+def babe_test_split() -> list[dict]:
+    """The held-out test split of BABE SG2 (whole articles), as the shipped card scores it."""
+    from vilbias.training.sentence_data import article_splits
+
+    from vilbias.corpus.sentences import read_sentences
+
+    rows = read_sentences(BABE)[0]
+    test = set(article_splits(rows)["default"]["test"])
+    return [r for r in rows if r["unique_id"] in test]
+
+
+def macro_f1(model, test: list[dict]) -> float:
+    from vilbias.metrics.scores import closed_metrics
+
+    scores = model.score_sentences([r["text"] for r in test])
+    return closed_metrics([r["label"] for r in test], [int(s.flagged) for s in scores])["f1_macro"]
+
+
+def encoder_flops(model, sentences: list[list[str]], batch_size: int = 16) -> float:
+    """Mean FLOPs per article (2 x multiply-adds) of the encoder as ``score_article`` batches it:
+    the linear layers and attention of every layer for every token run, padding included; the
+    embeddings, layer norms and the heads are left out (well under 1 %)."""
+    config = model.bert.config
+    d, ff, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    per_token = 2 * layers * (4 * d * d + 2 * d * ff)
+    total = 0
+    for article in sentences:
+        lengths = sorted(len(ids) for ids in model.tokenizer(article, truncation=True, max_length=model.config.max_length)["input_ids"])
+        for start in range(0, len(lengths), batch_size):
+            batch = lengths[start:start + batch_size]
+            width = max(batch)
+            total += len(batch) * width * per_token + 2 * layers * 2 * len(batch) * width * width * d
+    return total / len(sentences)
+
+
+def peak_gflops(seconds: float = 2.0) -> dict[str, float]:
+    """This CPU's measured peak with ``THREADS`` threads: a 2048 x 2048 matrix product in fp32, and
+    the same through PyTorch's int8 dynamic linear (fbgemm: the kernel the int8 path runs)."""
+    import torch
+
+    n = 2048
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    linear = torch.ao.nn.quantized.dynamic.Linear(n, n)
+    linear.set_weight_bias(torch.quantize_per_channel(b, torch.full((n,), 0.02), torch.zeros(n, dtype=torch.long), 0, torch.qint8), None)
+    out = {}
+    for name, fn in (("fp32", lambda: a @ b), ("int8", lambda: linear(a))):
+        fn()
+        runs, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            fn()
+            runs += 1
+        out[name] = 2 * n ** 3 * runs / (time.perf_counter() - start) / 1e9
+    return out
+
+
+def _rate(fn, items) -> float:
+    start = time.perf_counter()
+    fn(items)
+    return len(items) / (time.perf_counter() - start)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def space_under_load(articles: list[dict], users: int, per_user: int, flags: list[str]) -> dict:
+    """A ``vilbias demo`` process (with ``flags``) driven by ``users`` threads of ``gradio_client``,
+    each sending ``per_user`` articles back to back (each user starts at its own article)."""
+    from gradio_client import Client
+
+    port = _free_port()
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "vilbias.cli", "-q", "demo", "--port", str(port), *flags],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.perf_counter() + 300
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.perf_counter() > deadline or proc.poll() is not None:
+                    raise RuntimeError("vilbias demo did not start") from None
+                time.sleep(0.2)
+        url = f"http://127.0.0.1:{port}/"
+        Client(url, verbose=False).predict(None, articles[0]["headline"], articles[0]["text"], "", "offline-default", api_name="/predict")
+        latencies, errors, lock = [], [], threading.Lock()
+
+        def user(k: int) -> None:
+            client = Client(url, verbose=False)
+            for j in range(per_user):
+                a = articles[(k * per_user + j) % len(articles)]
+                start = time.perf_counter()
+                try:
+                    client.predict(None, a["headline"], a["text"], "", "offline-default", api_name="/predict")
+                except Exception as e:  # counted and reported: an error is a result here
+                    with lock:
+                        errors.append(f"{type(e).__name__}: {str(e)[:80]}")
+                    continue
+                with lock:
+                    latencies.append(time.perf_counter() - start)
+
+        threads = [threading.Thread(target=user, args=(k,)) for k in range(users)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - start
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    latencies.sort()
+    return {"articles_s": len(latencies) / wall, "p50": statistics.median(latencies) if latencies else float("nan"),
+            "p95": latencies[max(0, int(0.95 * len(latencies)) - 1)] if latencies else float("nan"), "errors": errors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--articles", type=int, default=40, help="Real-length articles timed per variant.")
+    parser.add_argument("--users", type=int, default=20, help="Concurrent Space users.")
+    parser.add_argument("--per-user", type=int, default=5, help="Articles each Space user sends.")
+    parser.add_argument("--skip-space", action="store_true", help="Only the in-process variants.")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import torch
+    from transformers import AutoModel
+
+    from vilbias.models.catalogue import load_predictor, shipped_sentence_model
+    from vilbias.models.predictors import item_sentences, predict_batch
+    from vilbias.task import Item
+
+    torch.set_num_threads(THREADS)
+    folder = shipped_sentence_model()
+    articles = real_articles(max(args.articles, args.users * args.per_user))
+    timed = articles[:args.articles]
+    items = [Item("", a["headline"], a["text"], -1, None) for a in timed]
+    sentences = [item_sentences(i)[:120] for i in items]
+    chars = sorted(len(a["text"]) for a in timed)
+    print(f"{len(timed)} articles: median {statistics.median(chars):,.0f} characters (max {chars[-1]:,}), "
+          f"{statistics.mean(map(len, sentences)):.1f} sentences on average (at most 120 read, as the Space reads them)")
+
+    plain = AutoModel.from_pretrained(folder, inference_precision="float32", inference_runtime="torch")
+    config = json.loads((folder / "config.json").read_text())
+    shipped = f"{config.get('inference_runtime', 'torch')}, {config.get('inference_precision', 'float32')}"
+    predictor = load_predictor(str(folder), "sentence", max_sentences=120)
+    int8 = copy.deepcopy(plain)
+    int8._quantize_int8()  # what inference_precision="int8" loads
+    variants = {"plain fp32 (AutoModel + score_article)": lambda xs: [plain.score_article(s) for s in xs],
+                "int8 (inference_precision=\"int8\"), score_article": lambda xs: [int8.score_article(s) for s in xs]}
+    variants[f"shipped path ({shipped}), one article per call, splitting timed"] = \
+        lambda xs: [predictor.predict(items[sentences.index(s)]) for s in xs]
+    variants[f"shipped path ({shipped}), annotation batches of 32"] = \
+        lambda xs: [predict_batch(predictor, [items[sentences.index(s)] for s in xs[i:i + 32]]) for i in range(0, len(xs), 32)]
+    for fn in variants.values():
+        fn(sentences[:2])  # first-call costs
+    rates: dict[str, list[float]] = {k: [] for k in variants}
+    print(f"load average before the in-process runs: {_load()}")
+    for _ in range(2):  # alternated, so that other load on the machine weighs on each alike
+        for name, fn in variants.items():
+            rates[name].append(_rate(fn, sentences))
+    print(f"load average after: {_load()}")
+    base = statistics.median(rates["plain fp32 (AutoModel + score_article)"])
+    for name, r in rates.items():
+        print(f"  {name:72s} {statistics.median(r):6.2f} articles/s  {statistics.median(r) / base:5.2f}x")
+
+    flops = encoder_flops(plain, sentences)
+    peak = peak_gflops()
+    shipped_rate = statistics.median(rates[f"shipped path ({shipped}), annotation batches of 32"])
+    kernel = "int8" if config.get("inference_precision") == "int8" else "fp32"
+    print(f"FLOPs per article (encoder, as batched): {flops / 1e9:.1f} GFLOP; measured peak, {THREADS} threads: "
+          f"fp32 {peak['fp32']:.0f} GFLOP/s, int8 {peak['int8']:.0f} GOP/s (load {_load()})")
+    print(f"  plain fp32 reaches {base * flops / 1e9:.0f} GFLOP/s = {base * flops / 1e9 / peak['fp32']:.0%} of the fp32 peak; "
+          f"the shipped path in annotation batches {shipped_rate * flops / 1e9:.0f} GOP/s = {shipped_rate * flops / 1e9 / peak[kernel]:.0%} "
+          f"of the {kernel} peak")
+
+    test = babe_test_split()
+    print(f"macro-F1 on the held-out test split ({len(test)} BABE SG2 sentences): plain fp32 {macro_f1(plain, test):.4f}, "
+          f"int8 {macro_f1(int8, test):.4f}; the shipped path ({shipped}) {macro_f1(predictor.model, test):.4f}")
+
+    if not args.skip_space:
+        settings = {"before: --concurrency 2 --threads 1 (the old defaults)": ["--concurrency", "2", "--threads", "1"],
+                    "now: the defaults (shared passes)": []}
+        for name, flags in settings.items():
+            print(f"load average before the Space ({name}): {_load()}")
+            space = space_under_load(articles, args.users, args.per_user, flags)
+            print(f"the Space, {name}, {args.users} users x {args.per_user} articles: {space['articles_s']:.2f} articles/s = "
+                  f"{space['articles_s'] / base:.2f}x plain fp32; p50 {space['p50']:.1f} s, p95 {space['p95']:.1f} s; "
+                  f"{len(space['errors'])} errors {space['errors'][:3]} (load after {_load()})")
+
+
+if __name__ == "__main__":
+    main()
