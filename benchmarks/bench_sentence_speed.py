@@ -264,7 +264,7 @@ def main() -> None:
           f"int8 {macro_f1(int8, test):.4f}; the shipped path ({shipped}) {macro_f1(predictor.model, test):.4f}")
 
     if not args.skip_space:
-        settings = {"before: --concurrency 2 --threads 1 (the old defaults)": ["--concurrency", "2", "--threads", "1"],
+        settings = {"old settings: --concurrency 2 --threads 1 (the shipped runtime)": ["--concurrency", "2", "--threads", "1"],
                     "now: the defaults (shared passes)": []}
         for name, flags in settings.items():
             print(f"load average before the Space ({name}): {_load()}")
