@@ -106,7 +106,7 @@ class AnnotateConfig:
         if self.annotator_specs is not None:
             specs = list(self.annotator_specs)
             for s in specs:
-                s.validate()
+                s.validate(check_model=s.name not in (self.backends or {}))  # a ready backend needs no model lookup
         elif self.annotators is not None:
             specs = load_annotators(self.annotators)
         else:

@@ -102,7 +102,9 @@ class AnnotatorSpec(ModelSpec):
             payload["languages"] = list(normalize_languages(self.languages))
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
-    def validate(self) -> None:
+    def validate(self, *, check_model: bool = True) -> None:
+        """Raise ValueError, in one line naming the annotator, for a spec that cannot run; with
+        ``check_model`` (off for a backend the caller hands in ready), also for a model that is not there."""
         where = f"annotator {self.name!r}"
         if not self.name or not isinstance(self.name, str):
             raise ValueError("every annotator needs a name")
@@ -112,7 +114,7 @@ class AnnotatorSpec(ModelSpec):
             super().validate()
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
-        if self.backend in ("checkpoint", "transformers"):  # a model that is not there: one line, before any loading
+        if check_model and self.backend in ("checkpoint", "transformers"):  # a model that is not there: one line, before any loading
             try:
                 check_spec(self.model_spec(), self.backend)
             except (FileNotFoundError, PermissionError, ValueError) as e:

@@ -582,14 +582,10 @@ def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -
         raise FileNotFoundError(f"{what} {parsed.model} does not exist (taken for a local folder): give a checkpoint "
                                 "folder, a Hub id, openai:<model>@<base_url>, transformers:<model> or smollm2")
     if not looks_local(parsed.model):
-        from huggingface_hub import constants
-
         # One request (offline or unreachable, a look in the cache): a model that is not there fails
-        # here in one line, not in transformers' loaders after a minute of retries. Offline, a
-        # checkpoint is looked up when it is loaded (the catalogue's own loaders fail in one line);
-        # transformers' loaders would not, so a `transformers` model is looked up here as well.
-        if parsed.kind == "transformers" or not constants.HF_HUB_OFFLINE:
-            hub_file(parsed.model, parsed.gguf_file or "config.json", parsed.revision)
+        # here in one line, before a dataset is read or anything loaded, not in transformers'
+        # loaders after a minute of retries. A cached repo without this file passes (an adapter's).
+        hub_file(parsed.model, parsed.gguf_file or "config.json", parsed.revision)
     return parsed
 
 
