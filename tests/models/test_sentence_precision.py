@@ -49,7 +49,7 @@ def test_an_unknown_setting_is_one_line():
         SentenceBiasConfig(inference_runtime="onnxruntime", inference_precision="int8")
 
 
-def test_the_shipped_checkpoint_runs_on_onnxruntime_with_the_exact_paths_outputs(folder, caplog):
+def test_onnxruntime_gives_the_exact_paths_outputs(folder, caplog):
     import json
 
     import torch
@@ -57,9 +57,10 @@ def test_the_shipped_checkpoint_runs_on_onnxruntime_with_the_exact_paths_outputs
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    assert json.loads((folder / "config.json").read_text())["inference_runtime"] == "onnxruntime"
-    fast = AutoModel.from_pretrained(folder)
-    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
+    # the shipped checkpoint runs on PyTorch (measured: ONNX Runtime is no faster on a quiet machine)
+    assert "inference_runtime" not in json.loads((folder / "config.json").read_text())
+    fast = AutoModel.from_pretrained(folder, inference_runtime="onnxruntime")
+    exact = SentenceBiasModel.from_pretrained(folder)
     assert fast._session is not None and exact._session is None
     texts = TEXTS + ["Officials said the plan would cost $4 billion over ten years, according to the report."] * 3
     (a, words_a), (b, words_b) = fast.sentence_logits(texts), exact.sentence_logits(texts)
@@ -73,7 +74,7 @@ def test_the_shipped_checkpoint_runs_on_onnxruntime_with_the_exact_paths_outputs
     try:
         importlib.util.find_spec = lambda name, *a: None if name == "onnxruntime" else original(name, *a)
         with caplog.at_level("WARNING", logger="vilbias.models.sentence_bias"):
-            fallback = SentenceBiasModel.from_pretrained(folder)
+            fallback = SentenceBiasModel.from_pretrained(folder, inference_runtime="onnxruntime")
     finally:
         importlib.util.find_spec = original
     assert fallback._session is None and "onnxruntime or onnx is not installed" in caplog.text
