@@ -115,7 +115,7 @@ class SpaceConfig:
     """How the demo is built and served."""
 
     models_config: Path = field(default=MODELS_YAML, metadata={"help": "YAML list of models for the picker (first = default)."})
-    concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. Requests for the sentence model share its passes (up to 8 articles a pass)."})
+    concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. A model runs one pass at a time: the sentence model's waiting requests share it (up to 8 articles a pass), other models take them in turn."})
     queue_size: int = field(default=32, metadata={"help": "Requests that may wait in the queue before new ones are refused."})
     limits: Limits = field(default_factory=Limits)
     rationale_backend: dict | None = field(default=None, metadata={"help": "Model spec (vilbias.models.catalogue, YAML form) of the rationale writer (default: embedded SmolLM2)."})

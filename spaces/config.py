@@ -22,7 +22,7 @@ class DemoConfig:
     port: int | None = field(default=None, metadata={"help": "Port (default: Gradio's, 7860 or the next free one)."})
     models_config: Path | None = field(default=None, metadata={
         "help": "YAML list of models for the picker, first = default (default: the shipped models.yaml)."})
-    concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. Requests for the sentence model share its passes (up to 8 articles a pass)."})
+    concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. A model runs one pass at a time: the sentence model's waiting requests share it (up to 8 articles a pass), other models take them in turn."})
     allow_private_addresses: bool = field(default=False, metadata={"help": "Test mode: let URLs reach loopback/private addresses."})
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores)."})
 

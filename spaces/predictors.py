@@ -199,7 +199,10 @@ class ModelView:
 
     def __init__(self, spec: PickerModel):
         self.spec = spec
-        self.predictor = load_predictor(ModelSpec(model=spec.source, revision=spec.revision), spec.kind, **self.options())
+        # One pass at a time per model, whatever the Space's concurrency: the sentence model's
+        # waiting requests share it; a model without batched passes (a VLM) runs them one by one
+        # rather than as many generations at once as there are requests.
+        self.predictor = SharedPasses(load_predictor(ModelSpec(model=spec.source, revision=spec.revision), spec.kind, **self.options()))
 
     def options(self) -> dict[str, Any]:
         """The kind's options of :func:`~vilbias.models.catalogue.load_predictor`, from models.yaml."""
@@ -239,13 +242,13 @@ class SharedPasses:
     """
 
     def __init__(self, predictor: Any, max_items: int = 8):
-        self._predictor, self.max_items = predictor, max_items
+        self.inner, self.max_items = predictor, max_items  # inner: the wrapped predictor
         self._cond = threading.Condition()
         self._waiting: list[list] = []  # [item, output, error]
         self._running = False
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._predictor, name)
+        return getattr(self.inner, name)
 
     def predict(self, item: Any) -> ModelOutput:
         slot = [item, None, None]
@@ -270,7 +273,7 @@ class SharedPasses:
 
     def _run(self, batch: list[list]) -> None:
         try:
-            for slot, out in zip(batch, predict_batch(self._predictor, [s[0] for s in batch]), strict=True):
+            for slot, out in zip(batch, predict_batch(self.inner, [s[0] for s in batch]), strict=True):
                 slot[1] = out
         except Exception:
             if len(batch) == 1:
@@ -284,10 +287,6 @@ class SentenceView(ModelView):
     """A sentence-level bias model: its sentence scores become the evidence (placed in the shown
     text) and the explanation is built from them. Concurrent requests share the model's passes
     (:class:`SharedPasses`)."""
-
-    def __init__(self, spec: PickerModel):
-        super().__init__(spec)
-        self.predictor = SharedPasses(self.predictor)
 
     def options(self):
         return {"max_sentences": MAX_SENTENCES}

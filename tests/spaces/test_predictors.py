@@ -179,7 +179,7 @@ def test_vlm_confidence_is_the_vote_share(tiny_adapter):
     import vilbias.spaces.predictors as P
 
     assert view.predictor.generate is P._generate_vlm_gpu  # the ZeroGPU-wrapped generation, defined at import
-    view.predictor.generate = fake_generate
+    view.predictor.inner.generate = fake_generate  # the Space's one-pass-at-a-time wrapper holds the predictor
     out = view.predict(_item())
     assert calls == [3]
     assert (out.label, out.confidence) == ("biased", pytest.approx(2 / 3))
