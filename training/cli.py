@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from vilbias import stops
 from vilbias.cli import run_subcommand
 
 # `--help` of `classifier`, `sentence` and `sft` is the text their parsers print, rendered ahead of time: the
@@ -80,13 +81,20 @@ def _sentence(argv: list[str], prog: str) -> int:
         return 2
     from vilbias.training import sentence
 
-    return sentence.main(argv, prog)
+    with stops.on_stop(_starts_over):
+        return sentence.main(argv, prog)
 
 
 def _sft(argv: list[str], prog: str) -> int:
     from vilbias.training import sft
 
-    return sft.main(argv, prog)
+    with stops.on_stop(_starts_over):
+        return sft.main(argv, prog)
+
+
+def _starts_over() -> str:
+    """What a stop of ``train sentence`` or ``train sft`` says: neither resumes an interrupted run."""
+    return "this command does not resume an interrupted run: the same command starts over"
 
 
 def _value_of(argv: list[str], flag: str) -> str | None:
