@@ -182,6 +182,7 @@ def _no_timings(history: list[dict]) -> list[dict]:
 def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_path, multimodal_repo, tiny_bert):  # noqa: F811
     from safetensors.numpy import load_file
     from vilbias.training.classifier import parse_config, train_classifier
+    from vilbias.training.engine import torch_threads
 
     args = ["--dataset", str(multimodal_repo), "--model", tiny_bert, "--num-train-epochs", "6",
             "--per-device-train-batch-size", "4", "--patience", "0"]
@@ -202,14 +203,37 @@ def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_
     second = steps()[-1]
     assert second > first[0] and f"checkpoint-{second} kept" in kept
 
-    resumed = train_classifier(parse_config([*args, "--output", str(out)]))
+    stopped_threads = json.loads((out / "checkpoints" / f"checkpoint-{second}" / "vilbias_resume.json").read_text())["torch_threads"]
+    assert stopped_threads == int(os.environ["OMP_NUM_THREADS"])  # what the stopped command ran on
+    # This process runs on the stopped command's count, whatever an earlier test left (a Space's
+    # warm-up takes every core): the same sums split over another count round differently.
+    with torch_threads(stopped_threads):
+        resumed = train_classifier(parse_config([*args, "--output", str(out)]))
+        whole = train_classifier(parse_config([*args, "--output", str(tmp_path / "whole")]))
     assert not (out / "checkpoints").exists()  # a finished run keeps no checkpoint
-    whole = train_classifier(parse_config([*args, "--output", str(tmp_path / "whole")]))
     weights, expected = load_file(str(out / "model.safetensors")), load_file(str(tmp_path / "whole" / "model.safetensors"))
     assert weights.keys() == expected.keys() and all((weights[k] == expected[k]).all() for k in weights)
     assert resumed["test"] == whole["test"]
     assert _no_timings(resumed["log_history"]) == _no_timings(whole["log_history"])  # every epoch's loss and scores
     assert (out / "predictions.jsonl").read_bytes() == (tmp_path / "whole" / "predictions.jsonl").read_bytes()
+
+
+def test_a_resumed_training_runs_on_the_stopped_runs_thread_count():
+    """fit() resumes inside ``torch_threads(<the checkpoint's torch_threads>)``: torch runs on that
+    count (a re-run with another OMP_NUM_THREADS would round its sums differently) and the caller's
+    count comes back after, also when the training stops again."""
+    import torch
+    from vilbias.training.engine import torch_threads
+
+    from vilbias import stops
+
+    threads = torch.get_num_threads()
+    with pytest.raises(stops.Stopped), torch_threads(threads + 1):
+        assert torch.get_num_threads() == threads + 1
+        raise stops.Stopped("stopped again")
+    assert torch.get_num_threads() == threads
+    with torch_threads(None):  # a checkpoint saved before the count was recorded: left as it is
+        assert torch.get_num_threads() == threads
 
 
 # -- evaluate and audit run: answers through the ledger --------------------------------------------

@@ -8,13 +8,14 @@ loop both ``--cv`` runs go through."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import math
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,7 +202,9 @@ class SaveOnStop(TrainerCallback):
     calls it) that ``Trainer.train(resume_from_checkpoint=...)`` continues exactly: the next step
     sees the batch and random state it would have seen. Checked at the start of a step or epoch,
     so the previous step's logging, evaluation and epoch checkpoint are done. The epoch checkpoints
-    keep the model only (``save_only_model``), so only a stop's checkpoint resumes.
+    keep the model only (``save_only_model``), so only a stop's checkpoint resumes. The record
+    also keeps torch's CPU thread count, which the re-run trains with (:func:`torch_threads`):
+    float sums split over another number of threads round differently, so the weights would differ.
 
     Args:
         trainer: The ``Trainer`` this callback is added to.
@@ -249,6 +252,8 @@ class SaveOnStop(TrainerCallback):
     def _stop_if_asked(self, state) -> None:
         if not stops.requested():
             return
+        import torch
+
         if state.global_step == 0:
             raise stops.Stopped("training stopped before its first step: nothing kept; a re-run starts over")
         trainer, args = self.trainer, self.trainer.args
@@ -261,10 +266,31 @@ class SaveOnStop(TrainerCallback):
         folder = self.checkpoints / f"checkpoint-{state.global_step}"
         record = {"fingerprint": self.fingerprint, "step": state.global_step, "loss_since_log": trainer._tr_loss.item(),
                   "last_logged_step": trainer._globalstep_last_logged, "logged_loss": trainer._total_loss_scalar,
-                  "first_step": trainer._initial_global_step}
+                  "first_step": trainer._initial_global_step, "torch_threads": torch.get_num_threads()}
         (folder / RESUME_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
         raise stops.Stopped(f"training stopped at step {state.global_step} of {state.max_steps}; checkpoint {folder} "
                             "kept: re-run the same command to resume from it")
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Within the block, torch runs its CPU operations on ``threads`` threads (None: as it is);
+    the caller's setting comes back after. A run resumed from a stop's checkpoint trains with the
+    stopped run's count: the same steps summed over another number of threads round differently
+    in the last bits, so a re-run with another ``OMP_NUM_THREADS`` (or in a process that changed
+    it) would not end at the weights of the run never stopped."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads and threads != before:
+        logger.info("training on %d torch threads as the stopped run did (this process has %d), so that it resumes exactly",
+                    threads, before)
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 @dataclass
@@ -302,7 +328,7 @@ def fit(cfg: ClassifierConfig, splits, label: str, run_dir: Path, *, seed: int, 
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # another run's, or model-only: not resumable
     else:
         logger.info("resuming %s from its checkpoint at step %s", run_dir, resume.name.rpartition("-")[2])
-    with stops.deferred():
+    with stops.deferred(), torch_threads(on_stop.logging.get("torch_threads") if resume else None):
         result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     return Fitted(trainer.model, tokenizer, trainer, data, max_length, result.metrics.get("train_runtime", 0.0))
