@@ -107,10 +107,11 @@ def _fold_models(cfg: EvaluateConfig) -> list[tuple[str, str, str]]:
         f"pass their folder (holding {FOLDS[0]} ... {FOLDS[-1]}), or drop --cv to evaluate this model on its own test split")
 
 
-def plan_views(cfg: EvaluateConfig) -> list[View]:
+def plan_views(cfg: EvaluateConfig, *, model_given: bool = False, judge_given: bool = False) -> list[View]:
     """The views to score, each with its items and the seen-row check of its model.
 
-    Paths are checked first (one sentence for one that does not exist), then the evaluated rows
+    Paths are checked first (one sentence for one that does not exist; not the model or the judge
+    a caller handed in loaded: ``model_given``, ``judge_given``), then the evaluated rows
     are compared with each model's training rows: nothing is loaded or asked when they overlap.
 
     Raises:
@@ -118,8 +119,9 @@ def plan_views(cfg: EvaluateConfig) -> list[View]:
         ValueError: rows a model trained on (unless ``allow_overlap``), --cv on one checkpoint, an empty split.
     """
     check_dataset(cfg.dataset, cfg.dataset_revision)
-    check_spec(cfg.model)
-    if cfg.judge:
+    if not model_given:  # a model handed in loaded needs no lookup
+        check_spec(cfg.model)
+    if cfg.judge and not judge_given:
         check_spec(cfg.judge, "judge")
     targets = _fold_models(cfg) if cfg.cv else [(cfg.dataset_config, cfg.split, cfg.model)]
     views = []
@@ -439,7 +441,7 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
         raise ValueError("with --cv each fold's model is loaded from its own folder; do not pass one model")
     # A results folder is new, empty or an earlier run's (resumed); never a folder of someone else's files.
     claim_output(cfg.output_dir, "vilbias evaluate", signs=(STORE_FILE, "evaluate_config.yaml"))
-    views = plan_views(cfg)
+    views = plan_views(cfg, model_given=model is not None, judge_given=judge is not None)
     out = cfg.output_dir
     with results_store(out, _identity(cfg)) as store:
         run = _Run(cfg, store, judge)
