@@ -87,11 +87,15 @@ def models_yaml(tmp_path_factory, tiny_fusion):
 @pytest.fixture(scope="session")
 def space(models_yaml):
     """``(demo, client, stub)``: the app in test mode (URLs may reach 127.0.0.1)."""
+    import torch
     from gradio_client import Client
     from vilbias.spaces.app import SpaceConfig, build_demo
     from vilbias.spaces.inputs import Limits
 
-    config = SpaceConfig(models_config=models_yaml, limits=Limits(allow_private_addresses=True, fetch_timeout=1.0))
+    # The test process's own thread count (warm_up would set every core for the rest of the session,
+    # and later tests compare floats with runs in subprocesses that have the test environment's count).
+    config = SpaceConfig(models_config=models_yaml, limits=Limits(allow_private_addresses=True, fetch_timeout=1.0),
+                         threads=torch.get_num_threads())
     stub = StubRationale()
     demo = build_demo(config, rationale_backend=stub)
     demo.vilbias_app.warm_up()
