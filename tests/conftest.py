@@ -45,6 +45,38 @@ def sample_dataset_dir(tmp_path_factory):
     return output
 
 
+
+@pytest.fixture(scope="session")
+def _smollm2_loaded():
+    """The embedded SmolLM2-135M-Instruct, loaded once per session as the product loads it
+    (:func:`vilbias.models.chat_local.smollm2_backend`: the GGUF dequantised, ~25 s on 2 cores)."""
+    from vilbias.models.chat_local import smollm2_backend
+
+    backend = smollm2_backend()
+    return backend.model, backend.processor
+
+
+@pytest.fixture
+def smollm2_once(_smollm2_loaded, monkeypatch):
+    """Every SmolLM2 backend the test asks for (the default annotator, the audit's default model)
+    gets the session's loaded weights and tokenizer, with its own parameters, batch size and
+    grammar; anything else loads as usual."""
+    from vilbias.models import chat_local
+
+    model, tokenizer = _smollm2_loaded
+    load, shared = chat_local.TransformersBackend.from_pretrained, []
+
+    def from_pretrained(name_or_path, *, gguf_file=None, params=None, batch_size=4, **kwargs):
+        if gguf_file == chat_local.SMOLLM2_GGUF and str(name_or_path) == str(chat_local.smollm2_dir()):
+            assert kwargs.get("dtype") == "float32" and not kwargs.get("vision")  # as the session's copy was loaded
+            shared.append(chat_local.TransformersBackend(model, tokenizer, params=params, batch_size=batch_size))
+            return shared[-1]
+        return load(name_or_path, gguf_file=gguf_file, params=params, batch_size=batch_size, **kwargs)
+
+    monkeypatch.setattr(chat_local.TransformersBackend, "from_pretrained", from_pretrained)
+    yield model, tokenizer
+    assert shared, "the test never asked for SmolLM2"
+
 def pytest_sessionfinish(session, exitstatus):
     """In CI, a skipped real-data test fails the run: the tier must have run."""
     from tests.real_data import in_ci

@@ -64,8 +64,8 @@ def test_annotator_audit_writes_its_summary_into_annotations_sqlite(tmp_path):
 
 
 @pytest.mark.slow
-def test_default_annotator_smollm2(tmp_path):
-    """The embedded SmolLM2-135M-Instruct, scored by option log-likelihood (~25-60 s to load on 2 cores)."""
+def test_default_annotator_smollm2(tmp_path, smollm2_once):
+    """The embedded SmolLM2-135M-Instruct, scored by option log-likelihood (loaded once per session: ~25-60 s on 2 cores)."""
     default = smollm2_annotator()
     result = audit_annotators(None, tmp_path / "w", limit=1, paradigms=["decision"], metrics=False, progress=False)
     entry = result["annotators"][default.name]["modalities"]["text"]
