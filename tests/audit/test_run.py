@@ -93,10 +93,15 @@ def answered_rows(db_path: Path) -> dict[tuple[str, str], tuple[str, str]]:
     return {(q, m): (a, c) for q, m, a, c in rows}
 
 
+KILL_LIMIT = 4
+"""The kill test's pairs: the first four identity contrasts of the full run (12 questions each)."""
+KILL_CALLS = 2 * KILL_LIMIT * 12
+
+
 def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path):
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vilbias.audit.cli", "run", "--model", str(tiny_vlm_dir), "--limit", str(LIMIT),
+        [sys.executable, "-m", "vilbias.audit.cli", "run", "--model", str(tiny_vlm_dir), "--limit", str(KILL_LIMIT),
          "--output", str(out), "--no-progress", "--no-metrics"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
@@ -112,16 +117,17 @@ def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path):
     proc.stderr.close()
 
     before = answered_rows(db)
-    assert 40 <= len(before) < 2 * QUESTIONS
-    summary = run_audit(AuditConfig(output=out, model=str(tiny_vlm_dir), limit=LIMIT, progress=False, metrics=False))
+    assert 40 <= len(before) < KILL_CALLS
+    summary = run_audit(AuditConfig(output=out, model=str(tiny_vlm_dir), limit=KILL_LIMIT, progress=False, metrics=False))
     after = answered_rows(db)
-    assert summary["run"]["asked"] == 2 * QUESTIONS - len(before)  # only the missing calls were asked
-    assert len(after) == 2 * QUESTIONS  # nothing lost
+    assert summary["run"]["asked"] == KILL_CALLS - len(before)  # only the missing calls were asked
+    assert len(after) == KILL_CALLS  # nothing lost
     assert all(after[key] == value for key, value in before.items())  # nothing recorded was asked again
-    # and the interrupted run ends where an uninterrupted one does (seeded answers per question)
-    uninterrupted = {(r["question_id"], r["modality"]): r["answer"] for r in read_jsonl(full_run / "responses.jsonl")}
+    # and the interrupted run ends where an uninterrupted one does (seeded answers per question;
+    # the full run's first pairs are these)
     resumed = {(r["question_id"], r["modality"]): r["answer"] for r in read_jsonl(out / "responses.jsonl")}
-    assert resumed == uninterrupted
+    uninterrupted = {(r["question_id"], r["modality"]): r["answer"] for r in read_jsonl(full_run / "responses.jsonl")}
+    assert len(resumed) == KILL_CALLS and resumed == {key: uninterrupted[key] for key in resumed}
 
 
 def chooser_responder(pick):
