@@ -57,10 +57,10 @@ def test_onnxruntime_gives_the_exact_paths_outputs(folder, caplog):
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    # the shipped checkpoint runs on PyTorch (measured: ONNX Runtime is no faster on a quiet machine)
-    assert "inference_runtime" not in json.loads((folder / "config.json").read_text())
-    fast = AutoModel.from_pretrained(folder, inference_runtime="onnxruntime")
-    exact = SentenceBiasModel.from_pretrained(folder)
+    # the shipped checkpoint runs on ONNX Runtime (benchmarks/bench_sentence_speed.py); the keyword gives the exact torch path
+    assert json.loads((folder / "config.json").read_text())["inference_runtime"] == "onnxruntime"
+    fast = AutoModel.from_pretrained(folder)
+    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
     assert fast._session is not None and exact._session is None
     texts = TEXTS + ["Officials said the plan would cost $4 billion over ten years, according to the report."] * 3
     (a, words_a), (b, words_b) = fast.sentence_logits(texts), exact.sentence_logits(texts)
@@ -74,8 +74,49 @@ def test_onnxruntime_gives_the_exact_paths_outputs(folder, caplog):
     try:
         importlib.util.find_spec = lambda name, *a: None if name == "onnxruntime" else original(name, *a)
         with caplog.at_level("WARNING", logger="vilbias.models.sentence_bias"):
-            fallback = SentenceBiasModel.from_pretrained(folder, inference_runtime="onnxruntime")
+            fallback = SentenceBiasModel.from_pretrained(folder)
     finally:
         importlib.util.find_spec = original
     assert fallback._session is None and "onnxruntime or onnx is not installed" in caplog.text
+    exact._cache.clear()  # it holds TEXTS as scored in the batch above; scored alone, they match to the bit
     assert torch.equal(fallback.sentence_logits(TEXTS)[0], exact.sentence_logits(TEXTS)[0])
+
+
+def test_passes_side_by_side_give_the_one_pass_outputs(folder):
+    """On ONNX Runtime a model loaded with N torch threads runs its length-sorted slices on N
+    single-core passes at once: the outputs are those of one pass after another."""
+    import torch
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    texts = [f"Sentence number {i} says{' very' * (i % 7)} little about the plan." for i in range(40)]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        parallel = SentenceBiasModel.from_pretrained(folder)
+    finally:
+        torch.set_num_threads(before)
+    single = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
+    assert parallel._workers is not None and parallel._workers._max_workers == 2 and single._workers is None
+    (a, words_a), (b, words_b) = parallel.sentence_logits(texts), single.sentence_logits(texts)
+    assert torch.allclose(a, b, atol=1e-4) and [w[0] for w in words_a] == [w[0] for w in words_b]
+
+
+def test_a_sentence_read_again_comes_from_the_cache(folder):
+    import torch
+
+    from vilbias.models.sentence_bias import SentenceBiasModel, SentenceCache
+
+    model = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
+    texts = TEXTS + [TEXTS[0]]  # a repeat within one call is scored once
+    logits, words = model.sentence_logits(texts)
+    assert torch.equal(logits[0], logits[2]) and words[0] == words[2]
+    assert len(model._cache) == 2 and model._cache.hits == 0
+    again, words_again = model.sentence_logits(list(reversed(texts)))
+    assert model._cache.hits == 3 and torch.equal(again, logits.flip(0)) and words_again == list(reversed(words))
+    model._cache.clear()  # scored anew, the same answer
+    assert torch.equal(model.sentence_logits(texts)[0], logits)
+    small = SentenceCache(maxsize=2)  # least recently used out first
+    for text in ("a", "b", "c"):
+        small.put(text, torch.zeros(2), ([], []))
+    assert small.get("a") is None and small.get("c") is not None and len(small) == 2

@@ -26,8 +26,11 @@ from __future__ import annotations
 import copy
 import logging
 import re
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
@@ -342,6 +345,13 @@ class SentenceBiasModel(PreTrainedModel):
         if self.config.inference_precision == "int8":
             self._quantize_int8()
         self._session = _onnx_session(self) if self.config.inference_runtime == "onnxruntime" else None
+        # ONNX Runtime releases the GIL for a whole pass, so its slices run side by side, one core
+        # each (on this encoder's small matrices that beats one pass on all cores); torch keeps
+        # its own intra-op threads.
+        threads = torch.get_num_threads()
+        self._workers = (ThreadPoolExecutor(threads, thread_name_prefix="vilbias-sentence-pass")
+                         if self._session is not None and threads > 1 else None)
+        self._cache = SentenceCache()
 
     def _quantize_int8(self) -> None:
         """Swap the encoder's linear layers (the members' copies too, LoRA already folded in) for
@@ -384,23 +394,43 @@ class SentenceBiasModel(PreTrainedModel):
     def sentence_logits(self, sentences: Sequence[str], batch_size: int = 16):
         """Raw sentence logits ``(N, 2)`` and, per sentence, ``(token offsets, word
         probabilities)``; sentences are batched by length so padding stays small (one pass over
-        the article, in length-sorted slices of ``batch_size``)."""
+        the distinct sentences, in length-sorted slices of at most ``batch_size``). A loaded
+        model answers a sentence it has scored before from its cache (:class:`SentenceCache`),
+        and on ONNX Runtime runs its slices on every worker at once (one core each)."""
         self.eval()
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
         logits = torch.zeros(len(sentences), len(self.config.labels))
         words: list = [None] * len(sentences)
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            enc = self.tokenizer([sentences[i] for i in idx], truncation=True, max_length=self.config.max_length,
-                                 padding=True, return_tensors="pt", return_offsets_mapping=True)
-            offsets = enc.pop("offset_mapping")
-            out_logits, word_logits = self._pass(enc["input_ids"], enc["attention_mask"])
+        cache: SentenceCache | None = getattr(self, "_cache", None)
+        first: dict[str, int] = {}  # each distinct sentence still to score -> its first position
+        for i, text in enumerate(sentences):
+            hit = cache.get(text) if cache is not None else None
+            if hit is not None:
+                logits[i], words[i] = hit
+            elif text not in first:
+                first[text] = i
+        order = sorted(first.values(), key=lambda i: len(sentences[i]))
+        workers = getattr(self, "_workers", None)
+        size = batch_size if workers is None else max(1, min(batch_size, -(-len(order) // workers._max_workers)))
+        slices = [order[start:start + size] for start in range(0, len(order), size)]
+        encoded = [self.tokenizer([sentences[i] for i in idx], truncation=True, max_length=self.config.max_length,
+                                  padding=True, return_tensors="pt", return_offsets_mapping=True) for idx in slices]
+        runs = (workers.map(self._pass_encoded, encoded) if workers is not None and len(slices) > 1
+                else map(self._pass_encoded, encoded))
+        for idx, enc, (out_logits, word_logits) in zip(slices, encoded, runs, strict=True):
             logits[idx] = out_logits.float()
             word_probs = word_logits.float().sigmoid()
             for row, i in enumerate(idx):
                 n = int(enc["attention_mask"][row].sum())
-                words[i] = (offsets[row, :n].tolist(), word_probs[row, :n].tolist())
+                words[i] = (enc["offset_mapping"][row, :n].tolist(), word_probs[row, :n].tolist())
+                if cache is not None:
+                    cache.put(sentences[i], logits[i].clone(), words[i])
+        for i, text in enumerate(sentences):  # repeats of a sentence scored in this call
+            if words[i] is None:
+                logits[i], words[i] = logits[first[text]], words[first[text]]
         return logits, words
+
+    def _pass_encoded(self, enc) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._pass(enc["input_ids"], enc["attention_mask"])
 
     def _pass(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
         """Sentence and word logits of one batch, by the runtime the config names."""
@@ -426,6 +456,44 @@ class SentenceBiasModel(PreTrainedModel):
         return article_score(scored, self.config.article_rule)
 
 
+class SentenceCache:
+    """The scores of the last ``maxsize`` distinct sentences a loaded model read (least recently
+    used out first), so a sentence read again (an article sent twice, a site's recurring lines)
+    costs no pass. Thread-safe. A model loaded by ``from_pretrained`` has one; it holds what
+    :meth:`SentenceBiasModel.sentence_logits` returns for the sentence (its logits, token offsets
+    and word probabilities), so a hit gives the output of the pass that first scored it."""
+
+    def __init__(self, maxsize: int = 4096):
+        self.maxsize = maxsize
+        self._items: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, text: str) -> tuple | None:
+        with self._lock:
+            hit = self._items.get(text)
+            if hit is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(text)
+            self.hits += 1
+            return hit
+
+    def put(self, text: str, logits: torch.Tensor, words: tuple) -> None:
+        with self._lock:
+            self._items[text] = (logits, words)
+            self._items.move_to_end(text)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
 class _Logits(nn.Module):
     """The model's inference pass as the ONNX exporter wants it: tensors in, a tuple out."""
 
@@ -443,9 +511,9 @@ def _onnx_session(model: SentenceBiasModel):
     and both heads), exported in memory with dynamic batch and length; None, with a warning,
     when onnxruntime or onnx is not installed (the torch path then runs: the same outputs).
 
-    ONNX Runtime runs this small encoder's passes with fused kernels and far less per-operator
-    overhead than eager PyTorch, and its thread pool holds up when the cores are shared; its
-    threads are torch's at load time (the Space sets them before loading)."""
+    ONNX Runtime runs this small encoder's passes with fused kernels and less per-operator
+    overhead than eager PyTorch, one core per pass; the model runs as many passes at once as
+    torch had threads at load time (the Space sets them before loading)."""
     import importlib.util
     import io
 
@@ -469,7 +537,7 @@ def _onnx_session(model: SentenceBiasModel):
                                         "logits": {0: "batch"}, "word_logits": {0: "batch", 1: "tokens"}},
                           dynamo=False, opset_version=17)
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = torch.get_num_threads()
+    options.intra_op_num_threads = 1  # one core per pass: passes run side by side (SentenceBiasModel._workers)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # its graph notes are not the user's business
     return onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
