@@ -217,9 +217,10 @@ class SentencePredictor:
     def predict(self, item: ItemLike) -> ModelOutput:
         return self.predict_batch([item])[0]
 
-    def predict_batch(self, items: Sequence[ItemLike], batch_size: int = 64) -> list[ModelOutput]:
+    def predict_batch(self, items: Sequence[ItemLike], batch_size: int = 16) -> list[ModelOutput]:
         """:meth:`predict` for several items, their sentences scored together (length-sorted
-        batches of ``batch_size`` across items: a few hundred articles in one pass)."""
+        batches of ``batch_size`` across items: a few hundred articles in one call; small
+        batches keep padding small when a single article is scored)."""
         read = [item_sentences(item, self.split_sentences) for item in items]
         kept = [s if self.max_sentences is None else s[:self.max_sentences] for s in read]
         if any(not k for k in kept):
