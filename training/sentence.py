@@ -224,7 +224,11 @@ def write_outputs(cfg: SentenceConfig, final: SplitRun, metrics: dict, examples:
     claim_model_dir(out)  # again: the run took a while
     if out.exists():
         shutil.rmtree(out)
-    SentenceBiasModel.ensemble(final.models, final.config).save_pretrained(out)
+    saved = SentenceBiasModel.ensemble(final.models, final.config)
+    # how it runs once loaded (see SentenceBiasConfig.inference_runtime): the same float32 graph on
+    # ONNX Runtime, passes side by side (benchmarks/bench_sentence_speed.py); training ignores it
+    saved.config.inference_runtime, saved.config.inference_precision = "onnxruntime", "float32"
+    saved.save_pretrained(out)
     labels = [examples[u].label for u in final.test_uids]
     plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
                      reliability_title(metrics["source"], len(labels), metrics["test"]["articles"], metrics["test"]["ece_before"], metrics["test"]["ece"]))
