@@ -31,7 +31,7 @@ measurement: on a shared machine absolute numbers move; the ratios, taken in one
 from __future__ import annotations
 
 import argparse
-import copy
+import contextlib
 import csv
 import json
 import os
@@ -115,11 +115,12 @@ def encoder_flops(model, sentences: list[list[str]], batch_size: int = 16) -> fl
     return total / len(sentences)
 
 
-def peak_gflops(seconds: float = 2.0) -> dict[str, float]:
-    """This CPU's measured peak with ``THREADS`` threads: a 2048 x 2048 matrix product in fp32, and
+def peak_gflops(seconds: float = 2.0, threads: int = THREADS) -> dict[str, float]:
+    """This CPU's measured peak with ``threads`` threads: a 2048 x 2048 matrix product in fp32, and
     the same through PyTorch's int8 dynamic linear (fbgemm: the kernel the int8 path runs)."""
     import torch
 
+    torch.set_num_threads(threads)
     n = 2048
     a, b = torch.randn(n, n), torch.randn(n, n)
     linear = torch.ao.nn.quantized.dynamic.Linear(n, n)
@@ -199,11 +200,50 @@ def space_under_load(articles: list[dict], users: int, per_user: int, flags: lis
             "p95": latencies[max(0, int(0.95 * len(latencies)) - 1)] if latencies else float("nan"), "errors": errors}
 
 
+def _fresh(model) -> None:
+    """Forget what ``model`` has scored, so that a timed run reads every article anew."""
+    if getattr(model, "_cache", None) is not None:
+        model._cache.clear()
+
+
+def per_core(folder, sentences: list[list[str]], flops: float) -> None:
+    """CPU seconds per article on one core: the plain fp32 torch call against ONNX Runtime, and
+    the share of one core's measured fp32 peak each reaches (the ceiling of any fp32 path)."""
+    import torch
+    from transformers import AutoModel
+
+    torch.set_num_threads(1)
+    try:
+        models = {"plain fp32 torch": AutoModel.from_pretrained(folder, inference_runtime="torch"),
+                  "ONNX Runtime fp32": AutoModel.from_pretrained(folder, inference_runtime="onnxruntime")}
+        peak = peak_gflops(threads=1)["fp32"]
+        cpu: dict[str, list[float]] = {k: [] for k in models}
+        for m in models.values():
+            m._cache = None
+            m.score_article(sentences[0])
+        for _ in range(3):
+            for name, m in models.items():
+                start = time.process_time()
+                for article in sentences:
+                    m.score_article(article)
+                cpu[name].append((time.process_time() - start) / len(sentences))
+    finally:
+        torch.set_num_threads(THREADS)
+    base = min(cpu["plain fp32 torch"])
+    print(f"one core (CPU time, best of 3; one core's fp32 peak {peak:.0f} GFLOP/s):")
+    for name, runs in cpu.items():
+        print(f"  {name:72s} {1 / min(runs):6.2f} articles/s per core  {base / min(runs):5.2f}x  "
+              f"{flops / min(runs) / 1e9 / peak:4.0%} of peak")
+    print(f"  => at these FLOPs no fp32 path can exceed {peak / (flops / base / 1e9):.2f}x the plain call per core")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--articles", type=int, default=40, help="Real-length articles timed per variant.")
     parser.add_argument("--users", type=int, default=20, help="Concurrent Space users.")
     parser.add_argument("--per-user", type=int, default=5, help="Articles each Space user sends.")
+    parser.add_argument("--distinct", type=int, default=20,
+                        help="Distinct articles in the Space's second run (sent again and again, as a demo's popular pages are).")
     parser.add_argument("--skip-space", action="store_true", help="Only the in-process variants.")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -223,16 +263,20 @@ def main() -> None:
     sentences = [item_sentences(i)[:120] for i in items]
     chars = sorted(len(a["text"]) for a in timed)
     print(f"{len(timed)} articles: median {statistics.median(chars):,.0f} characters (max {chars[-1]:,}), "
-          f"{statistics.mean(map(len, sentences)):.1f} sentences on average (at most 120 read, as the Space reads them)")
+          f"{statistics.mean(map(len, sentences)):.1f} sentences on average (at most 120 read, as the Space reads them); "
+          f"CPU: {_cpu()}")
 
     plain = AutoModel.from_pretrained(folder, inference_precision="float32", inference_runtime="torch")
+    plain._cache = None  # today's model: every sentence through the encoder
     config = json.loads((folder / "config.json").read_text())
     shipped = f"{config.get('inference_runtime', 'torch')}, {config.get('inference_precision', 'float32')}"
+    onnx = AutoModel.from_pretrained(folder, inference_runtime="onnxruntime")
     predictor = load_predictor(str(folder), "sentence", max_sentences=120)
-    int8 = copy.deepcopy(plain)
-    int8._quantize_int8()  # what inference_precision="int8" loads
-    variants = {"plain fp32 (AutoModel + score_article)": lambda xs: [plain.score_article(s) for s in xs],
-                "int8 (inference_precision=\"int8\"), score_article": lambda xs: [int8.score_article(s) for s in xs]}
+    int8 = AutoModel.from_pretrained(folder, inference_precision="int8", inference_runtime="torch")
+    PLAIN = "plain fp32 (AutoModel + score_article, torch, 2 threads)"
+    variants = {PLAIN: lambda xs: [plain.score_article(s) for s in xs],
+                "int8 (inference_precision=\"int8\"), score_article": lambda xs: [int8.score_article(s) for s in xs],
+                f"ONNX Runtime fp32, score_article, {THREADS} passes side by side": lambda xs: [onnx.score_article(s) for s in xs]}
     variants[f"shipped path ({shipped}), one article per call, splitting timed"] = \
         lambda xs: [predictor.predict(items[sentences.index(s)]) for s in xs]
     variants[f"shipped path ({shipped}), annotation batches of 32"] = \
@@ -243,9 +287,13 @@ def main() -> None:
     print(f"load average before the in-process runs: {_load()}")
     for _ in range(2):  # alternated, so that other load on the machine weighs on each alike
         for name, fn in variants.items():
+            for model in (int8, onnx, predictor.model):
+                _fresh(model)  # every article new to every variant
             rates[name].append(_rate(fn, sentences))
+    repeat = f"shipped path ({shipped}), one article per call, articles read before (cache)"
+    rates[repeat] = [_rate(variants[f"shipped path ({shipped}), one article per call, splitting timed"], sentences)]
     print(f"load average after: {_load()}")
-    base = statistics.median(rates["plain fp32 (AutoModel + score_article)"])
+    base = statistics.median(rates[PLAIN])
     for name, r in rates.items():
         print(f"  {name:72s} {statistics.median(r):6.2f} articles/s  {statistics.median(r) / base:5.2f}x")
 
@@ -258,20 +306,37 @@ def main() -> None:
     print(f"  plain fp32 reaches {base * flops / 1e9:.0f} GFLOP/s = {base * flops / 1e9 / peak['fp32']:.0%} of the fp32 peak; "
           f"the shipped path in annotation batches {shipped_rate * flops / 1e9:.0f} GOP/s = {shipped_rate * flops / 1e9 / peak[kernel]:.0%} "
           f"of the {kernel} peak")
+    per_core(folder, sentences[:12], encoder_flops(plain, sentences[:12]))
 
     test = babe_test_split()
+    for model in (plain, int8, onnx, predictor.model):
+        _fresh(model)
     print(f"macro-F1 on the held-out test split ({len(test)} BABE SG2 sentences): plain fp32 {macro_f1(plain, test):.4f}, "
-          f"int8 {macro_f1(int8, test):.4f}; the shipped path ({shipped}) {macro_f1(predictor.model, test):.4f}")
+          f"int8 {macro_f1(int8, test):.4f}, ONNX Runtime fp32 {macro_f1(onnx, test):.4f}; "
+          f"the shipped path ({shipped}) {macro_f1(predictor.model, test):.4f}")
 
     if not args.skip_space:
-        settings = {"old settings: --concurrency 2 --threads 1 (the shipped runtime)": ["--concurrency", "2", "--threads", "1"],
-                    "now: the defaults (shared passes)": []}
-        for name, flags in settings.items():
+        runs = {f"{args.users * args.per_user} distinct articles": articles[:args.users * args.per_user],
+                f"{args.distinct} distinct articles, each sent {args.users * args.per_user // args.distinct} times": articles[:args.distinct]}
+        for name, sent in runs.items():
             print(f"load average before the Space ({name}): {_load()}")
-            space = space_under_load(articles, args.users, args.per_user, flags)
-            print(f"the Space, {name}, {args.users} users x {args.per_user} articles: {space['articles_s']:.2f} articles/s = "
+            space = space_under_load(sent, args.users, args.per_user, [])
+            print(f"the Space (its defaults), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "
                   f"{space['articles_s'] / base:.2f}x plain fp32; p50 {space['p50']:.1f} s, p95 {space['p95']:.1f} s; "
                   f"{len(space['errors'])} errors {space['errors'][:3]} (load after {_load()})")
+
+
+def _cpu() -> str:
+    flags = ""
+    model = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line
+    simd = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16") if f" {f}" in flags]
+    return f"{model}, {os.cpu_count()} cores, {' '.join(simd) or 'no AVX2'}"
 
 
 if __name__ == "__main__":
