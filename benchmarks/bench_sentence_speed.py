@@ -36,9 +36,7 @@ import csv
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -50,9 +48,8 @@ SHARED = ROOT.parent / "shared" / "data"
 BABE = SHARED / "babe" / "final_labels_SG2_public.csv"
 THREADS = 2
 
-
-def _load() -> str:
-    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from demo_process import load_average, running_demo  # noqa: E402  (the benchmarks' own helper)
 
 
 def real_articles(n: int, seed: int = 0) -> list[dict]:
@@ -142,32 +139,13 @@ def _rate(fn, items) -> float:
     return len(items) / (time.perf_counter() - start)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def space_under_load(articles: list[dict], users: int, per_user: int, flags: list[str]) -> dict:
     """A ``vilbias demo`` process (with ``flags``) driven by ``users`` threads of ``gradio_client``,
     each sending ``per_user`` articles back to back (each user starts at its own article)."""
     from gradio_client import Client
 
-    port = _free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "vilbias.cli", "-q", "demo", "--port", str(port), *flags],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.perf_counter() + 300
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.perf_counter() > deadline or proc.poll() is not None:
-                    raise RuntimeError("vilbias demo did not start") from None
-                time.sleep(0.2)
-        url = f"http://127.0.0.1:{port}/"
+    with running_demo(flags) as url:
         Client(url, verbose=False).predict(None, articles[0]["headline"], articles[0]["text"], "", "offline-default", api_name="/predict")
         latencies, errors, lock = [], [], threading.Lock()
 
@@ -192,9 +170,6 @@ def space_under_load(articles: list[dict], users: int, per_user: int, flags: lis
         for t in threads:
             t.join()
         wall = time.perf_counter() - start
-    finally:
-        proc.terminate()
-        proc.wait(30)
     latencies.sort()
     return {"articles_s": len(latencies) / wall, "p50": statistics.median(latencies) if latencies else float("nan"),
             "p95": latencies[max(0, int(0.95 * len(latencies)) - 1)] if latencies else float("nan"), "errors": errors}
@@ -284,7 +259,7 @@ def main() -> None:
     for fn in variants.values():
         fn(sentences[:2])  # first-call costs
     rates: dict[str, list[float]] = {k: [] for k in variants}
-    print(f"load average before the in-process runs: {_load()}")
+    print(f"load average before the in-process runs: {load_average()}")
     for _ in range(2):  # alternated, so that other load on the machine weighs on each alike
         for name, fn in variants.items():
             for model in (int8, onnx, predictor.model):
@@ -292,7 +267,7 @@ def main() -> None:
             rates[name].append(_rate(fn, sentences))
     repeat = f"shipped path ({shipped}), one article per call, articles read before (cache)"
     rates[repeat] = [_rate(variants[f"shipped path ({shipped}), one article per call, splitting timed"], sentences)]
-    print(f"load average after: {_load()}")
+    print(f"load average after: {load_average()}")
     base = statistics.median(rates[PLAIN])
     for name, r in rates.items():
         print(f"  {name:72s} {statistics.median(r):6.2f} articles/s  {statistics.median(r) / base:5.2f}x")
@@ -302,7 +277,7 @@ def main() -> None:
     shipped_rate = statistics.median(rates[f"shipped path ({shipped}), annotation batches of 32"])
     kernel = "int8" if config.get("inference_precision") == "int8" else "fp32"
     print(f"FLOPs per article (encoder, as batched): {flops / 1e9:.1f} GFLOP; measured peak, {THREADS} threads: "
-          f"fp32 {peak['fp32']:.0f} GFLOP/s, int8 {peak['int8']:.0f} GOP/s (load {_load()})")
+          f"fp32 {peak['fp32']:.0f} GFLOP/s, int8 {peak['int8']:.0f} GOP/s (load {load_average()})")
     print(f"  plain fp32 reaches {base * flops / 1e9:.0f} GFLOP/s = {base * flops / 1e9 / peak['fp32']:.0%} of the fp32 peak; "
           f"the shipped path in annotation batches {shipped_rate * flops / 1e9:.0f} GOP/s = {shipped_rate * flops / 1e9 / peak[kernel]:.0%} "
           f"of the {kernel} peak")
@@ -319,11 +294,11 @@ def main() -> None:
         runs = {f"{args.users * args.per_user} distinct articles": articles[:args.users * args.per_user],
                 f"{args.distinct} distinct articles, each sent {args.users * args.per_user // args.distinct} times": articles[:args.distinct]}
         for name, sent in runs.items():
-            print(f"load average before the Space ({name}): {_load()}")
+            print(f"load average before the Space ({name}): {load_average()}")
             space = space_under_load(sent, args.users, args.per_user, [])
             print(f"the Space (its defaults), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "
                   f"{space['articles_s'] / base:.2f}x plain fp32; p50 {space['p50']:.1f} s, p95 {space['p95']:.1f} s; "
-                  f"{len(space['errors'])} errors {space['errors'][:3]} (load after {_load()})")
+                  f"{len(space['errors'])} errors {space['errors'][:3]} (load after {load_average()})")
 
 
 def _cpu() -> str:

@@ -30,17 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
+from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from demo_process import free_port, load_average, running_demo  # noqa: E402  (the benchmarks' own helper)
 
 
 def _first_update(client, example, model="offline-default", *, finish=True):
@@ -109,35 +105,14 @@ class BrowserClient:
         return (first if first is not None else time.perf_counter() - start), last
 
 
-def _load() -> str:
-    return " ".join(f"{v:.1f}" for v in os.getloadavg())
-
 
 def cold_start(threads: int | None, example) -> float:
     from gradio_client import Client
 
-    port = _free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    flags = ["--threads", str(threads)] if threads else []
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "vilbias.cli", "-q", "demo", "--port", str(port), *flags],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = start + 120
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.perf_counter() > deadline or proc.poll() is not None:
-                    raise RuntimeError("vilbias demo did not start") from None
-                time.sleep(0.05)
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-        _first_update(client, example, finish=False)
+    with running_demo(["--threads", str(threads)] if threads else [], timeout=120) as url:
+        _first_update(Client(url, verbose=False), example, finish=False)
         return time.perf_counter() - start
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def main() -> None:
@@ -155,7 +130,7 @@ def main() -> None:
 
     examples = sample_examples(4)
     if not args.skip_cold:
-        print(f"load average before the cold start: {_load()}")
+        print(f"load average before the cold start: {load_average()}")
         cold = cold_start(args.threads, examples[0])
         print(f"cold start to first label: {cold:.1f} s (target <= 20 s)")
 
@@ -163,7 +138,7 @@ def main() -> None:
     demo = build_demo(config)
     app = demo.vilbias_app
     app.warm_up()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(), quiet=True, **launch_kwargs(config))
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True, **launch_kwargs(config))
     try:
         browser = BrowserClient(demo.local_url)
         uploads = [browser.upload(e[0]) for e in examples]
@@ -171,22 +146,27 @@ def main() -> None:
         model = app.predictors.get(app.default_model).model
         items = [[t for t, _, _ in item_sentences(Item(None, e[1], e[2]))] for e in examples]
         model.score_article(items[0])
-        print(f"load average before the warm runs: {_load()}; torch threads {config.torch_threads()} on {os.cpu_count()} cores")
+        print(f"load average before the warm runs: {load_average()}; torch threads {config.torch_threads()} on {os.cpu_count()} cores")
         # app call and plain call alternate, so that other load on the machine weighs on both alike
         latencies, upload_s, plain = [], [], []
         for i in range(args.runs):
             example = examples[i % len(examples)]
+            model._cache.clear()  # every call reads its article anew (the model keeps what it has read)
             started = time.perf_counter()
             browser.upload(example[0])
             upload_s.append(time.perf_counter() - started)
             first, last = browser.predict([uploads[i % len(examples)], example[1], example[2], "", app.default_model])
             latencies.append(first)
+            model._cache.clear()
             started = time.perf_counter()
             model.score_article(items[i % len(items)])
             plain.append(time.perf_counter() - started)
         client = Client(demo.local_url, verbose=False)
         _first_update(client, examples[0])  # warm-up
-        python_client = [_first_update(client, examples[i % len(examples)])[0] for i in range(args.runs)]
+        python_client = []
+        for i in range(args.runs):
+            model._cache.clear()
+            python_client.append(_first_update(client, examples[i % len(examples)])[0])
     finally:
         demo.close()
     app_ms, plain_ms = statistics.median(latencies) * 1000, statistics.median(plain) * 1000

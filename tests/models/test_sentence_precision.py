@@ -4,6 +4,8 @@ float32 PyTorch path."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 TEXTS = ["Radical activists rammed through a disastrous, reckless scheme.", "The council approved the budget on Tuesday."]
@@ -120,3 +122,25 @@ def test_a_sentence_read_again_comes_from_the_cache(folder):
     for text in ("a", "b", "c"):
         small.put(text, torch.zeros(2), ([], []))
     assert small.get("a") is None and small.get("c") is not None and len(small) == 2
+
+
+def test_the_exported_graph_is_kept_and_reused(folder, monkeypatch):
+    """The ONNX export (~2 s) happens once per weights, config and library versions: the graph is
+    kept in $HF_HOME/vilbias/onnx and a later load reads it."""
+    import huggingface_hub
+
+    from vilbias.models import sentence_bias
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    first = SentenceBiasModel.from_pretrained(folder)
+    path = sentence_bias.onnx_graph(first)
+    assert path.parent == Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" and path.stat().st_size > 1e6
+    other = SentenceBiasModel.from_pretrained(folder, temperature=2.0)  # another config: another graph
+    assert sentence_bias.onnx_graph(other) != path
+
+    def no_export(model):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(sentence_bias, "_export_onnx", no_export)
+    again = SentenceBiasModel.from_pretrained(folder)
+    assert again.sentence_logits(TEXTS)[0].argmax(-1).tolist() == [1, 0]

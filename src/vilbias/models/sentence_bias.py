@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -508,20 +509,66 @@ class _Logits(nn.Module):
 
 def _onnx_session(model: SentenceBiasModel):
     """An ONNX Runtime session of ``model``'s float32 inference pass (LoRA folded in, every member
-    and both heads), exported in memory with dynamic batch and length; None, with a warning,
-    when onnxruntime or onnx is not installed (the torch path then runs: the same outputs).
+    and both heads) with dynamic batch and length; None, with a warning, when onnxruntime or onnx
+    is not installed (the torch path then runs: the same outputs).
 
-    ONNX Runtime runs this small encoder's passes with fused kernels and less per-operator
-    overhead than eager PyTorch, one core per pass; the model runs as many passes at once as
-    torch had threads at load time (the Space sets them before loading)."""
+    ONNX Runtime runs this small encoder's passes with less per-operator overhead than eager
+    PyTorch, one core per pass; the model runs as many passes at once as torch had threads at load
+    time (the Space sets them before loading). The exported graph is kept in the Hugging Face
+    cache folder (:func:`onnx_graph`), so a model loads without exporting it again."""
     import importlib.util
-    import io
 
     if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
         logger.warning("inference_runtime onnxruntime: onnxruntime or onnx is not installed, so the model runs on "
                        "PyTorch (the same outputs, slower); pip install 'vilbias[train]' to get them")
         return None
     import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1  # one core per pass: passes run side by side (SentenceBiasModel._workers)
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # its graph notes are not the user's business
+    graph = onnx_graph(model)
+    return onnxruntime.InferenceSession(str(graph) if isinstance(graph, Path) else graph, options, providers=["CPUExecutionProvider"])
+
+
+def onnx_graph(model: SentenceBiasModel) -> Path | bytes:
+    """``model``'s inference pass as an ONNX graph: the file in
+    ``$HF_HOME/vilbias/onnx/<digest>.onnx`` when one was exported before for the same weights,
+    config and library versions (the digest covers all of them), else exported now and stored
+    there (atomically); the bytes themselves when the cache folder cannot be written."""
+    import hashlib
+    import os
+    import tempfile
+
+    import huggingface_hub
+    import onnx
+
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}".encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    path = Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" / f"{digest.hexdigest()}.onnx"
+    if path.is_file():
+        return path
+    graph = _export_onnx(model)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as f:
+            f.write(graph)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(f.name, 0o666 & ~umask)  # as the Hub cache's own files
+        os.replace(f.name, path)
+    except OSError as e:  # a read-only cache: the graph is used from memory
+        logger.debug("could not keep the ONNX graph in %s: %s", path.parent, e)
+        return graph
+    return path
+
+
+def _export_onnx(model: SentenceBiasModel) -> bytes:
+    import io
 
     sample = model.tokenizer(["A short sentence.", "A somewhat longer sentence than the first one."],
                              padding=True, return_tensors="pt")
@@ -536,11 +583,7 @@ def _onnx_session(model: SentenceBiasModel):
                           dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
                                         "logits": {0: "batch"}, "word_logits": {0: "batch", 1: "tokens"}},
                           dynamo=False, opset_version=17)
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1  # one core per pass: passes run side by side (SentenceBiasModel._workers)
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3  # its graph notes are not the user's business
-    return onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    return buffer.getvalue()
 
 
 class _Member(nn.Module):
