@@ -405,7 +405,8 @@ def test_shipped_model_on_babe_articles_it_never_saw(shipped, unseen):
 
 FIRST_EPOCH = Path(__file__).with_name("babe_first_epoch.json")
 """The shipped run's first epoch step by step (each step's loss and batch size) and the figures
-after its first steps; how it was recorded: its ``about``."""
+after its first steps, written by ``record_babe_first_epoch.py`` (which checks them against the
+shipped metrics.json; run again, it writes the same file)."""
 
 
 def test_the_recorded_first_epoch_is_the_shipped_runs():
