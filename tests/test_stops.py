@@ -152,11 +152,11 @@ def _tree(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_build_stop_leaves_the_previous_build_untouched(tmp_path):
-    from vilbias.corpus import BuildConfig, build
+def test_build_stop_leaves_the_previous_build_untouched(tmp_path, sample_dataset_dir):
+    import shutil
 
     out = tmp_path / "corpus"
-    build(BuildConfig(output=out))
+    shutil.copytree(sample_dataset_dir, out)  # the previous build: the session's build of the same command
     previous = _tree(out)
     cmd = vilbias("build", "--output", str(out))
     scratch = lambda: list(tmp_path.glob(".vilbias-build-*"))  # noqa: E731
