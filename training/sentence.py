@@ -94,6 +94,7 @@ from vilbias.metrics.calibration import (
 )
 from vilbias.metrics.scores import closed_metrics
 from vilbias.models.sentence_bias import (
+    CALIBRATION_FILE,
     ArticleRule,
     SentenceBiasConfig,
     SentenceBiasModel,
@@ -208,8 +209,23 @@ def run_cv(cfg: SentenceConfig, splits: dict[str, dict[str, list[str]]], example
 
 
 MODEL_FILES = ("README.md", "config.json", "model.safetensors", "metrics.json", RELIABILITY_PNG, TRAINING_DATA,
-               TRAINING_IDS, CARD_INFO_FILE, "train_sentence_config.yaml", "train_default_config.yaml")
+               TRAINING_IDS, CARD_INFO_FILE, CALIBRATION_FILE, "train_sentence_config.yaml", "train_default_config.yaml")
 """Everything :func:`write_outputs` writes: the only files it may replace."""
+
+
+CALIBRATION_SENTENCES = 256
+
+
+def int8_calibration(texts: dict[str, str], seed: int, n: int = CALIBRATION_SENTENCES) -> dict:
+    """What :data:`~vilbias.models.sentence_bias.CALIBRATION_FILE` holds: ``n`` distinct sentences
+    of the training split (``texts``: row id -> sentence), drawn with ``seed``; they fix the
+    activation scales of the model's int8 graph on ONNX Runtime (never validation or test rows)."""
+    import random
+
+    pool = sorted(set(texts.values()))
+    random.Random(seed).shuffle(pool)
+    return {"purpose": "activation scales of the int8 graph on ONNX Runtime (inference_precision: int8)",
+            "split": "train", "seed": seed, "sentences": pool[:n]}
 
 
 def claim_model_dir(out: Path) -> Path:
@@ -225,10 +241,14 @@ def write_outputs(cfg: SentenceConfig, final: SplitRun, metrics: dict, examples:
     if out.exists():
         shutil.rmtree(out)
     saved = SentenceBiasModel.ensemble(final.models, final.config)
-    # how it runs once loaded (see SentenceBiasConfig.inference_runtime): the same float32 graph on
-    # ONNX Runtime, passes side by side (benchmarks/bench_sentence_speed.py); training ignores it
+    # how it runs once loaded (see SentenceBiasConfig.inference_runtime): the float32 graph on ONNX
+    # Runtime, passes side by side; the calibration sentences below let a user ask for its static
+    # int8 form (inference_precision="int8"). Training ignores both.
     saved.config.inference_runtime, saved.config.inference_precision = "onnxruntime", "float32"
     saved.save_pretrained(out)
+    texts = {uid: examples[uid].text for uid in final.training_data.ids if uid in examples}
+    (out / CALIBRATION_FILE).write_text(json.dumps(int8_calibration(texts, cfg.seed), indent=1, ensure_ascii=False) + "\n",
+                                        encoding="utf-8")
     labels = [examples[u].label for u in final.test_uids]
     plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
                      reliability_title(metrics["source"], len(labels), metrics["test"]["articles"], metrics["test"]["ece_before"], metrics["test"]["ece"]))

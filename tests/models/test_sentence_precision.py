@@ -47,8 +47,6 @@ def test_an_unknown_setting_is_one_line():
         SentenceBiasConfig(inference_precision="fp8")
     with pytest.raises(ValueError, match="inference_runtime must be one of .*'torch', 'onnxruntime'.*not 'tvm'"):
         SentenceBiasConfig(inference_runtime="tvm")
-    with pytest.raises(ValueError, match="runs the float32 graph"):
-        SentenceBiasConfig(inference_runtime="onnxruntime", inference_precision="int8")
 
 
 def test_onnxruntime_gives_the_exact_paths_outputs(folder, caplog):
@@ -144,3 +142,35 @@ def test_the_exported_graph_is_kept_and_reused(folder, monkeypatch):
     monkeypatch.setattr(sentence_bias, "_export_onnx", no_export)
     again = SentenceBiasModel.from_pretrained(folder)
     assert again.sentence_logits(TEXTS)[0].argmax(-1).tolist() == [1, 0]
+
+
+def test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch(folder, tmp_path):
+    """int8 on ONNX Runtime: the attention projections and feed-forward inputs in int8, their
+    activation scales fixed by the checkpoint's calibration sentences, so a sentence's logits do not
+    depend on what shares its batch; without the calibration file, one line."""
+    import json
+    import shutil
+
+    import torch
+
+    from vilbias.models.sentence_bias import CALIBRATION_FILE, SentenceBiasModel
+
+    small = tmp_path / "model"
+    shutil.copytree(folder, small)
+    saved = json.loads((small / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert saved["split"] == "train" and len(saved["sentences"]) == 256
+    saved["sentences"] = saved["sentences"][:16]  # enough to check the mechanism quickly
+    (small / CALIBRATION_FILE).write_text(json.dumps(saved), encoding="utf-8")
+    int8 = SentenceBiasModel.from_pretrained(small, inference_precision="int8")
+    exact = SentenceBiasModel.from_pretrained(small, inference_runtime="torch")
+    texts = TEXTS + [f"Officials said the plan would cost ${i} billion over ten years." for i in range(20)]
+    alone = int8.sentence_logits(TEXTS)[0]
+    int8._cache.clear()
+    together = int8.sentence_logits(texts)[0]
+    assert (alone - together[:2]).abs().max() < 1e-5  # the same answer in another batch
+    reference = exact.sentence_logits(texts)[0]
+    assert not torch.equal(together, reference) and (together - reference).abs().max() < 0.5
+    assert together.argmax(-1).tolist()[:2] == [1, 0]
+    (small / CALIBRATION_FILE).unlink()
+    with pytest.raises(ValueError, match="int8 on onnxruntime needs the checkpoint's int8_calibration.json"):
+        SentenceBiasModel.from_pretrained(small, inference_precision="int8")

@@ -29,7 +29,7 @@ import re
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,10 +328,11 @@ class SentenceBiasModel(PreTrainedModel):
         kwargs.setdefault("adapter", False)
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded
-        model._attach_encoder()
+        source = args[0] if args else kwargs.get("pretrained_model_name_or_path")
+        model._attach_encoder(calibration=lambda: calibration_sentences(source, kwargs.get("revision")))
         return loaded
 
-    def _attach_encoder(self) -> None:
+    def _attach_encoder(self, calibration: Callable[[], list[str] | None] | None = None) -> None:
         from transformers import AutoModel
 
         state = {k: v.detach().clone() for k, v in self.state_dict().items()}
@@ -343,9 +344,16 @@ class SentenceBiasModel(PreTrainedModel):
         else:
             self._build_members([getattr(self, f"member{i}") for i in range(self.config.members)])
         self.eval()
-        if self.config.inference_precision == "int8":
+        onnx = self.config.inference_runtime == "onnxruntime"
+        if self.config.inference_precision == "int8" and not onnx:
             self._quantize_int8()
-        self._session = _onnx_session(self) if self.config.inference_runtime == "onnxruntime" else None
+        sentences = None
+        if onnx and self.config.inference_precision == "int8":
+            sentences = calibration() if calibration is not None else None
+            if not sentences:
+                raise ValueError(f"inference_precision int8 on onnxruntime needs the checkpoint's {CALIBRATION_FILE} (written by "
+                                 "vilbias train sentence); load it with inference_precision='float32' instead")
+        self._session = _onnx_session(self, sentences) if onnx else None
         # ONNX Runtime releases the GIL for a whole pass, so its slices run side by side, one core
         # each (on this encoder's small matrices that beats one pass on all cores); torch keeps
         # its own intra-op threads.
@@ -507,7 +515,25 @@ class _Logits(nn.Module):
         return out["logits"], out["word_logits"]
 
 
-def _onnx_session(model: SentenceBiasModel):
+CALIBRATION_FILE = "int8_calibration.json"
+"""Training sentences saved with a checkpoint (``{"sentences": [...], ...}``) that fix the activation
+scales of its int8 graph on ONNX Runtime (``inference_precision: int8``)."""
+
+
+def calibration_sentences(source, revision: str | None = None) -> list[str] | None:
+    """The sentences of ``source``'s :data:`CALIBRATION_FILE` (a folder or a Hub repo), or None."""
+    import json
+
+    from transformers.utils import cached_file
+
+    if source is None:
+        return None
+    path = cached_file(str(source), CALIBRATION_FILE, revision=revision, _raise_exceptions_for_missing_entries=False,
+                       _raise_exceptions_for_connection_errors=False)
+    return json.loads(Path(path).read_text(encoding="utf-8"))["sentences"] if path else None
+
+
+def _onnx_session(model: SentenceBiasModel, calibration: list[str] | None = None):
     """An ONNX Runtime session of ``model``'s float32 inference pass (LoRA folded in, every member
     and both heads) with dynamic batch and length; None, with a warning, when onnxruntime or onnx
     is not installed (the torch path then runs: the same outputs).
@@ -528,15 +554,16 @@ def _onnx_session(model: SentenceBiasModel):
     options.intra_op_num_threads = 1  # one core per pass: passes run side by side (SentenceBiasModel._workers)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # its graph notes are not the user's business
-    graph = onnx_graph(model)
+    graph = onnx_graph(model, calibration)
     return onnxruntime.InferenceSession(str(graph) if isinstance(graph, Path) else graph, options, providers=["CPUExecutionProvider"])
 
 
-def onnx_graph(model: SentenceBiasModel) -> Path | bytes:
-    """``model``'s inference pass as an ONNX graph: the file in
-    ``$HF_HOME/vilbias/onnx/<digest>.onnx`` when one was exported before for the same weights,
-    config and library versions (the digest covers all of them), else exported now and stored
-    there (atomically); the bytes themselves when the cache folder cannot be written."""
+def onnx_graph(model: SentenceBiasModel, calibration: list[str] | None = None) -> Path | bytes:
+    """``model``'s inference pass as an ONNX graph — float32, or with ``calibration`` sentences its
+    static int8 form (:func:`_quantize_static`): the file in ``$HF_HOME/vilbias/onnx/<digest>.onnx``
+    when one was made before for the same weights, config, calibration and library versions (the
+    digest covers all of them), else made now and stored there (atomically); the bytes themselves
+    when the cache folder cannot be written."""
     import hashlib
     import os
     import tempfile
@@ -545,7 +572,10 @@ def onnx_graph(model: SentenceBiasModel) -> Path | bytes:
     import onnx
 
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}".encode())
+    import onnxruntime
+
+    digest.update(f"{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}|"
+                  f"onnxruntime {onnxruntime.__version__}|{calibration!r}".encode())
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
@@ -553,6 +583,8 @@ def onnx_graph(model: SentenceBiasModel) -> Path | bytes:
     if path.is_file():
         return path
     graph = _export_onnx(model)
+    if calibration:
+        graph = _quantize_static(graph, model, calibration)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as f:
@@ -565,6 +597,51 @@ def onnx_graph(model: SentenceBiasModel) -> Path | bytes:
         logger.debug("could not keep the ONNX graph in %s: %s", path.parent, e)
         return graph
     return path
+
+
+INT8_LAYERS = re.compile(r".*/(attention/self/(query|key|value)|attention/output/dense|intermediate/dense)/MatMul")
+"""The matrix products the int8 graph runs in int8: each layer's attention projections and the
+feed-forward input. The feed-forward output (its input carries the GELU's outliers), the attention
+scores and the heads stay float32: quantised too, they cost macro-F1 (benchmarks/bench_sentence_int8.py)."""
+
+
+def _quantize_static(graph: bytes, model: SentenceBiasModel, sentences: list[str]) -> bytes:
+    """``graph`` with :data:`INT8_LAYERS` in int8 (ONNX Runtime's static quantisation: weights per
+    channel, activation scales fixed by MinMax calibration on ``sentences``), so a sentence gets the
+    same answer whatever shares its batch, unlike dynamic quantisation's per-batch scales."""
+    import tempfile
+
+    import numpy as np
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    nodes = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
+    keep = [n for n in nodes if not INT8_LAYERS.fullmatch(n)]
+    if len(keep) == len(nodes):
+        raise ValueError("the exported graph has none of the layers int8 quantises (INT8_LAYERS): load with inference_precision='float32'")
+    ordered = sorted(sentences, key=len)  # length-sorted batches, each padded to its longest
+
+    class Sentences(CalibrationDataReader):
+        def __init__(self):
+            batches = (model.tokenizer(ordered[i:i + 16], truncation=True, max_length=model.config.max_length, padding=True,
+                                       return_tensors="np") for i in range(0, len(ordered), 16))
+            self.batches = ({k: b[k].astype(np.int64) for k in ("input_ids", "attention_mask")} for b in batches)
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    with tempfile.TemporaryDirectory(prefix="vilbias-int8-") as tmp:
+        source, target = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx"
+        source.write_bytes(graph)
+        quantize_static(source, target, Sentences(), quant_format=QuantFormat.QOperator, per_channel=True,
+                        weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, op_types_to_quantize=["MatMul"],
+                        nodes_to_exclude=keep, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        return target.read_bytes()
 
 
 def _export_onnx(model: SentenceBiasModel) -> bytes:
