@@ -357,9 +357,9 @@ class SentenceBiasModel(PreTrainedModel):
         # ONNX Runtime releases the GIL for a whole pass, so its slices run side by side, one core
         # each (on this encoder's small matrices that beats one pass on all cores); torch keeps
         # its own intra-op threads.
-        threads = torch.get_num_threads()
-        self._workers = (ThreadPoolExecutor(threads, thread_name_prefix="vilbias-sentence-pass")
-                         if self._session is not None and threads > 1 else None)
+        self.passes_at_once = torch.get_num_threads() if self._session is not None else 1
+        self._workers = (ThreadPoolExecutor(self.passes_at_once, thread_name_prefix="vilbias-sentence-pass")
+                         if self.passes_at_once > 1 else None)
         self._cache = SentenceCache()
 
     def _quantize_int8(self) -> None:
@@ -419,7 +419,7 @@ class SentenceBiasModel(PreTrainedModel):
                 first[text] = i
         order = sorted(first.values(), key=lambda i: len(sentences[i]))
         workers = getattr(self, "_workers", None)
-        size = batch_size if workers is None else max(1, min(batch_size, -(-len(order) // workers._max_workers)))
+        size = batch_size if workers is None else max(1, min(batch_size, -(-len(order) // self.passes_at_once)))
         slices = [order[start:start + size] for start in range(0, len(order), size)]
         encoded = [self.tokenizer([sentences[i] for i in idx], truncation=True, max_length=self.config.max_length,
                                   padding=True, return_tensors="pt", return_offsets_mapping=True) for idx in slices]
