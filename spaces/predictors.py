@@ -238,7 +238,9 @@ class SharedPasses:
     matrix products, one Python-level pass instead of several) instead of one article per pass.
 
     An item that fails fails alone: a batch that raises is run again one item at a time, and
-    each caller gets its own output or its own error. Any other attribute is the predictor's.
+    each caller gets its own output or its own error. A predictor with ``prepare(item)`` (the
+    sentence model: splitting) has it called in the caller's thread first, so that work overlaps
+    the pass running meanwhile. Any other attribute is the predictor's.
     """
 
     def __init__(self, predictor: Any, max_items: int = 8):
@@ -251,6 +253,9 @@ class SharedPasses:
         return getattr(self.inner, name)
 
     def predict(self, item: Any) -> ModelOutput:
+        prepare = getattr(self.inner, "prepare", None)
+        if prepare is not None:
+            prepare(item)  # the item's own work before its pass (a sentence model's splitting), in this thread
         slot = [item, None, None]
         with self._cond:
             self._waiting.append(slot)

@@ -73,3 +73,41 @@ def test_one_caller_alone_runs_its_item_at_once():
     assert SharedPasses(recorder).predict("only") == "ONLY" and recorder.batches == [["only"]]
     with pytest.raises(ValueError):
         SharedPasses(recorder).predict("bad")
+
+
+def test_each_item_is_prepared_in_its_callers_thread_before_its_pass():
+    """A predictor's ``prepare`` (the sentence model splits the article) runs in the request's own
+    thread, so it overlaps the pass running meanwhile; then the item rides in a shared pass."""
+
+    class Preparing(Recorder):
+        def __init__(self):
+            super().__init__()
+            self.prepared: dict[str, str] = {}
+
+        def prepare(self, item):
+            self.prepared[item] = threading.current_thread().name
+
+    inner = Preparing()
+    results = _call_all(SharedPasses(inner), ["a", "b", "c"])
+    assert results == {"a": "A", "b": "B", "c": "C"}
+    assert sorted(inner.prepared) == ["a", "b", "c"] and threading.current_thread().name not in inner.prepared.values()
+
+
+def test_the_sentence_predictor_splits_a_text_once():
+    from vilbias.models.predictors import SentencePredictor
+    from vilbias.task import Item
+
+    calls = []
+
+    def split(text):
+        calls.append(text)
+        return [s.strip() + "." for s in text.split(".") if s.strip()]
+
+    class Model:  # prepare splits only: no pass
+        pass
+
+    predictor = SentencePredictor(Model(), split_sentences=split)
+    item = Item("", "Headline", "One. Two.", -1, None)
+    predictor.prepare(item)
+    predictor.prepare(item)
+    assert calls == ["One. Two."]

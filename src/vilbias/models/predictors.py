@@ -28,6 +28,7 @@ generation imports :mod:`vilbias.models.vlm` when it runs.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections import Counter
@@ -203,6 +204,13 @@ class SentencePredictor:
         self.metrics = json.loads(metrics.read_text(encoding="utf-8")) if metrics is not None and metrics.is_file() else {}
         self.split_sentences = split_sentences or split_article
         self.max_sentences = max_sentences
+        # the last texts split, so that a text split ahead of its pass (prepare) or sent again is split once
+        self._split = functools.lru_cache(maxsize=256)(self.split_sentences)
+
+    def prepare(self, item: ItemLike) -> None:
+        """Split ``item`` into sentences now (kept for its pass): a server calls this in the
+        request's own thread, so splitting overlaps the passes that run meanwhile."""
+        item_sentences(item, self._split)
 
     @property
     def calibration(self) -> str:
@@ -221,7 +229,7 @@ class SentencePredictor:
         """:meth:`predict` for several items, their sentences scored together (length-sorted
         batches of ``batch_size`` across items: a few hundred articles in one call; small
         batches keep padding small when a single article is scored)."""
-        read = [item_sentences(item, self.split_sentences) for item in items]
+        read = [item_sentences(item, self._split) for item in items]
         kept = [s if self.max_sentences is None else s[:self.max_sentences] for s in read]
         if any(not k for k in kept):
             raise ValueError("an item without a headline or article text has no sentence to score")
