@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.fakes.web_server import Page, WebServer
+from tests.fakes.web_server import WebServer
 from tests.fakes.workdirs import make_workdir
 from tests.ingest import site
 from tests.training_classifier.conftest import multimodal_repo, tiny_bert  # noqa: F401  (fixtures)
@@ -60,6 +60,19 @@ def stop(cmd: list[str], ready: Callable[[], bool], sig: int, log: Path, stage: 
     said = [ln for ln in lines if ": stopped" in ln]
     assert len(said) == 1 and said[0] == lines[-1] and said[0].startswith(f"vilbias {stage}: stopped; "), text[-3000:]
     return said[0].split("stopped; ", 1)[1]
+
+
+def stop_twice(cmd: list[str], db: Path, stored: str, tmp_path: Path, stage: str, noun: str) -> list[tuple]:
+    """Stop ``cmd`` with SIGINT once ``db`` holds 2 rows of ``stored``, then (run again) with SIGTERM
+    once it holds 2 more: each stop says how many ``noun`` it kept, and the second run kept the
+    first's and added to them. Returns the rows after the second stop."""
+    kept = stop(cmd, lambda: len(rows(db, stored)) >= 2, signal.SIGINT, tmp_path / "1.log", stage)
+    first = rows(db, stored)
+    assert kept.startswith(f"{len(first)} {noun} kept in {db}; re-run the same command to resume")
+    kept = stop(cmd, lambda: len(rows(db, stored)) >= len(first) + 2, signal.SIGTERM, tmp_path / "2.log", stage)
+    second = rows(db, stored)
+    assert set(first) < set(second) and kept.startswith(f"{len(second)} {noun} kept")
+    return second
 
 
 def rows(db: Path, sql: str) -> list[tuple]:
@@ -115,12 +128,7 @@ def test_ingest_stops_and_resumes_without_a_torn_or_repeated_line(tmp_path):
 
     n = 30
     with WebServer(latency=0.04) as web:
-        links = []
-        for i in range(n):
-            web.add("127.0.0.1", f"/a/{i}", Page(site.og_page(f"Story {i}", site.paragraphs(200 + i), web.url("127.0.0.1", f"/i/{i}.jpg"))))
-            web.add("127.0.0.1", f"/i/{i}.jpg", Page(site.jpeg(seed=200 + i), content_type="image/jpeg"))
-            links.append({"link": web.url("127.0.0.1", f"/a/{i}")})
-        feed = web.add("127.0.0.1", "/feed.xml", Page(site.rss(links), content_type="application/rss+xml"))
+        feed, links = site.story_feed(web, n, seed=200)
         work = tmp_path / "work"
         cmd = vilbias("ingest", "--feed", feed, "--workdir", str(work), "--allow-private-addresses", "--per-host", "1",
                       "--rate", "0", "--no-progress", "--timeout", "5")
@@ -140,9 +148,9 @@ def test_ingest_stops_and_resumes_without_a_torn_or_repeated_line(tmp_path):
 
         assert ingest_main(cmd[cmd.index("ingest") + 1:]) == 0  # the same command, to the end (in this process)
         assert all(json.loads(line) for line in lines()) and len(lines()) == n  # whole lines, none twice
-        assert sorted(a.url for a in read_articles(work)) == sorted(link["link"] for link in links)
+        assert sorted(a.url for a in read_articles(work)) == sorted(links)
         rerun = [web.url("127.0.0.1", r.path) for r in web.requests[asked_before:] if r.path.startswith("/a/")]
-        assert sorted(rerun) == sorted({link["link"] for link in links} - kept_before)  # nothing kept is fetched again
+        assert sorted(rerun) == sorted(set(links) - kept_before)  # nothing kept is fetched again
 
 
 # -- build ----------------------------------------------------------------------------------------
@@ -251,12 +259,7 @@ def test_evaluate_stops_and_resumes_every_answer_once(tmp_path, sample_dataset_d
         cmd = vilbias("evaluate", *options, "--output", str(out))
         db, stored = out / "evaluation.sqlite", "SELECT item, label FROM predictions"
 
-        kept = stop(cmd, lambda: len(rows(db, stored)) >= 2, signal.SIGINT, tmp_path / "1.log", "evaluate")
-        first = rows(db, stored)
-        assert kept.startswith(f"{len(first)} answers kept in {db}; re-run the same command to resume")
-        kept = stop(cmd, lambda: len(rows(db, stored)) >= len(first) + 2, signal.SIGTERM, tmp_path / "2.log", "evaluate")
-        second = rows(db, stored)
-        assert set(first) < set(second) and kept.startswith(f"{len(second)} answers kept")
+        second = stop_twice(cmd, db, stored, tmp_path, "evaluate", "answers")
         asked = len(server.requests)
 
         resumed = evaluate(EvaluateConfig(dataset=str(sample_dataset_dir), model=model, output=out, concurrency=1))
@@ -280,12 +283,7 @@ def test_audit_run_stops_and_resumes_every_call_once(tmp_path):
                       "--concurrency", "1", "--no-progress", "--no-metrics", "--output", str(out))
         db, stored = out / "audit.sqlite", "SELECT question_id, answer, created_at FROM calls"
 
-        kept = stop(cmd, lambda: len(rows(db, stored)) >= 2, signal.SIGINT, tmp_path / "1.log", "audit")
-        first = rows(db, stored)
-        assert kept.startswith(f"{len(first)} calls kept in {db}; re-run the same command to resume")
-        kept = stop(cmd, lambda: len(rows(db, stored)) >= len(first) + 2, signal.SIGTERM, tmp_path / "2.log", "audit")
-        second = rows(db, stored)
-        assert set(first) < set(second) and kept.startswith(f"{len(second)} calls kept")
+        second = stop_twice(cmd, db, stored, tmp_path, "audit", "calls")
 
         resumed = run_audit(AuditConfig(output=out, **options))
         whole = run_audit(AuditConfig(output=tmp_path / "whole", **options))

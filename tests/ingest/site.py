@@ -146,3 +146,18 @@ def google_news_id(url: str) -> str:
     """An old-style Google News article id embedding ``url``."""
     raw = url.encode()
     return base64.urlsafe_b64encode(b"\x08\x13\x22" + bytes([len(raw)]) + raw + b"\xd2\x01\x00").decode().rstrip("=")
+
+
+def story_feed(web, n: int, seed: int, host: str = "127.0.0.1") -> tuple[str, list[str]]:
+    """``n`` article pages (``/a/<i>``, each with its own JPEG) on ``host`` of the fake ``web`` server
+    and an RSS feed listing them; returns the feed's URL and the pages' URLs. A subprocess needs ``127.0.0.1``
+    literally (it cannot take the resolver hook)."""
+    from tests.fakes.web_server import Page
+
+    links = []
+    for i in range(n):
+        web.add(host, f"/a/{i}", Page(og_page(f"Story {i}", paragraphs(seed + i), web.url(host, f"/i/{i}.jpg"))))
+        web.add(host, f"/i/{i}.jpg", Page(jpeg(seed=seed + i), content_type="image/jpeg"))
+        links.append({"link": web.url(host, f"/a/{i}")})
+    return web.add(host, "/feed.xml", Page(rss(links), content_type="application/rss+xml")), [link["link"] for link in links]
+

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.fakes.web_server import Page, WebServer
+from tests.fakes.web_server import WebServer
 from tests.ingest import site
 from vilbias.workdir import read_articles
 
@@ -29,12 +29,7 @@ def _kept_lines(workdir: Path) -> list[str]:
 def test_sigkill_mid_run_then_resume(tmp_path):
     # 127.0.0.1 literally (a subprocess cannot take the resolver hook), one host, slow pages.
     with WebServer(latency=0.04) as web:
-        links = []
-        for i in range(N):
-            web.add("127.0.0.1", f"/a/{i}", Page(site.og_page(f"Story {i}", site.paragraphs(100 + i), web.url("127.0.0.1", f"/i/{i}.jpg"))))
-            web.add("127.0.0.1", f"/i/{i}.jpg", Page(site.jpeg(seed=100 + i), content_type="image/jpeg"))
-            links.append({"link": web.url("127.0.0.1", f"/a/{i}")})
-        feed = web.add("127.0.0.1", "/feed.xml", Page(site.rss(links), content_type="application/rss+xml"))
+        feed, links = site.story_feed(web, N, seed=100)
         work = tmp_path / "work"
 
         proc = subprocess.Popen(_cli(feed, work), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
@@ -56,9 +51,9 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         assert len(ids) == N and len(set(ids)) == N
         # every whole line is a distinct article: nothing written twice, a torn line at most once
         assert len(lines) in (N, N + 1)
-        assert sorted(a.url for a in read_articles(work)) == sorted(link["link"] for link in links)
+        assert sorted(a.url for a in read_articles(work)) == sorted(links)
         # the re-run fetched only pages the killed run had not kept, each once
         rerun = [web.url("127.0.0.1", r.path) for r in web.requests[first_run_requests:] if r.path.startswith("/a/")]
-        assert sorted(rerun) == sorted(set(link["link"] for link in links) - kept_before)
+        assert sorted(rerun) == sorted(set(links) - kept_before)
         for a in read_articles(work):
             assert (work / a.image_path).is_file()
