@@ -59,7 +59,7 @@ def main() -> None:
     from vilbias.metrics.scores import closed_metrics
     from vilbias.models.catalogue import shipped_sentence_model
     from vilbias.models.predictors import item_sentences
-    from vilbias.models.sentence_bias import _Logits
+    from vilbias.models.sentence_runtime import _Logits
     from vilbias.task import Item, biased_probability
 
     torch.set_num_threads(1)

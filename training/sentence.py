@@ -94,11 +94,11 @@ from vilbias.metrics.calibration import (
 )
 from vilbias.metrics.scores import closed_metrics
 from vilbias.models.sentence_bias import (
-    CALIBRATION_FILE,
     ArticleRule,
     SentenceBiasConfig,
     SentenceBiasModel,
 )
+from vilbias.models.sentence_runtime import CALIBRATION_FILE
 from vilbias.outputs import claim_output
 from vilbias.provenance import TRAINING_DATA, TRAINING_IDS, TrainingData, ids_digest
 from vilbias.publish.model import CARD_INFO_FILE

@@ -105,7 +105,8 @@ def test_passes_side_by_side_give_the_one_pass_outputs(folder):
 def test_a_sentence_read_again_comes_from_the_cache(folder):
     import torch
 
-    from vilbias.models.sentence_bias import SentenceBiasModel, SentenceCache
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.models.sentence_runtime import SentenceCache
 
     model = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
     texts = TEXTS + [TEXTS[0]]  # a repeat within one call is scored once
@@ -127,19 +128,19 @@ def test_the_exported_graph_is_kept_and_reused(folder, monkeypatch):
     kept in $HF_HOME/vilbias/onnx and a later load reads it."""
     import huggingface_hub
 
-    from vilbias.models import sentence_bias
+    from vilbias.models import sentence_runtime
     from vilbias.models.sentence_bias import SentenceBiasModel
 
     first = SentenceBiasModel.from_pretrained(folder)
-    path = sentence_bias.onnx_graph(first)
+    path = sentence_runtime.onnx_graph(first)
     assert path.parent == Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" and path.stat().st_size > 1e6
     other = SentenceBiasModel.from_pretrained(folder, temperature=2.0)  # another config: another graph
-    assert sentence_bias.onnx_graph(other) != path
+    assert sentence_runtime.onnx_graph(other) != path
 
     def no_export(model):
         raise AssertionError("exported again")
 
-    monkeypatch.setattr(sentence_bias, "_export_onnx", no_export)
+    monkeypatch.setattr(sentence_runtime, "_export_onnx", no_export)
     again = SentenceBiasModel.from_pretrained(folder)
     assert again.sentence_logits(TEXTS)[0].argmax(-1).tolist() == [1, 0]
 
@@ -153,7 +154,8 @@ def test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch(folder, 
 
     import torch
 
-    from vilbias.models.sentence_bias import CALIBRATION_FILE, SentenceBiasModel
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.models.sentence_runtime import CALIBRATION_FILE
 
     small = tmp_path / "model"
     shutil.copytree(folder, small)
