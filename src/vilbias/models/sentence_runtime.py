@@ -3,7 +3,7 @@ Face cache, float32 or static int8) and the cache of the sentences it has read.
 
 :class:`vilbias.models.sentence_bias.SentenceBiasModel` uses these when ``from_pretrained``
 prepares it (``inference_runtime``, ``inference_precision`` in its config); nothing here imports
-that module, so the model is passed in::
+that module (the model is passed in: ``model`` below is always a loaded ``SentenceBiasModel``)::
 
     from vilbias.models.sentence_runtime import onnx_graph
     onnx_graph(model)   # Path to $HF_HOME/vilbias/onnx/<digest>.onnx (exported on first use)
@@ -17,13 +17,9 @@ import threading
 import warnings
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-
-if TYPE_CHECKING:
-    from vilbias.models.sentence_bias import SentenceBiasModel
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +65,7 @@ class SentenceCache:
 class _Logits(nn.Module):
     """The model's inference pass as the ONNX exporter wants it: tensors in, a tuple out."""
 
-    def __init__(self, model: SentenceBiasModel):
+    def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
 
@@ -96,7 +92,7 @@ def calibration_sentences(source, revision: str | None = None) -> list[str] | No
     return json.loads(Path(path).read_text(encoding="utf-8"))["sentences"] if path else None
 
 
-def onnx_session(model: SentenceBiasModel, calibration: list[str] | None = None):
+def onnx_session(model: nn.Module, calibration: list[str] | None = None):
     """An ONNX Runtime session of ``model``'s float32 inference pass (LoRA folded in, every member
     and both heads) with dynamic batch and length; None, with a warning, when onnxruntime or onnx
     is not installed (the torch path then runs: the same outputs).
@@ -121,7 +117,7 @@ def onnx_session(model: SentenceBiasModel, calibration: list[str] | None = None)
     return onnxruntime.InferenceSession(str(graph) if isinstance(graph, Path) else graph, options, providers=["CPUExecutionProvider"])
 
 
-def onnx_graph(model: SentenceBiasModel, calibration: list[str] | None = None) -> Path | bytes:
+def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path | bytes:
     """``model``'s inference pass as an ONNX graph — float32, or with ``calibration`` sentences its
     static int8 form (:func:`_quantize_static`): the file in ``$HF_HOME/vilbias/onnx/<digest>.onnx``
     when one was made before for the same weights, config, calibration and library versions (the
@@ -168,7 +164,7 @@ feed-forward input. The feed-forward output (its input carries the GELU's outlie
 scores and the heads stay float32: quantised too, they cost macro-F1 (benchmarks/bench_sentence_int8.py)."""
 
 
-def _quantize_static(graph: bytes, model: SentenceBiasModel, sentences: list[str]) -> bytes:
+def _quantize_static(graph: bytes, model: nn.Module, sentences: list[str]) -> bytes:
     """``graph`` with :data:`INT8_LAYERS` in int8 (ONNX Runtime's static quantisation: weights per
     channel, activation scales fixed by MinMax calibration on ``sentences``), so a sentence gets the
     same answer whatever shares its batch, unlike dynamic quantisation's per-batch scales."""
@@ -207,7 +203,7 @@ def _quantize_static(graph: bytes, model: SentenceBiasModel, sentences: list[str
         return target.read_bytes()
 
 
-def _export_onnx(model: SentenceBiasModel) -> bytes:
+def _export_onnx(model: nn.Module) -> bytes:
     import io
 
     sample = model.tokenizer(["A short sentence.", "A somewhat longer sentence than the first one."],
