@@ -6,18 +6,22 @@ Space under N concurrent users, with FLOPs, the CPU's measured peak and each var
 What it prints, in one run (ratios are against the plain fp32 call measured in the same run):
 
 - **plain fp32**: ``AutoModel.from_pretrained(training/default_model, inference_runtime="torch")``
-  and ``score_article`` on each article's sentences, 2 torch threads, one process: today's model
-  called as a user would call it (sentence splitting not timed).
-- **int8**: the same with ``inference_precision="int8"`` (PyTorch dynamic quantisation).
+  and ``score_article`` on each article's sentences, 2 torch threads, one process, no sentence
+  cache: today's model called as a user would call it (sentence splitting not timed).
+- **int8**: the same with ``inference_precision="int8"`` on torch (PyTorch dynamic quantisation).
+- **ONNX Runtime fp32**: ``inference_runtime="onnxruntime"``, its slices on 2 single-core passes.
 - **shipped path**: the model as the checkpoint's ``config.json`` says to run it
-  (``inference_runtime``, ``inference_precision``), through the catalogue's predictor (``load_predictor``), one article
-  at a time (splitting timed), and in annotation's batches of 32 articles.
+  (``inference_runtime``, ``inference_precision``), through the catalogue's predictor
+  (``load_predictor``), one article at a time (splitting timed) and in annotation's batches of 32
+  articles, every article new to it (its cache cleared); then the same articles again (the cache).
 - **the Space**: a real ``vilbias demo`` process (its own defaults), driven by ``--users`` threads of
   ``gradio_client``, each sending ``--per-user`` articles back to back: articles/s, p50/p95
-  latency, errors.
+  latency, errors; once with distinct articles, once with ``--distinct`` articles sent again and again.
 - **FLOPs per article**: multiply-adds of the encoder's linear layers and attention for the tokens
-  actually run (padding included, as the batches run them), x2; and the share of this CPU's peak
-  (a 2048 x 2048 matrix product, fp32 and int8 (fbgemm), 2 threads) that the shipped path reaches.
+  actually run (padding included, as the batches run them), x2; the share of this CPU's peak
+  (a 2048 x 2048 matrix product, fp32 and int8 (fbgemm), 2 threads) that the shipped path reaches;
+  and, by CPU time on one core, the plain call's and ONNX Runtime's share of one core's fp32 peak,
+  which bounds what any fp32 path can gain per core.
 - **accuracy**: sentence macro-F1 of each variant on the held-out test split of BABE SG2
   (``training/sentence_data.article_splits``, the split the shipped card reports).
 
