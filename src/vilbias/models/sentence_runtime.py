@@ -92,6 +92,9 @@ def calibration_sentences(source, revision: str | None = None) -> list[str] | No
     return json.loads(Path(path).read_text(encoding="utf-8"))["sentences"] if path else None
 
 
+INT8_LAYERS_PATTERN = r".*/(attention/self/(query|key|value)|attention/output/dense|intermediate/dense)/MatMul"
+
+
 def onnx_session(model: nn.Module, calibration: list[str] | None = None):
     """An ONNX Runtime session of ``model``'s float32 inference pass (LoRA folded in, every member
     and both heads) with dynamic batch and length; None, with a warning, when onnxruntime or onnx
@@ -117,6 +120,11 @@ def onnx_session(model: nn.Module, calibration: list[str] | None = None):
     return onnxruntime.InferenceSession(str(graph) if isinstance(graph, Path) else graph, options, providers=["CPUExecutionProvider"])
 
 
+GRAPH_RECIPE = ("export: torch.onnx TorchScript, opset 17; int8: static QOperator, MinMax, per channel, "
+                "length-sorted calibration batches of 16, layers " + INT8_LAYERS_PATTERN)
+"""How a graph is made, part of its cache key: change it with the code, and graphs kept from before are not read."""
+
+
 def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path | bytes:
     """``model``'s inference pass as an ONNX graph — float32, or with ``calibration`` sentences its
     static int8 form (:func:`_quantize_static`): the file in ``$HF_HOME/vilbias/onnx/<digest>.onnx``
@@ -133,7 +141,7 @@ def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path |
     digest = hashlib.blake2b(digest_size=16)
     import onnxruntime
 
-    digest.update(f"{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}|"
+    digest.update(f"{GRAPH_RECIPE}|{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}|"
                   f"onnxruntime {onnxruntime.__version__}|{calibration!r}".encode())
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
@@ -158,7 +166,7 @@ def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path |
     return path
 
 
-INT8_LAYERS = re.compile(r".*/(attention/self/(query|key|value)|attention/output/dense|intermediate/dense)/MatMul")
+INT8_LAYERS = re.compile(INT8_LAYERS_PATTERN)
 """The matrix products the int8 graph runs in int8: each layer's attention projections and the
 feed-forward input. The feed-forward output (its input carries the GELU's outliers), the attention
 scores and the heads stay float32: quantised too, they cost macro-F1 (benchmarks/bench_sentence_int8.py)."""
