@@ -1,17 +1,18 @@
 """int8 for the shipped sentence model on this CPU: what each ONNX Runtime quantisation costs in
 accuracy, whether its answer depends on the batch, and what it gains per core.
 
-    .venv/bin/python benchmarks/bench_sentence_int8.py [--articles 12] [--calibration 256]
+    .venv/bin/python benchmarks/bench_sentence_int8.py [--articles 12]
 
 Variants, each timed by CPU time on one core (``process_time``, best of 3 over real-length
 articles, one article per call in batches of 16 sentences) against the plain fp32 PyTorch call:
 
 - **ONNX Runtime fp32**: the shipped setting (the model's own export, ``inference_runtime``).
-- **dynamic int8**: ``onnxruntime.quantization.quantize_dynamic``, int8 weights per channel,
-  activations quantised per batch; the feed-forward output layers (whose inputs carry the GELU's
-  outliers), the attention products and the heads stay float32.
-- **static int8**: ``quantize_static`` on the same layers, activation scales fixed by MinMax
-  calibration on ``--calibration`` BABE SG2 *training* sentences (never the test split).
+- **dynamic int8**: ``onnxruntime.quantization.quantize_dynamic`` of the same graph, int8 weights
+  per channel, activations quantised per batch, on the layers static int8 quantises
+  (``sentence_runtime.INT8_LAYERS``: the feed-forward output, attention products and heads stay float32).
+- **static int8**: what ``from_pretrained(folder, inference_precision="int8")`` loads
+  (``vilbias.models.sentence_runtime``): ``quantize_static`` on the same layers, activation scales
+  fixed by MinMax calibration on the 256 training sentences the checkpoint carries.
 
 For each: macro-F1 and sentences whose flag differs from fp32 on the held-out test split; the
 largest change of a sentence's logits when it is scored alone rather than among other articles'
@@ -23,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,7 +36,6 @@ import bench_sentence_speed as speed  # noqa: E402  (the articles, the test spli
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--articles", type=int, default=12)
-    parser.add_argument("--calibration", type=int, default=256, help="BABE training sentences for the static scales.")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -45,13 +43,7 @@ def main() -> None:
     import onnx
     import onnxruntime as ort
     import torch
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_dynamic,
-        quantize_static,
-    )
+    from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
     from vilbias.training.sentence_data import article_splits
 
@@ -59,7 +51,7 @@ def main() -> None:
     from vilbias.metrics.scores import closed_metrics
     from vilbias.models.catalogue import shipped_sentence_model
     from vilbias.models.predictors import item_sentences
-    from vilbias.models.sentence_runtime import _Logits
+    from vilbias.models.sentence_runtime import INT8_LAYERS, _export_onnx
     from vilbias.task import Item, biased_probability
 
     torch.set_num_threads(1)
@@ -71,8 +63,6 @@ def main() -> None:
     rows = read_sentences(speed.BABE)[0]
     splits = article_splits(rows)["default"]
     test = [r for r in rows if r["unique_id"] in set(splits["test"])]
-    train = [r["text"] for r in rows if r["unique_id"] in set(splits["train"])]
-    random.Random(0).shuffle(train)
 
     def encode(texts, **kw):
         enc = tok(texts, truncation=True, max_length=plain.config.max_length, return_tensors="np", **kw)
@@ -86,35 +76,19 @@ def main() -> None:
             out[idx] = session.run(None, encode([sentences[i] for i in idx], padding=True))[0]
         return out
 
+    # fp32 and static int8 as from_pretrained loads them; dynamic int8 on the same layers, made here
+    shipped = AutoModel.from_pretrained(folder, inference_precision="float32", inference_runtime="onnxruntime")
+    static = AutoModel.from_pretrained(folder, inference_precision="int8", inference_runtime="onnxruntime")
     work = Path(tempfile.mkdtemp())
-    sample = tok(["A short sentence.", "A somewhat longer sentence than the first one."], padding=True, return_tensors="pt")
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(_Logits(plain).eval(), (sample["input_ids"], sample["attention_mask"]), work / "fp32.onnx",
-                          input_names=["input_ids", "attention_mask"], output_names=["logits", "word_logits"],
-                          dynamic_axes={"input_ids": {0: "b", 1: "t"}, "attention_mask": {0: "b", 1: "t"},
-                                        "logits": {0: "b"}, "word_logits": {0: "b", 1: "t"}}, dynamo=False, opset_version=17)
+    (work / "fp32.onnx").write_bytes(_export_onnx(plain))
     matmuls = [n.name for n in onnx.load(str(work / "fp32.onnx")).graph.node if n.op_type in ("MatMul", "Gemm")]
-    keep_fp32 = [n for n in matmuls if "head" in n or n.endswith(("self/MatMul", "self/MatMul_1"))
-                 or ("/output/dense" in n and "attention" not in n)]
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter(encode(train[i:i + 16], padding="max_length") for i in range(0, args.calibration, 16))
-
-        def get_next(self):
-            return next(self.batches, None)
-
     quantize_dynamic(work / "fp32.onnx", work / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
-                     nodes_to_exclude=keep_fp32, extra_options={"DefaultTensorType": 1})
-    quantize_static(work / "fp32.onnx", work / "static.onnx", Calibration(), quant_format=QuantFormat.QOperator, per_channel=True,
-                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, op_types_to_quantize=["MatMul"],
-                    nodes_to_exclude=keep_fp32, extra_options={"DefaultTensorType": 1})
+                     nodes_to_exclude=[n for n in matmuls if not INT8_LAYERS.fullmatch(n)], extra_options={"DefaultTensorType": 1})
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads, options.log_severity_level = 1, 1, 3
-    sessions = {name: ort.InferenceSession(str(work / f"{file}.onnx"), options, providers=["CPUExecutionProvider"])
-                for name, file in (("ONNX Runtime fp32 (shipped)", "fp32"), ("dynamic int8, FFN output in fp32", "dynamic"),
-                                   ("static int8, FFN output in fp32", "static"))}
+    sessions = {"ONNX Runtime fp32 (shipped)": shipped._session,
+                "dynamic int8, FFN output in fp32": ort.InferenceSession(str(work / "dynamic.onnx"), options, providers=["CPUExecutionProvider"]),
+                "static int8, FFN output in fp32": static._session}
     variants = {"plain fp32 torch": lambda s: plain.sentence_logits(s)[0].numpy()}
     for name, session in sessions.items():
         variants[name] = (lambda bound: lambda s: run(bound, s))(session)
