@@ -117,7 +117,7 @@ class SentenceBiasConfig(PretrainedConfig):
             input (the feed-forward output, attention scores and heads stay float32), its activation
             scales calibrated on the training sentences saved beside the checkpoint
             (``int8_calibration.json``): a sentence's answer does not depend on its batch. On the
-            shipped model: 1.37x the float32 torch call per core on this AVX2 CPU (1.17x its
+            shipped model: 1.35-1.37x the float32 torch call per core on this AVX2 CPU (1.17-1.25x its
             ONNX Runtime float32 pass), macro-F1 on the held-out test split 0.8003 with the 256
             sentences saved (0.787-0.8035 with other draws), a first load of ~15 s to calibrate,
             then read from the cache; not the shipped setting. On torch, int8
