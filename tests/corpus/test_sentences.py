@@ -45,8 +45,9 @@ def test_quirks_are_merged_or_left_out_with_their_lines(tmp_path):
     on_disk = json.loads((tmp_path / "out" / "build_report.json").read_text())
     assert on_disk["exclusions"] == report["exclusions"]
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    assert "different labels (every copy left out); lines 6, 8." in card
-    assert "merged into it); lines 5." in card and "(left out); lines 7." in card
+    assert "different labels (every copy left out): lines 6, 8." in card
+    assert "merged into it): line 5." in card and "(left out): line 7." in card
+    assert "8 rows read − " in card and "= **4 sentences**" in card  # the counts add up
     rows, _, _ = read_sentences(tmp_path / "q.csv")
     quoted = next(r for r in rows if r["news_link"] == "https://x/2")
     assert quoted["text"] == "A quoted sentence; with a semicolon\nand a line break" and quoted["biased_words"] == ["quoted"]

@@ -86,7 +86,7 @@ def test_a_split_too_small_to_mean_anything(rows, biased, note):
     assert split_size_note(rows, biased) == note
 
 
-def test_a_tiny_sentence_corpus_loads_and_its_card_states_babe_s_licence(tmp_path):
+def test_a_tiny_sentence_corpus_loads_and_its_card_states_babe_s_terms(tmp_path):
     source = tmp_path / "babe.csv"
     source.write_text(
         "text;news_link;outlet;topic;type;label_bias;label_opinion;biased_words\n"
@@ -101,8 +101,11 @@ def test_a_tiny_sentence_corpus_loads_and_its_card_states_babe_s_licence(tmp_pat
         assert sum(len(s) for s in load_dataset(str(out), config).values()) == 2
     card = (out / "README.md").read_text(encoding="utf-8")
     meta = yaml.safe_load(card.split("---")[1])
-    assert meta["license"] == "cc-by-nc-sa-4.0"
-    assert "CC BY-NC-SA 4.0" in card and "spinde2021babe" in card
+    from vilbias.corpus.sentences import BABE_TERMS
+
+    # BABE's publishers state no licence: the card says so, with where, and cites BABE
+    assert meta["license"] == "unknown" and meta["source_datasets"] == ["mediabiasgroup/BABE"]
+    assert BABE_TERMS in card and "spinde2021babe" in card
     assert "Splits too small to mean anything" in card and all(f"`{s}`" in card for s in report["empty_splits"])
 
 

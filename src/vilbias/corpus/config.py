@@ -41,9 +41,10 @@ in the working directory would shadow an editable install of it."""
 SOURCE_FLAGS = {"workdir": ("--workdir", "workdir"), "sentences": ("--sentences", "sentences"), "source": ("--from", "release")}
 """The fields naming what a build reads: field -> (its flag, the source's kind). A build reads at
 most one of them; none is the embedded sample (kind ``sample``)."""
-RELEASE_OPTIONS = {"images": "--images", "preset": "--preset", "columns": "--column", "label_map": "--label-map",
-                   "source_license": "--source-license"}
+RELEASE_OPTIONS = {"images": "--images", "preset": "--preset", "label_map": "--label-map", "source_license": "--source-license"}
 """Options that only mean something for a published release (``--from``)."""
+SENTENCE_OPTIONS = {"source_split": "--source-split"}
+"""Options that only mean something for a sentence corpus (``--sentences``)."""
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+(@[\w./-]+)?$")
 
 
@@ -87,7 +88,13 @@ class BuildConfig:
                                                "kept; a folder holding anything else, or the current folder, is refused before anything is written."}
     )
     sentences: Path | None = field(
-        default=None, metadata={"help": "Build a text-only sentence corpus from a BABE-format CSV instead of a workdir."}
+        default=None, metadata={"help": "Build a text-only sentence corpus instead of a workdir: BABE's CSV/XLSX, a CSV/Parquet/JSON of "
+                                        "text and label columns (others map with --column), a dataset folder or a Hub id (BABE's "
+                                        "mediabiasgroup/BABE keeps its own train/test split; MBIB's mediabiasgroup/mbib-base with --source-split TASK)."}
+    )
+    source_split: str | None = field(
+        default=None, metadata={"help": "With --sentences and a dataset whose splits are not train/test: the one split to build "
+                                        "(MBIB's splits are its tasks: linguistic_bias, cognitive_bias, …); the corpus draws its own splits."}
     )
     source: str | None = field(
         default=None,
@@ -114,9 +121,10 @@ class BuildConfig:
         metadata={
             "aliases": ["--column"],
             "metavar": "TARGET=SOURCE",
-            "help": "With --from: map a corpus field to a source column, TARGET=SOURCE (repeatable), e.g. --column unique_id=id "
-            "--column image=image_path. Targets: unique_id, outlet, headline, article_text, image, image_caption, image_url, url, "
-            "published, reasoning, multimodal_label, text_label.",
+            "help": "With --from or --sentences: map a corpus field to a source column, TARGET=SOURCE (repeatable), e.g. --column "
+            "unique_id=id --column image=image_path. Targets with --from: unique_id, outlet, headline, article_text, image, "
+            "image_caption, image_url, url, published, reasoning, multimodal_label, text_label; with --sentences: text, label, "
+            "news_link, outlet, topic, type, label_opinion, biased_words.",
         },
     )
     label_map: str | None = field(
@@ -166,6 +174,10 @@ class BuildConfig:
             raise ValueError(f"{' and '.join(SOURCE_FLAGS[n][0] for n in given)} are alternatives: build from one of them")
         if "source" not in given and any(getattr(self, name) for name in RELEASE_OPTIONS):
             raise ValueError(f"{', '.join(list(RELEASE_OPTIONS.values())[:-1])} and {list(RELEASE_OPTIONS.values())[-1]} go with --from SOURCE")
+        if self.columns and not ({"source", "sentences"} & set(given)):
+            raise ValueError("--column goes with --from SOURCE or --sentences FILE")
+        if "sentences" not in given and any(getattr(self, name) for name in SENTENCE_OPTIONS):
+            raise ValueError(f"{', '.join(SENTENCE_OPTIONS.values())} goes with --sentences")
         if not given:
             return Origin("sample", None)
         (name, value), = given.items()

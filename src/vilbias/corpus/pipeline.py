@@ -66,7 +66,7 @@ def open_source(config: BuildConfig) -> CorpusSource:
         return corpus.ReleaseSource(origin.location, images=config.images, preset=config.preset, columns=config.columns,
                                     label_map=config.label_map, license=config.source_license)
     if origin.kind == "sentences":
-        return corpus.SentenceSource(origin.location)
+        return corpus.SentenceSource(origin.location, columns=config.columns, source_split=config.source_split)
     return corpus.WorkdirSource(origin.location, num_proc=config.num_proc)
 
 
@@ -110,7 +110,8 @@ def build(config: BuildConfig) -> dict[str, Any]:
     return report
 
 
-def build_sentences(source: str | Path, output_dir: str | Path) -> dict[str, Any]:
+def build_sentences(source: str | Path, output_dir: str | Path, columns: list[str] | None = None,
+                    source_split: str | None = None) -> dict[str, Any]:
     """Build a text-only sentence corpus repo from labelled sentences: ``vilbias build --sentences``
     from Python (:func:`build` with ``BuildConfig(sentences=source, output=output_dir)``).
 
@@ -118,12 +119,14 @@ def build_sentences(source: str | Path, output_dir: str | Path) -> dict[str, Any
         source: a BABE-format CSV or XLSX, a Parquet/JSON/CSV export of the Hub layout, a
             dataset folder, or a Hub dataset id ``ORG/NAME`` (see :mod:`vilbias.corpus.sentences`).
         output_dir: where the repo folder is written (replaced when the build succeeds).
+        columns: ``--column FIELD=COLUMN`` pairs for a table whose columns are named otherwise.
+        source_split: ``--source-split``: the one split of a dataset whose splits are not train/test.
 
     Returns:
         The build report (also ``output_dir/build_report.json``); its ``source`` section has the
         rows read, kept, left out and merged, and per split and fold the row count and biased share.
     """
-    return build(BuildConfig(sentences=Path(source), output=Path(output_dir)))
+    return build(BuildConfig(sentences=Path(source), output=Path(output_dir), columns=list(columns or []), source_split=source_split))
 
 
 def write_rows(source: CorpusSource, repo: Path, max_shard_size: str,

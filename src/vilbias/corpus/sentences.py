@@ -61,7 +61,16 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from vilbias.corpus.card import loading_block
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import BuildPlan, CellKey
-from vilbias.corpus.splits import MEANINGFUL_ROWS, Cell, SplitItem, assign_splits, split_size_note
+from vilbias.corpus.release import read_cells
+from vilbias.corpus.splits import (
+    MEANINGFUL_ROWS,
+    Cell,
+    SplitItem,
+    assign_splits,
+    group_keys,
+    split_size_note,
+    straddling_groups,
+)
 from vilbias.corpus.tables import (
     cell_text,
     csv_records,
@@ -120,43 +129,100 @@ def _table_records(source: Path) -> Iterator[tuple[int, dict]]:
     return table_records(source)
 
 
-def _dataset_records(name: str) -> Iterator[tuple[int, dict]]:
-    splits = load_dataset(name)
+OFFICIAL_SPLITS = {"train": ("train", "validation"), "validation": ("validation",), "dev": ("validation",), "test": ("test",)}
+"""A source's own split -> the corpus splits its rows may go to. BABE's Hub release ships train and
+test (published results are reported on its test split): its test rows stay the test split, and
+the validation split that early stopping and calibration need is drawn from its train rows."""
+
+
+def _split_order(name: str) -> tuple[int, str]:
+    return (list(OFFICIAL_SPLITS).index(name) if name in OFFICIAL_SPLITS else len(OFFICIAL_SPLITS), name)
+
+
+def _dataset_records(name: str, source_split: str | None = None) -> Iterator[tuple[int, dict, str | None]]:
+    """Records of a dataset folder or Hub id with the source's split of each: its own split
+    when its splits are train/validation/test (kept by the corpus), None when ``source_split``
+    picks one split of another kind (MBIB's splits are its tasks) and the corpus draws its own."""
+    from datasets import get_dataset_split_names
+
+    names = sorted(get_dataset_split_names(name), key=_split_order)
+    if source_split is not None:
+        if source_split not in names:
+            raise ValueError(f"{name} has no split {source_split!r}; its splits: {', '.join(names)}")
+        chosen, official = [source_split], False
+    elif set(names) <= set(OFFICIAL_SPLITS):
+        chosen, official = names, len(names) > 1 or names != ["train"]
+    else:
+        raise ValueError(f"{name}'s splits are {', '.join(names)}, not train/test: pass --source-split NAME to build "
+                         "one of them (MBIB's splits are its tasks, e.g. --source-split linguistic_bias)")
     number = 0
-    for split in sorted(splits, key=lambda s: (list(SPLITS) + [s]).index(s)):
-        for record in splits[split]:
+    for split in chosen:
+        for record in load_dataset(name, split=split):
             number += 1
-            yield number, record
+            yield number, record, split if official else None
 
 
-def read_records(source: str | Path) -> Iterator[tuple[int, dict]]:
-    """``(line, record)`` for every non-empty record of a sentence file, folder or Hub dataset.
+def _plain(records: Iterator[tuple[int, dict]]) -> Iterator[tuple[int, dict, None]]:
+    for line, record in records:
+        yield line, record, None
+
+
+def read_records(source: str | Path, source_split: str | None = None) -> Iterator[tuple[int, dict, str | None]]:
+    """``(line, record, split)`` for every non-empty record of a sentence file, folder or Hub
+    dataset; ``split`` is the source's own split where it ships train/test (else None).
 
     Raises:
         FileNotFoundError: ``source`` is neither a file, a folder nor an ``ORG/NAME`` id.
-        ValueError: the file cannot be read (names the line where that applies).
+        ValueError: the file cannot be read (names the line where that applies), or a dataset's
+            splits are not train/test and ``source_split`` names none of them.
     """
     path = Path(source)
     if path.is_file():
+        if source_split is not None:
+            raise ValueError(f"--source-split picks a split of a dataset folder or Hub id; {path.name} is a file")
         suffix = path.suffix.lower()
         if suffix == ".xlsx":
-            return xlsx_records(path)
+            return _plain(xlsx_records(path))
         if suffix in TABLE_SUFFIXES:
-            return _table_records(path)
-        return csv_records(path)
+            return _plain(_table_records(path))
+        return _plain(csv_records(path))
     if path.is_dir() or HUB_ID.match(str(source)):
-        return _dataset_records(str(source))
+        return _dataset_records(str(source), source_split)
     raise FileNotFoundError(f"sentence source {source} is neither a file, a dataset folder nor a Hub id ORG/NAME")
 
 
 # ---------------------------------------------------------------- one record -> one row
 
 
-def _columns(source: str | Path, record: dict) -> dict[str, str]:
-    """field -> the record's column holding it; fails when text or label has none."""
+SENTENCE_FIELDS = ("text", "label", *OPTIONAL_COLUMNS, "biased_words")
+"""What ``--column FIELD=COLUMN`` may map for a sentence corpus."""
+
+
+def parse_sentence_columns(pairs: list[str]) -> dict[str, str]:
+    """``["text=sentence_text", ...]`` -> ``{"text": "sentence_text"}``: ``--column`` for ``build --sentences``."""
+    out = {}
+    for pair in pairs:
+        target, sep, column = pair.partition("=")
+        if not sep or not target.strip() or not column.strip():
+            raise ValueError(f"--column {pair!r} is not FIELD=COLUMN")
+        if target.strip() not in SENTENCE_FIELDS:
+            raise ValueError(f"--column {pair!r}: {target.strip()!r} is not a sentence field; fields: {', '.join(SENTENCE_FIELDS)}")
+        out[target.strip()] = column.strip()
+    return out
+
+
+def _columns(source: str | Path, record: dict, mapped: Mapping[str, str] | None = None) -> dict[str, str]:
+    """field -> the record's column holding it (``mapped`` first, as ``--column`` gave it); fails
+    when text or label has none, or a mapped column is not in the source."""
     lower = {str(k).strip().lower(): k for k in record}
     found = {}
+    for name, column in (mapped or {}).items():
+        if column.strip().lower() not in lower:
+            raise ValueError(f"--column {name}={column}: {_display(source)} has no column {column!r} (found {list(record)})")
+        found[name] = lower[column.strip().lower()]
     for name in (*ALIASES, *OPTIONAL_COLUMNS, "biased_words"):
+        if name in found:
+            continue
         for alias in ALIASES.get(name, (name,)):
             if alias in lower:
                 found[name] = lower[alias]
@@ -164,10 +230,30 @@ def _columns(source: str | Path, record: dict) -> dict[str, str]:
     for name in ALIASES:
         if name not in found:
             raise ValueError(
-                f"{source}: no {' or '.join(ALIASES[name])} column (found {list(record)}); BABE's header is "
-                f"{';'.join(BABE_COLUMNS)}"
+                f"{_display(source)}: no {' or '.join(ALIASES[name])} column (found {list(record)}); BABE's header is "
+                f"{';'.join(BABE_COLUMNS)}, and --column {name}=COLUMN names another"
             )
     return found
+
+
+def _display(source: str | Path) -> str:
+    """How artifacts name a source: a local file or folder by its name (never a path of the
+    machine that built it), a Hub dataset by its id."""
+    path = Path(str(source))
+    return path.name if path.exists() else str(source)
+
+
+def recognise_layout(source: str | Path, columns: list[str]) -> str | None:
+    """``"babe"`` or ``"mbib"`` when the data is BABE or an MBIB task (from the Hub id, or from BABE's
+    own columns: ``biased_words`` with ``news_link`` and ``label_opinion``), else None: a file of
+    one's own is credited to nobody."""
+    name = str(source).split("@")[0].lower()
+    if name in KNOWN_SOURCES:
+        return KNOWN_SOURCES[name]
+    lower = {c.strip().lower() for c in columns}
+    if {"biased_words", "news_link", "label_opinion"} <= lower and ({"label_bias", "label"} & lower):
+        return "babe"
+    return None
 
 
 def _parse_label(raw, line: int) -> int | str | None:
@@ -224,7 +310,8 @@ def _row(record: dict, columns: dict[str, str], line: int) -> dict:
 # ---------------------------------------------------------------- rules
 
 
-def read_sentences(source: str | Path) -> tuple[list[dict], dict, list[dict]]:
+def read_sentences(source: str | Path, columns: Mapping[str, str] | None = None,
+                   source_split: str | None = None) -> tuple[list[dict], dict, list[dict]]:
     """Parse a sentence file (CSV, XLSX, Parquet, JSON) or dataset into rows (label as class id),
     counts, and what was left out or merged.
 
@@ -238,13 +325,16 @@ def read_sentences(source: str | Path) -> tuple[list[dict], dict, list[dict]]:
         ValueError: an unreadable file, a missing text or label column, an unknown label, an
             empty text or a malformed ``biased_words`` (naming the line).
     """
-    columns = None
+    found = None
     by_uid: dict[str, list[tuple[int, dict]]] = {}
     exclusions: list[dict] = []
     rows_read = 0
-    for line, record in read_records(source):
-        columns = columns or _columns(source, record)
-        row = _row(record, columns, line)
+    source_columns: list[str] = []
+    for line, record, split in read_records(source, source_split):
+        if found is None:
+            found, source_columns = _columns(source, record, columns), [str(k) for k in record]
+        row = _row(record, found, line)
+        row["source_split"] = split
         rows_read += 1
         if row["label"] in (None, NO_AGREEMENT):
             reason = "no_label" if row["label"] is None else "no_agreement"
@@ -263,6 +353,9 @@ def read_sentences(source: str | Path) -> tuple[list[dict], dict, list[dict]]:
     exclusions.sort(key=lambda e: e["line"])
     reasons = Counter(e["reason"] for e in exclusions)
     counts = {
+        "layout": recognise_layout(source, source_columns),
+        "columns": source_columns,
+        "official_splits": sorted({r["source_split"] for r in rows if r["source_split"]}, key=_split_order) or None,
         "rows_read": rows_read,
         "excluded_no_agreement": reasons["no_agreement"],
         "excluded_no_label": reasons["no_label"],
@@ -293,24 +386,31 @@ class SentenceSource:
     features = _features()
     views = corpus_views(features)
 
-    def __init__(self, source: str | Path):
+    def __init__(self, source: str | Path, columns: list[str] | None = None, source_split: str | None = None):
         self.source = source
-        self.name = str(source)
+        self.columns = parse_sentence_columns(list(columns or []))
+        self.source_split = source_split
+        self.name = _display(source) + (f" ({source_split})" if source_split else "")
         self._rows: list[dict] = []
         self._cells: dict[str, Cell] = {}
         self._details: dict = {}
         self._exclusions: list[dict] = []
 
     def plan(self, scratch: Path, pinned: Mapping[str, Cell]) -> BuildPlan:
-        rows, counts, exclusions = read_sentences(self.source)
+        rows, counts, exclusions = read_sentences(self.source, self.columns, self.source_split)
         if not rows:
-            raise ValueError(f"{self.source}: no labelled sentences left after leaving out {len(exclusions)} rows")
-        cells, split_report = _assign(rows, pinned)
+            raise ValueError(f"{_display(self.source)}: no labelled sentences left after leaving out {len(exclusions)} rows")
+        groups = article_groups(rows)
+        cells, split_report = _assign(rows, groups, pinned)
         rows.sort(key=lambda r: r["unique_id"])
         placed = _placement(rows, cells)
         self._rows, self._cells = rows, cells
         self._details = {
             **counts,
+            "source_sha256": _sha256(self.source),
+            "splits_from": "source" if counts["official_splits"] else "vilbias",
+            "articles": len(set(groups.values())),
+            "articles_straddling": straddling_groups(groups, cells),
             "rows_kept": len(rows),
             "default": {s: _share(labels) for s, labels in placed["default"].items()},
             "folds": {name: _share(placed[name]["test"]) for name in FOLDS},
@@ -339,9 +439,12 @@ class SentenceSource:
 
     def card(self, repo: Path, infos: dict[str, DatasetInfo], names: CardNames, changelog: str,
              rationales: dict | None = None) -> str:
-        card_data = DatasetCardData(license=BABE_LICENSE)
+        known = DATASETS.get(self._details.get("layout") or "")
+        card_data = DatasetCardData(license=known.license if known else "unknown")
+        if known:
+            card_data.source_datasets = [known.hub_id]
         card_metadata(card_data, self.views, infos, list(self.features))
-        source = Path(str(self.source)).name if Path(str(self.source)).exists() else str(self.source)
+        source = self.name
         labels = Counter(r["label"] for r in self._rows)
         body = _card_body(source, self._details, {name: labels[i] for i, name in enumerate(LABEL_NAMES)}, self._exclusions,
                           names.load_name, version=f"v{names.version}" if names.repo_id else None, thin=self._thin())
@@ -363,17 +466,72 @@ class SentenceSource:
         """Nothing to release: the sentences are read in :meth:`plan`."""
 
 
-def _assign(rows: list[dict], pinned: Mapping[str, Cell] | None = None):
+def article_groups(rows: list[dict]) -> dict[str, str]:
+    """``{unique_id: group}``: a sentence's article (its ``news_link``) and its normalised text are
+    its keys, so every sentence of an article is one group, and articles repeating a sentence join
+    (:func:`~vilbias.corpus.splits.group_keys`). A source without links groups identical texts."""
+    keys = {}
+    for r in rows:
+        link = (r.get("news_link") or "").strip()
+        text = "text:" + hashlib.sha1(_norm_text(r["text"]).encode()).hexdigest()
+        keys[r["unique_id"]] = [text] + ([f"link:{link}"] if link else [])
+    return group_keys(keys)
+
+
+def _assign(rows: list[dict], groups: Mapping[str, str], pinned: Mapping[str, Cell] | None = None):
+    """Cells by the corpus's one split policy (:func:`~vilbias.corpus.splits.assign_splits`), each
+    group as one story: groups are visited in the order of a hash of their name (each group's rows
+    together, no outlet's URLs in a block) and a source's own splits bound where its rows go."""
     items = [
         SplitItem(
             unique_id=r["unique_id"],
             label=r["label"],
-            order=r["unique_id"],
-            story_keys=("text:" + hashlib.sha1(_norm_text(r["text"]).encode()).hexdigest(),),
+            order=hashlib.sha1(groups[r["unique_id"]].encode()).hexdigest(),
+            story_keys=(groups[r["unique_id"]],),
+            allowed_splits=OFFICIAL_SPLITS.get(r.get("source_split") or "", ()),
         )
         for r in rows
     ]
     return assign_splits(items, pinned=dict(pinned or {}))
+
+
+def sentence_splits(rows: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """``{config: {split: [unique_id, ...]}}`` of a fresh sentence corpus of ``rows`` (as
+    :func:`read_sentences` gives them), computed as ``vilbias build --sentences`` computes them:
+    ``default`` (train/validation/test) and ``fold_0`` … ``fold_4``, whose test split is the fold
+    and whose validation split (early stopping, calibration) is the ``validation`` split's rows
+    outside the fold. A built corpus's own splits are :func:`corpus_splits`."""
+    cells, _ = _assign(rows, article_groups(rows))
+    return splits_of_cells(cells)
+
+
+def splits_of_cells(cells: Mapping[str, Cell]) -> dict[str, dict[str, list[str]]]:
+    """The configs' membership of a corpus whose rows sit in ``cells`` (see :func:`sentence_splits`)."""
+    uids = sorted(cells)
+    out = {"default": {s: [u for u in uids if cells[u].split == s] for s in SPLITS}}
+    for k in range(N_FOLDS):
+        out[FOLDS[k]] = {"train": [u for u in uids if cells[u].fold != k and cells[u].split != "validation"],
+                         "validation": [u for u in uids if cells[u].fold != k and cells[u].split == "validation"],
+                         "test": [u for u in uids if cells[u].fold == k]}
+    return out
+
+
+def corpus_splits(corpus: str | Path) -> dict[str, dict[str, list[str]]]:
+    """The splits of a built sentence corpus (a folder), read from where its rows are stored
+    (:func:`vilbias.corpus.release.read_cells`), never drawn again: what training, calibration and
+    ``vilbias evaluate`` all use."""
+    return splits_of_cells(read_cells(corpus))
+
+
+def _sha256(source: str | Path) -> str | None:
+    path = Path(str(source))
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _placement(rows: list[dict], cells: dict) -> dict[str, dict[str, list[int]]]:
@@ -401,36 +559,107 @@ REASON_TEXT = {
 }
 
 
-BABE_LICENSE = "cc-by-nc-sa-4.0"
-"""BABE's licence (its Hub card and paper): the card's ``license:`` for a sentence corpus."""
-BABE_LICENSE_NAME = "CC BY-NC-SA 4.0"
+@dataclass(frozen=True)
+class SentenceDataset:
+    """A published sentence dataset vilbias recognises, and what its publishers state about it."""
+
+    name: str
+    hub_id: str
+    license: str
+    """The Hub's ``license:`` id for a corpus built from it (``unknown`` where the publishers state none)."""
+    terms: str
+    """What the publishers state for the data, and where (one text for every card and doc)."""
+    citation: str
+
+
+BABE_TERMS = (
+    "BABE's publishers (the Media Bias Group) state no licence for its data: the Hub card of "
+    "`mediabiasgroup/BABE` (huggingface.co/datasets/mediabiasgroup/BABE) declares none, and the README of the repository "
+    "that publishes the CSV files (github.com/Media-Bias-Group/Neural-Media-Bias-Detection-Using-Distant-Supervision-With-BABE) "
+    "gives no terms for them. The group's MBIB, which redistributes BABE, states CC BY-NC-ND 4.0 on its Hub card "
+    "(huggingface.co/datasets/mediabiasgroup/mbib-base). The sentences remain their outlets' text. Until the publishers "
+    "state terms, use BABE for non-commercial research and cite the BABE paper."
+)
+"""BABE's terms as its publishers state them (checked 2026-11): the model card, the sentence corpus's
+card and ``docs/classifiers.md`` all say this (a test keeps them equal)."""
+
 BABE_CITATION = """@inproceedings{spinde2021babe,
   title     = {Neural Media Bias Detection Using Distant Supervision With {BABE} -- Bias Annotations By Experts},
   author    = {Spinde, Timo and Plank, Manuel and Krieger, Jan-David and Ruas, Terry and Gipp, Bela and Aizawa, Akiko},
   booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2021},
-  year      = {2021}
+  year      = {2021},
+  pages     = {1166--1177},
+  doi       = {10.18653/v1/2021.findings-emnlp.101}
 }"""
+
+MBIB_TERMS = (
+    "MBIB's publishers (the Media Bias Group) state CC BY-NC-ND 4.0 on its Hub card "
+    "(huggingface.co/datasets/mediabiasgroup/mbib-base): attribution, non-commercial, no derivatives. Each task "
+    "aggregates earlier datasets whose own terms also apply."
+)
+
+MBIB_CITATION = """@inproceedings{wessel2023mbib,
+  title     = {Introducing {MBIB} -- the First Media Bias Identification Benchmark Task and Dataset Collection},
+  author    = {Wessel, Martin and Horych, Tom{\'a}{\v{s}} and Ruas, Terry and Aizawa, Akiko and Gipp, Bela and Spinde, Timo},
+  booktitle = {Proceedings of the 46th International ACM SIGIR Conference on Research and Development in Information Retrieval},
+  year      = {2023},
+  doi       = {10.1145/3539618.3591882}
+}"""
+
+DATASETS = {
+    "babe": SentenceDataset("BABE (Spinde et al., 2021)", "mediabiasgroup/BABE", "unknown", BABE_TERMS, BABE_CITATION),
+    "mbib": SentenceDataset("MBIB (Wessel et al., 2023)", "mediabiasgroup/mbib-base", "cc-by-nc-nd-4.0", MBIB_TERMS, MBIB_CITATION),
+}
+KNOWN_SOURCES = {d.hub_id.lower(): key for key, d in DATASETS.items()}
+"""Hub ids whose data is known by name: ``mediabiasgroup/babe`` -> ``babe``."""
+
+OWN_DATA_TERMS = ("These sentences are not a dataset vilbias recognises: their terms are their owner's, and this card "
+                  "credits nobody for them.")
 
 
 def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusions: list[dict], load_name: str,
                version: str | None = None, thin: dict[str, str] | None = None) -> str:
+    known = DATASETS.get(report.get("layout") or "")
     lines = [
         "# Sentence-level media bias corpus",
         "",
-        f"Built by `vilbias build --sentences {source}` from labelled sentences in BABE's format.",
-        "Text only: one sentence per row with its label (and the source's biased words); no images, no rationales, "
-        "so no `sft` config. Labels are the source's own annotation, as published.",
-        "",
-        f"{report['rows_kept']} sentences kept of {report['rows_read']} rows read ({label_counts[BIASED_NAME]} {ANSWER_LABELS[BIASED]}, "
-        f"{label_counts[NOT_BIASED_NAME]} {ANSWER_LABELS[1 - BIASED]}).",
+        f"Built by `vilbias build --sentences {source}`"
+        + (f" (sha256 `{report['source_sha256'][:12]}`)" if report.get("source_sha256") else "")
+        + (f" from {known.name}." if known else " from labelled sentences of one's own (not a dataset vilbias recognises)."),
+        "Text only: one sentence per row with its label (and the source's biased words where it has them); no images, "
+        "no rationales, so no `sft` config. Labels are the source's own annotation, as published.",
         "",
     ]
+    # the rows read, each accounted for: kept, or left out / merged for a stated reason
     by_reason: dict[str, list[int]] = {}
     for e in exclusions:
         by_reason.setdefault(e["reason"], []).append(e["line"])
+    parts = [f"{len(at)} {REASON_TEXT[reason]}" for reason, at in by_reason.items()]
+    lines.append(f"{report['rows_read']:,} rows read" + (f" − {' − '.join(parts)}" if parts else "")
+                 + f" = **{report['rows_kept']:,} sentences** ({label_counts[BIASED_NAME]:,} {ANSWER_LABELS[BIASED]}, "
+                 f"{label_counts[NOT_BIASED_NAME]:,} {ANSWER_LABELS[1 - BIASED]}).")
+    lines.append("")
     for reason, at in by_reason.items():
-        lines.append(f"- {len(at)} rows: {REASON_TEXT[reason]}; lines {', '.join(map(str, at))}.")
+        lines.append(f"- {REASON_TEXT[reason]}: line{'s' if len(at) != 1 else ''} {', '.join(map(str, at))}.")
+    lines += ["", "## Splits", ""]
+    if report.get("splits_from") == "source":
+        lines.append(f"The test split is the source's own ({', '.join(report['official_splits'])} as published"
+                     + (f" in `{known.hub_id}`" if known else "") + "): results on it compare with results reported on "
+                     "that split. Validation is drawn from the source's train rows by vilbias's policy.")
+    else:
+        lines.append("The source ships no splits of its own: train/validation/test (80/10/10) and the five folds follow "
+                     "vilbias's policy (label-stratified, deterministic from the data, a row's cell never moves once published).")
+    lines.append(f"Whole articles stay together: the {report['articles']:,} groups (sentences sharing an article link, and "
+                 "articles sharing a sentence) each sit in one split and one fold, as `vilbias train sentence` and "
+                 "`vilbias evaluate` read them.")
+    straddle = report.get("articles_straddling") or {}
+    if straddle.get("splits") or straddle.get("folds"):
+        lines.append(f"**{straddle['splits']} articles straddle two splits and {straddle['folds']} two folds**: rows keep the "
+                     "cells of the earlier build they first appeared in, and that build split articles. A model trained on "
+                     "`train` has read parts of those test articles. To start a clean release, build into a new folder "
+                     "(`--output NEW`), where every article is placed whole.")
     lines += ["", "| config | split | rows | biased share |", "|---|---|---|---|"]
+
     def share(s: dict) -> str:
         return "—" if s["biased_share"] is None else f"{s['biased_share']}"
 
@@ -444,9 +673,9 @@ def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusio
                       + ", ".join(f"`{name}` ({note})" for name, note in thin.items()) + "."]
     lines += [
         "",
-        "Folds are stratified by label and deterministic from the data; identical sentences never "
-        "sit in two folds. BABE's protocol (stratified 5-fold, macro-F1): "
-        f"`vilbias train classifier --dataset {load_name} --recipe babe --cv`.",
+        "BABE's protocol (stratified 5-fold, macro-F1): "
+        f"`vilbias train classifier --dataset {load_name} --recipe babe --cv`; the sentence model: "
+        f"`vilbias train sentence --dataset {load_name}`.",
         "",
         "## Loading",
         "",
@@ -454,15 +683,9 @@ def _card_body(source: str, report: dict, label_counts: dict[str, int], exclusio
         "",
         "## License",
         "",
-        f"BABE (Spinde et al., 2021) is released under **{BABE_LICENSE_NAME}** (attribution, non-commercial, share-alike): "
-        "a corpus built from it keeps those terms, stated in this card's `license:`. Sentences from another source in "
-        "BABE's format keep that source's terms instead. The code that builds the corpus is Apache-2.0.",
-        "",
-        "## Citation",
-        "",
-        "```bibtex",
-        BABE_CITATION,
-        "```",
+        (known.terms if known else OWN_DATA_TERMS) + " The code that builds the corpus is Apache-2.0.",
         "",
     ]
+    if known:
+        lines += ["## Citation", "", "```bibtex", known.citation, "```", ""]
     return "\n".join(lines)

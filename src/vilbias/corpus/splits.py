@@ -47,6 +47,9 @@ class SplitItem:
     phash: int | None = None
     story_keys: tuple[str, ...] = ()
     """Keys of the story the row tells (canonical URL, normalised headline)."""
+    allowed_splits: tuple[str, ...] = ()
+    """The splits this row may go to (empty: any). A source that ships its own splits keeps them:
+    its ``test`` rows may go to ``test`` only, its ``train`` rows to ``train`` or ``validation``."""
 
 
 @dataclass(frozen=True)
@@ -142,16 +145,19 @@ class _Assignment:
         return linked
 
     def choose(self, it: SplitItem, linked: dict[int, str]) -> Cell:
-        """A pinned row keeps its cell; a linked row joins its earliest link's cell; a new group
-        goes to the cell whose share of its label stratum is furthest below target."""
+        """A pinned row keeps its cell; a linked row joins its earliest link's cell (among the
+        splits it may go to); a new group goes to the cell whose share of its label stratum is
+        furthest below target."""
         if it.unique_id in self.pinned:
             self.report.pinned += 1
             return self.pinned[it.unique_id]
-        if linked:
-            return self.cell_of_row[min(linked)]
-        deficit = {c: self.target[c] * (self.totals[it.label] + 1) - self.counts[it.label][c] for c in self.cells}
+        cells = [c for c in self.cells if not it.allowed_splits or c.split in it.allowed_splits] or self.cells
+        joinable = [j for j in sorted(linked) if self.cell_of_row[j] in cells]
+        if joinable:
+            return self.cell_of_row[joinable[0]]
+        deficit = {c: self.target[c] * (self.totals[it.label] + 1) - self.counts[it.label][c] for c in cells}
         best = max(deficit.values())
-        return min((c for c in self.cells if deficit[c] >= best - 1e-9), key=lambda c: _tiebreak(it.unique_id, c))
+        return min((c for c in cells if deficit[c] >= best - 1e-9), key=lambda c: _tiebreak(it.unique_id, c))
 
     def join(self, i: int, it: SplitItem, linked: dict[int, str], cell: Cell) -> int:
         """Merge the groups ``it`` links (rows keep their cells; only identity merges) and report
@@ -190,6 +196,50 @@ class _Assignment:
             for band in _bands(it.phash):
                 self.by_band[band].append(i)
         return cell
+
+
+def group_keys(keys: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """``{unique_id: group}``: rows sharing any key (transitively) form one group, named by its
+    smallest key, so the name depends on the data and never on the order of the rows.
+
+    A sentence corpus keys a row by its article link and its normalised text: every sentence of an
+    article is one group, and two articles that repeat a sentence are one group too. Giving
+    :func:`assign_splits` the group as the rows' only story key (and ordering rows by it) places
+    each group in one cell, whole.
+    """
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = key = parent[parent[key]]
+        return key
+
+    first: dict[str, str] = {}
+    for uid, row_keys in keys.items():
+        row_keys = list(row_keys) or [f"row:{uid}"]
+        first[uid] = row_keys[0]
+        for key in row_keys[1:]:
+            a, b = root(row_keys[0]), root(key)
+            if a != b:
+                parent[a] = b
+        root(row_keys[0])
+    name: dict[str, str] = {}
+    for key in parent:
+        r = root(key)
+        name[r] = min(name.get(r, key), key)
+    return {uid: name[root(key)] for uid, key in first.items()}
+
+
+def straddling_groups(groups: Mapping[str, str], cells: Mapping[str, Cell]) -> dict[str, int]:
+    """How many multi-row groups sit in more than one split, and in more than one fold: an
+    earlier build whose rows keep their cells may hold articles split across train and test."""
+    splits: dict[str, set[str]] = defaultdict(set)
+    folds: dict[str, set[int]] = defaultdict(set)
+    for uid, group in groups.items():
+        if uid in cells:
+            splits[group].add(cells[uid].split)
+            folds[group].add(cells[uid].fold)
+    return {"splits": sum(len(s) > 1 for s in splits.values()), "folds": sum(len(f) > 1 for f in folds.values())}
 
 
 def assign_splits(
