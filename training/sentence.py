@@ -1,7 +1,7 @@
 """Train the Space's sentence model: a sentence-level bias scorer on BABE's expert labels.
 
     vilbias train sentence --sentences final_labels_SG2_public.csv --cv --threads 1 --output outputs/default_model
-    vilbias train sentence --sentences final_labels_SG2_public.csv --learning-rate 3e-4 --num-train-epochs 8
+    vilbias train sentence --dataset ./babe --learning-rate 3e-4 --num-train-epochs 8   # a corpus built before
     vilbias train sentence --config outputs/default_model/train_sentence_config.yaml     # that run again
 
 The model (:mod:`vilbias.models.sentence_bias`) is the packaged all-MiniLM-L6-v2 with a LoRA
@@ -16,9 +16,11 @@ whose defaults are the shipped model's settings; training runs through ``transfo
 
 What the run does, in order:
 
-1. Builds the sentence corpus with ``vilbias build --sentences`` (BABE's ``No agreement`` rows
-   dropped) and deals whole articles into splits and folds (:func:`article_splits`: sentences
-   grouped by ``news_link``, so no article is both trained and tested on).
+1. Reads the sentence corpus (``--dataset``, one ``vilbias build --sentences`` wrote) or builds
+   it from ``--sentences`` (BABE's ``No agreement`` rows dropped), and uses **its** splits and
+   folds (:func:`~vilbias.corpus.sentences.corpus_splits`, read from where its rows are stored):
+   whole articles per split, as the corpus policy placed them, so ``vilbias evaluate`` on that
+   corpus reproduces the figures below. A source's own test split (BABE's Hub release) is kept.
 2. Caches, once, the frozen lower layers' output for every sentence (the LoRA sits above them).
 3. With ``--cv``, 5-fold CV (``fold_0`` … ``fold_4``; each fold stops early and fits its
    temperature on its own validation articles, about a tenth of its training pool): macro-F1 mean ± std.
@@ -46,10 +48,8 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import hashlib
 import json
 import logging
-import shutil
 import statistics
 import tempfile
 import time
@@ -63,7 +63,6 @@ from vilbias.training.sentence_card import RELIABILITY_PNG, reliability_title, w
 from vilbias.training.sentence_config import SentenceConfig
 from vilbias.training.sentence_data import (
     Example,
-    article_splits,
     cache_distant,
     cache_examples,
     distant_for,
@@ -87,6 +86,8 @@ from vilbias.training.sentence_rules import (
 from vilbias.argparser import ConfigParser
 from vilbias.config import config_dict, save_config
 from vilbias.corpus.pipeline import build_sentences
+from vilbias.corpus.sentences import corpus_splits
+from vilbias.corpus.splits import MEANINGFUL_ROWS
 from vilbias.metrics.calibration import (
     expected_calibration_error,
     plot_reliability,
@@ -99,9 +100,10 @@ from vilbias.models.sentence_bias import (
     SentenceBiasModel,
 )
 from vilbias.models.sentence_runtime import CALIBRATION_FILE
-from vilbias.outputs import claim_output
-from vilbias.provenance import TRAINING_DATA, TRAINING_IDS, TrainingData, ids_digest
+from vilbias.outputs import claim_output, empty_folder
+from vilbias.provenance import TRAINING_DATA, TRAINING_IDS, TrainingData, data_name, ids_digest
 from vilbias.publish.model import CARD_INFO_FILE
+from vilbias.task import LABEL_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -134,9 +136,17 @@ class SplitRun:
 
 
 def run_split(cfg: SentenceConfig, splits: dict[str, list[str]], config_name: str, examples: dict[str, Example],
-              distant: dict[str, Example] | None = None) -> SplitRun:
-    """Train on one config's train split, stop and calibrate on its validation split, score its test split."""
+              distant: dict[str, Example] | None = None, data: dict | None = None) -> SplitRun:
+    """Train on one config's train split, stop and calibrate on its validation split, score its test
+    split. Without validation rows (a file too small to fill one) it trains its full epochs and
+    stays uncalibrated (temperature 1), and says so."""
     parts = {name: [examples[uid] for uid in ids] for name, ids in splits.items()}
+    if not parts["train"] or not parts["test"]:
+        total = sum(len(p) for p in parts.values())
+        raise ValueError(f"{config_name}: {total} sentences, {len(parts['train'])} in train and {len(parts['test'])} in test: the corpus's "
+                         "split policy fills test and validation from about 12 sentences, and a model without a test split cannot be "
+                         "measured; give more labelled sentences")
+    validation = parts["validation"] or None
     models, logs, extra = [], [], {}
     if distant:
         pre_train, pre_val, dropped = distant_for(distant, parts["validation"] + parts["test"], cfg.seed)
@@ -158,21 +168,25 @@ def run_split(cfg: SentenceConfig, splits: dict[str, list[str]], config_name: st
             logs.append([])
         if cfg.contrastive_epochs:
             logs[-1] += contrastive_fit(models[-1], parts["train"], args, cfg.contrastive_epochs)
-        logs[-1] += fit(models[-1], parts["train"], parts["validation"], args)
-    val_logits, _ = predict(models, parts["validation"])
-    temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
+        logs[-1] += fit(models[-1], parts["train"], validation, args)
+    if validation:
+        val_logits, _ = predict(models, parts["validation"])
+        temperature = fit_sentence_temperature(val_logits, [e.label for e in parts["validation"]])
+    else:
+        val_logits, temperature = None, 1.0
     # each member once: the ensemble's test logits are their mean (as predict(models) computes them)
     member_logits = [predict(m, parts["test"])[0] for m in models]
     test_logits = torch.stack(member_logits).mean(0)
     member_test = [biased_probabilities(logits) for logits in member_logits]
-    # The dataset is the source CSV (the corpus folder is a build of it, often temporary); its
-    # sha256 names the file wherever it sits, the ids are BABE rows as `vilbias build --sentences` keys them.
+    # The data is named as the user named it (a file by its name and sha256, a corpus folder by its
+    # name, a Hub id as it is), never by a path of this machine; the ids are the corpus's rows.
+    data = data or {}
     training_data = TrainingData.from_ids(
-        str(cfg.sentences.resolve()), splits["train"], config=config_name, split="train",
-        built_with="vilbias build --sentences", splits="sentence_data.article_splits (whole articles by news_link)",
-        csv_sha256=hashlib.sha256(cfg.sentences.read_bytes()).hexdigest(), validation_rows=len(parts["validation"]),
-        validation_ids_sha256=ids_digest(splits["validation"]), test_rows=len(parts["test"]),
-        test_ids_sha256=ids_digest(splits["test"]), **extra)
+        data.get("name") or "sentences", splits["train"], config=config_name, split="train",
+        **{k: v for k, v in data.items() if k in ("sha256", "corpus", "columns", "layout", "splits_from") and v},
+        splits="the corpus's own (vilbias.corpus.sentences.corpus_splits: whole articles by link)",
+        validation_rows=len(parts["validation"]), validation_ids_sha256=ids_digest(splits["validation"]),
+        test_rows=len(parts["test"]), test_ids_sha256=ids_digest(splits["test"]), **extra)
     config = copy.deepcopy(models[0].config)
     config.members = len(models)
     return SplitRun(models, config, logs, temperature, [e.uid for e in parts["test"]], biased_probabilities(test_logits),
@@ -181,8 +195,11 @@ def run_split(cfg: SentenceConfig, splits: dict[str, list[str]], config_name: st
 
 def scores(uids: list[str], probabilities: list[float], examples: dict[str, Example]) -> dict:
     labels = [examples[u].label for u in uids]
-    metrics = closed_metrics(labels, [int(p >= 0.5) for p in probabilities])
+    predicted = [int(p >= 0.5) for p in probabilities]
+    metrics = closed_metrics(labels, predicted)
     metrics["ece"] = expected_calibration_error(probabilities, labels)
+    metrics["label_counts"] = {name: labels.count(i) for i, name in enumerate(LABEL_NAMES)}
+    metrics["predicted_counts"] = {name: predicted.count(i) for i, name in enumerate(LABEL_NAMES)}
     return metrics
 
 
@@ -239,7 +256,7 @@ def write_outputs(cfg: SentenceConfig, final: SplitRun, metrics: dict, examples:
     out = cfg.output_path
     claim_model_dir(out)  # again: the run took a while
     if out.exists():
-        shutil.rmtree(out)
+        empty_folder(out)  # its content, not the folder: the folder's writer lock stays held (vilbias.outputs)
     saved = SentenceBiasModel.ensemble(final.models, final.config)
     # how it runs once loaded (see SentenceBiasConfig.inference_runtime): the float32 graph on ONNX
     # Runtime, passes side by side; the calibration sentences below let a user ask for its static
@@ -267,8 +284,11 @@ def _links_f1(groups: list[tuple[list[float], int]], rule: ArticleRule) -> dict:
 
 def finish_final(final: SplitRun, examples: dict[str, Example], rule: ArticleRule) -> dict:
     """Word threshold and article rule into the model's config; the test split's figures."""
-    _, word_probs = predict(final.models, final.validation)
-    word_threshold, word_score = choose_word_threshold(final.validation, word_probs)
+    if final.validation:
+        _, word_probs = predict(final.models, final.validation)
+        word_threshold, word_score = choose_word_threshold(final.validation, word_probs)
+    else:
+        word_threshold, word_score = SentenceBiasConfig().word_threshold, None
     final.config.temperature = final.temperature
     final.config.word_threshold = word_threshold
     final.config.article_rule = rule
@@ -277,51 +297,141 @@ def finish_final(final: SplitRun, examples: dict[str, Example], rule: ArticleRul
     test["articles"] = len({examples[u].link or u for u in final.test_uids})
     test_words = [examples[u] for u in final.test_uids]
     _, test_word_probs = predict(final.models, test_words)
-    val_labels = [e.label for e in final.validation]
+    validation = {"rows": len(final.validation), "temperature": final.temperature, "word_threshold": word_threshold, "word_f1": word_score}
+    if final.validation:
+        val_labels = [e.label for e in final.validation]
+        validation |= {"ece_before": expected_calibration_error(biased_probabilities(final.validation_logits), val_labels),
+                       "ece_after": expected_calibration_error(biased_probabilities(final.validation_logits, final.temperature), val_labels)}
     return {
         "test": test,
-        "validation": {"rows": len(final.validation), "temperature": final.temperature,
-                       "ece_before": expected_calibration_error(biased_probabilities(final.validation_logits), val_labels),
-                       "ece_after": expected_calibration_error(biased_probabilities(final.validation_logits, final.temperature), val_labels),
-                       "word_threshold": word_threshold, "word_f1": word_score},
+        "validation": validation,
         "test_word_f1": word_f1(test_words, test_word_probs, word_threshold),
         "article_rule_on_test_links": _links_f1(article_groups(final.test_uids, final.test_calibrated, examples), rule),
         "log": final.log,
     }
 
 
+def degenerate_note(metrics: dict) -> str | None:
+    """Why the test figures mean little, or None: a test split under
+    :data:`~vilbias.corpus.splits.MEANINGFUL_ROWS` rows or of one label, predictions of one class (it
+    learned nothing the test split can show), a model trained without validation."""
+    test, notes = metrics["test"], []
+    labels, predicted = test["label_counts"], test["predicted_counts"]
+    if test["n"] < MEANINGFUL_ROWS or min(labels.values()) == 0:
+        notes.append(f"the test split has {test['n']} sentence{'s' if test['n'] != 1 else ''}"
+                     + (" of one label" if min(labels.values()) == 0 else "") + ": too few to mean anything")
+    if min(predicted.values()) == 0:
+        only = next(name for name, n in predicted.items() if n)
+        notes.append(f"the model predicts {only} for every test sentence: it learned nothing the test split can show "
+                     "(its macro-F1 and ECE are a constant's)")
+    if not metrics["validation"]["rows"]:
+        notes.append("no validation split (too few rows to fill one): no early stopping, probabilities uncalibrated")
+    return "; ".join(notes) or None
+
+
+def command_line(cfg: SentenceConfig) -> str:
+    """The command that ran: every option set to other than its default, files named by their names
+    (what the card's "Reproduce" line shows, run from the folder holding them)."""
+    default = {f.name: f.default if f.default is not dataclasses.MISSING else
+               (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+               for f in dataclasses.fields(SentenceConfig) if f.init}
+    parts = [PROG]
+    for name in ("sentences", "dataset", *sorted(n for n in default if n not in ("sentences", "dataset"))):
+        value = getattr(cfg, name, None)
+        if name not in REPRODUCED or value == default.get(name) or value is None:
+            continue
+        flag = "--output" if name == "output_dir" else "--" + name.replace("_", "-")
+        if name == "columns":
+            parts += [f"--column {c}" for c in value]
+        elif isinstance(value, bool):
+            parts.append(flag)
+        elif isinstance(value, list):
+            parts.append(f"{flag} {' '.join(map(str, value))}")
+        elif name in ("sentences", "dataset", "distant_dataset", "distant_outlet_labels"):
+            parts.append(f"{flag} {data_name(value)}")
+        else:
+            parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
+    return " ".join(parts)
+
+
+REPRODUCED = ("sentences", "dataset", "columns", "source_split", "output_dir", *SETTINGS, "cv", "distant_dataset",
+              "distant_outlet_labels", "distant_epochs", "threads")
+"""The options the "Reproduce" line repeats when they differ from their defaults (``output_dir`` as ``--output``)."""
+
+
+def data_record(cfg: SentenceConfig, report: dict | None) -> dict:
+    """What the model trained on, as the user named it: the file (name, sha256, rows, columns) or the
+    corpus (its name, and the source its build report names), and whether the data is a dataset
+    vilbias recognises (BABE, MBIB: credited and cited) or one's own (credited to nobody)."""
+    source = (report or {}).get("source") or {}
+    name = data_name(cfg.sentences) if cfg.sentences is not None else data_name(cfg.dataset)
+    return {"name": name, "sha256": source.get("source_sha256"), "corpus": None if cfg.sentences is not None else name,
+            "source": source.get("name"), "columns": source.get("columns"), "layout": source.get("layout"),
+            "rows_read": source.get("rows_read"), "rows_kept": source.get("rows_kept"),
+            "excluded_no_agreement": source.get("excluded_no_agreement"), "duplicates_merged": source.get("duplicates_merged"),
+            "excluded_conflicting": source.get("excluded_conflicting"), "splits_from": source.get("splits_from"),
+            "official_splits": source.get("official_splits"), "articles_straddling": source.get("articles_straddling")}
+
+
+def _corpus(cfg: SentenceConfig, tmp: str) -> tuple[Path, dict | None]:
+    """The corpus to train on and its build report: ``--dataset`` as it is (a Hub id downloaded), or
+    ``--sentences`` built into ``--work-dir`` (default: a temporary folder)."""
+    if cfg.sentences is not None:
+        corpus = Path(cfg.work_dir or tmp) / "corpus"
+        return corpus, build_sentences(cfg.sentences, corpus, columns=cfg.columns, source_split=cfg.source_split)
+    folder = Path(cfg.dataset)
+    if not folder.exists():
+        from huggingface_hub import snapshot_download  # only for a corpus named by Hub id
+
+        folder = Path(snapshot_download(cfg.dataset, repo_type="dataset"))
+    report = folder / "build_report.json"
+    return folder, json.loads(report.read_text(encoding="utf-8")) if report.is_file() else None
+
+
 def train_sentence(cfg: SentenceConfig) -> dict:
-    """Build the corpus, run CV (``cfg.cv``), choose the article rule, train, calibrate and write the
-    model to ``cfg.output_dir`` (with the options it ran with, ``train_sentence_config.yaml``).
+    """Read or build the corpus, run CV (``cfg.cv``), choose the article rule, train, calibrate and
+    write the model to ``cfg.output_dir`` (with the options it ran with, ``train_sentence_config.yaml``).
+    Every split is the corpus's own (:func:`~vilbias.corpus.sentences.corpus_splits`).
 
     Returns:
         The metrics also written to ``metrics.json``: ``cv`` (``per_fold`` and ``summary``, or
-        None), ``test``, ``validation``, ``article_rule``, ``article_rule_on_test_links``, ``settings``.
+        None), ``test``, ``validation``, ``article_rule``, ``article_rule_on_test_links``, ``settings``,
+        ``data`` (what it trained on), ``command`` and ``warning`` (why the figures mean little, or None).
     """
     claim_model_dir(cfg.output_path)  # before anything is built or trained
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="vilbias-sentence-") as tmp:
-        corpus = Path(cfg.work_dir or tmp) / "babe"
-        report = build_sentences(cfg.sentences, corpus)
-        rows = list(load_dataset(str(corpus), "default", split="train+validation+test"))
+        corpus, report = _corpus(cfg, tmp)
+        splits = corpus_splits(corpus)
+        wanted = {uid for part in splits["default"].values() for uid in part}
+        rows = [r for r in load_dataset(str(corpus), "default", split="+".join(s for s in ("train", "validation", "test")
+                                                                             if splits["default"][s])) if r["unique_id"] in wanted]
+        data = data_record(cfg, report)
         base = SentenceBiasModel(cfg.model_config())
         examples = cache_examples(base, rows)
         distant, distant_counts = cache_distant(base, cfg.distant_dataset, cfg.distant_outlet_labels) if cfg.distant_dataset else (None, None)
-        splits = article_splits(rows)
         cv = run_cv(cfg, splits, examples, distant) if cfg.cv else None
-        final = run_split(cfg, splits["default"], "default", examples, distant)
-        # The rule sits on the final model's calibrated probabilities, so it is chosen on those,
-        # for the validation split's articles (never the test split's).
-        pool = dict(zip([e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
-        rule, candidates = choose_article_rule(rule_groups(pool, examples), ARTICLE_STATISTICS)
+        final = run_split(cfg, splits["default"], "default", examples, distant, data)
+        if final.validation:
+            # The rule sits on the final model's calibrated probabilities, so it is chosen on those,
+            # for the validation split's articles (never the test split's).
+            pool = dict(zip([e.uid for e in final.validation], biased_probabilities(final.validation_logits, final.temperature), strict=True))
+            rule, candidates = choose_article_rule(rule_groups(pool, examples), ARTICLE_STATISTICS)
+            chosen_on = "validation"
+        else:
+            rule, candidates, chosen_on = ArticleRule(ARTICLE_STATISTICS[0], 0.5), {"groups": 0}, "nothing (no validation split: the default rule)"
         settings = {k: v for k, v in config_dict(cfg).items() if k in SETTINGS}
-        metrics = {"source": cfg.sentences.name, "corpus": {**{k: report["source"][k] for k in ("rows_read", "excluded_no_agreement", "rows_kept")}, "label_counts": report["label_counts"]},
+        labels = [examples[u].label for u in splits["default"]["train"] + splits["default"]["validation"] + splits["default"]["test"]]
+        metrics = {"source": data["name"], "data": data, "command": command_line(cfg),
+                   "corpus": {"rows_read": data["rows_read"] or len(rows), "excluded_no_agreement": data["excluded_no_agreement"] or 0,
+                              "rows_kept": len(rows), "label_counts": {"not_biased": labels.count(0), "biased": labels.count(1)}},
                    "settings": settings | {"distant": distant_counts and {"dataset": cfg.distant_dataset, **distant_counts, "epochs": cfg.distant_epochs},
                                            "threads": torch.get_num_threads()},
-                   "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": "validation"}}
+                   "cv": cv, "article_rule": dataclasses.asdict(rule) | {"candidates": candidates, "chosen_on": chosen_on}}
         metrics |= finish_final(final, examples, rule)
+        metrics["warning"] = degenerate_note(metrics)
         metrics["wall_time_s"] = round(time.perf_counter() - started, 1)
         write_outputs(cfg, final, metrics, examples)
     return metrics
@@ -354,8 +464,10 @@ def main(argv: list[str], prog: str = PROG) -> int:
         s = m["cv"]["summary"]["f1_macro"]
         print(f"5-fold CV macro-F1 {s['mean']:.4f} ± {s['std']:.4f}")
     t = m["test"]
-    print(f"test split ({t['n']} sentences never seen): macro-F1 {t['f1_macro']:.4f}, ECE {t['ece_before']:.4f} -> {t['ece']:.4f}")
+    print(f"test split ({t['n']} sentence{'s' if t['n'] != 1 else ''} never seen): macro-F1 {t['f1_macro']:.4f}, ECE {t['ece_before']:.4f} -> {t['ece']:.4f}")
     r = m["article_rule"]
     print(f"article rule: {ArticleRule(r['statistic'], r['threshold'], r['slope']).describe()} (chosen on {r['chosen_on']} data)")
     print(f"saved to {cfg.output_dir} in {m['wall_time_s']:.0f} s")
+    if m["warning"]:  # last, where a reader looks for the verdict
+        print(f"warning: {m['warning']}")
     return 0

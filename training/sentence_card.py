@@ -1,12 +1,18 @@
-"""The shipped sentence model's card: what it says about the data, the protocol, the figures and
-their limits, rendered from the run's metrics and provenance. The prose is in
-``vilbias/publish/templates/sentence/`` (summary, intended use, limitations, usage snippet and the
-reliability diagram's title); this module computes what those templates are given."""
+"""A sentence model's card: what it says about the data, the protocol, the figures and their
+limits, rendered from the run's metrics and provenance. The prose is in
+``vilbias/publish/templates/sentence/`` (summary, evaluation, intended use, limitations, usage
+snippet and the reliability diagram's title); this module computes what those templates are given.
+
+The data is named as the user named it (``metrics["data"]``: file name, sha256, rows, columns) and
+credited only when it is a dataset vilbias recognises (BABE, MBIB: from the Hub id or BABE's own
+columns), with that dataset's terms as its publishers state them and its citation.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from vilbias.corpus.sentences import DATASETS, OWN_DATA_TERMS, REASON_TEXT
 from vilbias.models.sentence_bias import (
     ArticleRule,
 )
@@ -27,37 +33,74 @@ def reliability_title(source: str, n: int, articles: int, before: float, after: 
     return render_section("sentence/reliability_title.txt", babe_set=babe_set(source), n=n, articles=articles, before=before, after=after)
 
 
-def card_info(metrics: dict, training_data: TrainingData, models: list):
-    """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
+def _data(metrics: dict) -> dict:
+    """``metrics["data"]``; a run recorded before it existed names its source file only."""
+    return metrics.get("data") or {"name": metrics["source"], "layout": "babe" if "final_labels" in metrics["source"] else None}
 
-    test = metrics["test"]
-    results = [{"metric_type": "f1", "metric_name": "f1 (macro), sentences never seen", "value": test["f1_macro"], "split": "test"},
-               {"metric_type": "accuracy", "value": test["accuracy"], "split": "test"}]
+
+def counts_line(data: dict, metrics: dict) -> str:
+    """``3,074 rows read − 1 `No agreement` (left out) − 1 exact repeat … = 3,072 sentences (1,507 biased, 1,565 not biased)``:
+    the rows read, each accounted for."""
+    corpus = metrics["corpus"]
+    parts = [f"{n} {REASON_TEXT[reason]}" for reason, n in (("no_agreement", data.get("excluded_no_agreement") or corpus.get("excluded_no_agreement")),
+                                                        ("duplicate", data.get("duplicates_merged")),
+                                                        ("conflicting_labels", data.get("excluded_conflicting"))) if n]
+    labels = corpus["label_counts"]
+    return (f"{corpus['rows_read']:,} rows read" + "".join(f" − {p}" for p in parts) + f" = {corpus['rows_kept']:,} sentences "
+            f"({labels['biased']:,} biased, {labels['not_biased']:,} not biased)")
+
+
+def card_info(metrics: dict, training_data: TrainingData, models: list, model_ref: str = "MODEL_FOLDER") -> ModelCardInfo:
+    """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
+    data = _data(metrics)
+    known = DATASETS.get(data.get("layout") or "")
+    hub_type = known.hub_id if known else data["name"]
+    shown = f"{known.name.split(' (')[0]}{' ' + babe_set(data['name']) if babe_set(data['name']) in ('SG1', 'SG2') else ''} ({data['name']})" \
+        if known else data["name"]
+    test, article = metrics["test"], metrics["article_rule_on_test_links"]
+    results = [{"metric_type": "f1", "metric_name": "sentence macro-F1 (test sentences never seen)", "value": test["f1_macro"], "split": "test"},
+               {"metric_type": "accuracy", "metric_name": "sentence accuracy", "value": test["accuracy"], "split": "test"},
+               {"metric_type": "f1", "metric_name": f"article macro-F1 ({article['groups']} test articles, article rule)",
+                "value": article["f1_macro"], "split": "test"},
+               {"metric_type": "ece", "metric_name": "expected calibration error (10 bins)", "value": test["ece"], "split": "test"}]
     if metrics.get("cv"):
-        results.append({"metric_type": "f1", "metric_name": "f1 (macro), 5-fold CV mean", "value": metrics["cv"]["summary"]["f1_macro"]["mean"],
+        results.append({"metric_type": "f1", "metric_name": "sentence macro-F1, 5-fold CV mean", "value": metrics["cv"]["summary"]["f1_macro"]["mean"],
                         "split": "test", "config": "fold_0..fold_4"})
     trainable = sum(v.numel() for model in models for v in model.trained_state_dict().values())
+    if data.get("corpus"):
+        reproduce = f"vilbias evaluate --dataset {data['corpus']} --model {model_ref}"
+    else:
+        extra = " ".join(f"--{p}" for p in metrics.get("command", "").split(" --")[1:] if p.startswith(("column ", "source-split ")))
+        reproduce = (f"vilbias build --sentences {data['name']}{' ' + extra if extra else ''} --output corpus\n"
+                     f"vilbias evaluate --dataset corpus --model {model_ref}")
     return ModelCardInfo(
-        base_model="sentence-transformers/all-MiniLM-L6-v2", dataset=f"BABE ({babe_set(metrics['source'])})", dataset_config="default",
+        base_model="sentence-transformers/all-MiniLM-L6-v2", dataset=hub_type, dataset_name=shown, dataset_config="default",
         method="lora", task="text-classification", hyperparameters=metrics["settings"],
         trainable_params=trainable, total_params=trainable + sum(p.numel() for p in models[0].bert.parameters() if not p.requires_grad),
-        wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0",
-        usage_snippet=render_section("sentence/usage.py.jinja"), library_name="peft",
-        model_name="vilbias offline default (sentence-level bias, MiniLM + LoRA)", summary=card_summary(metrics, training_data),
+        wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0" if known else "unknown",
+        usage_snippet=render_section("sentence/usage.py.jinja"), library_name="transformers",
+        model_name=f"Sentence-level media bias (MiniLM + LoRA), trained on {shown}", summary=card_summary(metrics, training_data),
+        evaluation=render_section("sentence/evaluation.md", m=metrics, cv=metrics.get("cv"), data=data, reproduce_evaluation=reproduce,
+                               has_words=data.get("layout") == "babe" or "biased_words" in [c.lower() for c in data.get("columns") or []]),
         intended_use=render_section("sentence/intended_use.md"), limitations=limitations(metrics),
-        tags=["babe", "sentence-classification", "token-classification"], training_data=training_data,
+        citation=known.citation if known else "",
+        tags=[*(["babe"] if data.get("layout") == "babe" else []), "sentence-classification", "token-classification"],
+        training_data=training_data,
     )
 
 
 def limitations(m: dict) -> str:
-    return render_section("sentence/limitations.md", m=m)
+    return render_section("sentence/limitations.md", m=m, babe=_data(m).get("layout") == "babe")
 
 
 def card_summary(m: dict, training_data: TrainingData) -> str:
-    """The card's own sections: data and terms, provenance, evaluation, article rule, calibration."""
+    """The card's own sections: data and terms, provenance, article rule, calibration."""
+    data = _data(m)
+    known = DATASETS.get(data.get("layout") or "")
     rule = ArticleRule(m["article_rule"]["statistic"], m["article_rule"]["threshold"], m["article_rule"]["slope"])
     return render_section(
-        "sentence/summary.md", m=m, cv=m.get("cv"), babe_set=babe_set(m["source"]), trained_layers=m["settings"]["trained_layers"],
+        "sentence/summary.md", m=m, data=data, known=known, terms=known.terms if known else OWN_DATA_TERMS,
+        counts=counts_line(data, m), babe_set=babe_set(data["name"]), trained_layers=m["settings"]["trained_layers"],
         training_data=training_data.describe(), rule=rule, reliability_png=RELIABILITY_PNG,
     )
 
@@ -66,6 +109,6 @@ def write_card(out: Path, metrics: dict, training_data: TrainingData, models: li
     """``README.md`` and ``vilbias_card.json`` from the run's metrics (``models``: for the
     parameter counts only)."""
 
-    info = card_info(metrics, training_data, models)
+    info = card_info(metrics, training_data, models, model_ref=str(out) if not Path(out).is_absolute() else Path(out).name)
     info.save(out)
     render_model_card(info).save(out / "README.md")

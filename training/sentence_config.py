@@ -19,6 +19,7 @@ from pathlib import Path
 from vilbias.training.arguments import TrainingConfig, redeclared
 
 from vilbias.models.configs import SentenceBiasConfig
+from vilbias.provenance import is_hub_id
 
 _MODEL = SentenceBiasConfig()
 """The architecture's defaults (:class:`SentenceBiasConfig`), which the command's defaults are."""
@@ -54,7 +55,10 @@ class SentenceConfig(TrainingConfig):
     use_cpu: bool = redeclared("use_cpu", True)
 
     # -- the sentence model's own fields
-    sentences: Path = field(kw_only=True, metadata={"help": "BABE-format CSV of expert-labelled sentences (final_labels_SG2_public.csv; SG1 works too). Its labels are used as they are: where BABE's SG1 and SG2 disagree, pass SG2, the final and larger expert set."})
+    sentences: Path | None = field(default=None, metadata={"help": "Labelled sentences to build the corpus from and train on (what `vilbias build --sentences` reads: BABE's final_labels_SG2_public.csv, a CSV of text and label columns, …). Its labels are used as they are: where BABE's SG1 and SG2 disagree, pass SG2, the final and larger expert set."})
+    dataset: str | None = field(default=None, metadata={"help": "Instead of --sentences: a built sentence corpus (a folder `vilbias build --sentences` wrote, or a Hub id ORG/NAME). Training, early stopping, calibration and the test figures use its own splits."})
+    columns: list[str] = field(default_factory=list, metadata={"aliases": ["--column"], "metavar": "FIELD=COLUMN", "help": "With --sentences: a field read from another column, as `vilbias build --sentences --column` (text, label, news_link, …)."})
+    source_split: str | None = field(default=None, metadata={"help": "With --sentences naming a dataset whose splits are not train/test (MBIB's tasks): the split to build, as `vilbias build --source-split`."})
     recipe: str | None = field(default=None, metadata={"help": "Recipe YAML (a path, or a name under training/recipes/) of this command's fields: its values are the defaults, flags override them."})
     cv: bool = field(default=False, metadata={"help": "Also run the 5-fold CV (whole articles per fold) and report its macro-F1 mean ± std."})
     work_dir: Path | None = field(default=None, metadata={"help": "Where the sentence corpus is built (default: a temporary folder)."})
@@ -72,11 +76,21 @@ class SentenceConfig(TrainingConfig):
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice). The shipped model was trained with 1: weights depend on it."})
 
     def __post_init__(self):
-        self.sentences = Path(self.sentences)
         if isinstance(self.output_dir, Path):  # as TrainingArguments keeps it: a string
             self.output_dir = str(self.output_dir)
-        if not self.sentences.is_file():
-            raise FileNotFoundError(f"{self.sentences} not found: pass BABE's final_labels_SG2_public.csv or final_labels_SG1.csv (or another BABE-format CSV)")
+        if (self.sentences is None) == (self.dataset is None):
+            raise ValueError("train on labelled sentences: --sentences FILE (built into a corpus first) or --dataset CORPUS (one built "
+                             "by `vilbias build --sentences`), one of them")
+        if self.sentences is not None:
+            self.sentences = Path(self.sentences)
+            if not self.sentences.exists() and not is_hub_id(str(self.sentences)):
+                raise FileNotFoundError(f"{self.sentences} not found: pass BABE's final_labels_SG2_public.csv or final_labels_SG1.csv "
+                                        "(or a CSV of text and label columns)")
+        elif self.columns or self.source_split:
+            raise ValueError("--column and --source-split go with --sentences (a built corpus has its columns and splits)")
+        elif Path(self.dataset).exists() and not (Path(self.dataset) / "build_report.json").is_file():
+            raise FileNotFoundError(f"--dataset {self.dataset} is not a corpus `vilbias build --sentences` wrote (no build_report.json); "
+                                    f"build it with `vilbias build --sentences FILE --output {self.dataset}`, or pass the file with --sentences")
         if self.learning_rate <= 0 or self.lora_r < 1 or self.ensemble < 1 or not self.trained_layers:
             raise ValueError("--learning-rate, --lora-r and --ensemble must be positive and --trained-layers non-empty")
         super().__post_init__()

@@ -1,6 +1,6 @@
 """The sentence model's data: BABE rows as cached examples (the frozen layers' output computed once,
 BABE's biased words aligned to tokens as word labels), distant rows, batches grouped by length,
-and the whole-article splits and folds (sentences grouped by ``news_link``)."""
+and the whole-article splits of a fresh corpus (:func:`article_splits`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from pathlib import Path
 
 from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
 
-from vilbias.corpus.splits import SplitItem, assign_splits
+from vilbias.corpus.sentences import sentence_splits
 from vilbias.models.sentence_bias import (
     OPINIONS,
 )
-from vilbias.task import FOLDS, N_FOLDS
 
 PUNCTUATION = ".,;:!?\"'“”‘’()[]"
 
@@ -140,49 +139,6 @@ def length_grouped_batches(items: list, batch_size: int, rng: random.Random, key
 
 
 def article_splits(rows: list[dict]) -> dict[str, dict[str, list[str]]]:
-    """``{config: {split: [unique_id, ...]}}`` for ``default`` (train/validation/test, 80/10/10)
-    and ``fold_0`` … ``fold_4`` (train/validation/test), with every article kept whole.
-
-    The sentence corpus's own cells keep only identical texts together; BABE labels several
-    sentences of one article, and a model that trained on some of them would be tested on an
-    article it has read. So the cells are drawn again with the article link (and the normalised
-    text) as group keys, by the same stratified, deterministic policy
-    (:func:`vilbias.corpus.splits.assign_splits`). Articles are visited in the order of a hash of
-    their link, so each article's sentences come together and no outlet's URLs come in a block.
-    A fold's test split is its fold; its validation split (early stopping and temperature) is the
-    ``validation`` cell outside the fold, about a tenth of its training pool, again whole articles.
-    """
-    # Articles joined by a repeated text are one group: union-find over link and text keys first,
-    # so that assign_splits sees each group's rows together and can never place it in two cells.
-    parent: dict[str, str] = {}
-
-    def root(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            parent[key] = key = parent[parent[key]]
-        return key
-
-    keys = {}
-    for r in rows:
-        link = (r.get("news_link") or "").strip()
-        text = "text:" + hashlib.sha1(" ".join(r["text"].lower().split()).encode()).hexdigest()
-        keys[r["unique_id"]] = text
-        root(text)  # every text is a node, with a link or without
-        if link:
-            parent[root(text)] = root("link:" + link)
-    # a group is named by its smallest key, so the cells depend on the data, never on row order
-    name: dict[str, str] = {}
-    for key in parent:
-        name[root(key)] = min(name.get(root(key), key), key)
-    items = []
-    for r in rows:
-        group = name[root(keys[r["unique_id"]])]
-        items.append(SplitItem(unique_id=r["unique_id"], label=r["label"], order=hashlib.sha1(group.encode()).hexdigest(),
-                               story_keys=(group,)))
-    cells, _ = assign_splits(items)
-    uids = sorted(cells)
-    out = {"default": {s: [u for u in uids if cells[u].split == s] for s in ("train", "validation", "test")}}
-    for k in range(N_FOLDS):
-        out[FOLDS[k]] = {"train": [u for u in uids if cells[u].fold != k and cells[u].split != "validation"],
-                         "validation": [u for u in uids if cells[u].fold != k and cells[u].split == "validation"],
-                         "test": [u for u in uids if cells[u].fold == k]}
-    return out
+    """The splits a fresh sentence corpus of ``rows`` has: :func:`vilbias.corpus.sentences.sentence_splits`,
+    the one split computation (training itself reads a built corpus's splits, never this)."""
+    return sentence_splits(rows)

@@ -4,11 +4,10 @@ article's sentence probabilities, and its threshold) and the biased-word thresho
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from vilbias.training.sentence_data import PUNCTUATION, Example
 
-from vilbias.metrics.scores import closed_metrics
+from vilbias.metrics.scores import article_majorities, closed_metrics
 from vilbias.models.sentence_bias import (
     STATISTICS,
     ArticleRule,
@@ -17,17 +16,10 @@ from vilbias.models.sentence_bias import (
 
 
 def article_groups(uids: list[str], probabilities: list[float], examples: dict[str, Example], *, min_sentences: int = 1):
-    """``(sentence probabilities, majority label)`` per article link; links whose expert labels
-    split evenly have no majority and are left out. A sentence without a link is its own article."""
-    by_link: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for uid, p in zip(uids, probabilities, strict=True):
-        by_link[examples[uid].link or uid].append((p, examples[uid].label))
-    groups = []
-    for items in by_link.values():
-        biased = sum(y for _, y in items)
-        if len(items) >= min_sentences and 2 * biased != len(items):
-            groups.append(([p for p, _ in items], int(2 * biased > len(items))))
-    return groups
+    """``(sentence probabilities, majority label)`` per article link
+    (:func:`vilbias.metrics.scores.article_majorities`, as ``vilbias evaluate`` groups them)."""
+    return article_majorities([examples[u].link for u in uids], [examples[u].label for u in uids], probabilities,
+                              min_sentences=min_sentences)
 
 
 MIN_RULE_GROUPS = 20

@@ -19,12 +19,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 TRAINING_DATA = "training_data.json"
 TRAINING_IDS = "training_ids.txt"
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def is_hub_id(name: str) -> bool:
+    """``ORG/NAME`` that is not a local path."""
+    return bool(_HUB_ID.match(name)) and not Path(name).exists()
+
+
+def data_name(dataset: str | Path) -> str:
+    """How an artifact names data: a Hub id as it is, a local folder or file by its own name
+    (``BiasCorpus``, ``final_labels_SG2_public.csv``), never by where it sat on the machine."""
+    text = str(dataset)
+    if is_hub_id(text):
+        return text
+    return Path(text).expanduser().resolve().name if Path(text).exists() else Path(text).name or text
 
 
 def ids_digest(ids: Iterable[str]) -> str:
@@ -37,7 +55,8 @@ class TrainingData:
     """The rows a checkpoint trained on (``ids`` is held in memory, written to its own file)."""
 
     dataset: str
-    """Dataset folder (absolute path) or Hub repo id."""
+    """Hub repo id, or a local folder's or file's name as the user named it (never a path of the
+    machine that trained: an artifact names data by name and hash, ``extra["sha256"]`` for a file)."""
     revision: str | None
     """Tag or commit of a Hub dataset; None for a local folder."""
     config: str
@@ -52,8 +71,7 @@ class TrainingData:
     def from_ids(cls, dataset: str, ids: Iterable[str], *, revision: str | None = None, config: str = "default",
                  split: str = "train", **extra) -> TrainingData:
         ids = sorted(set(ids))
-        if Path(dataset).exists():
-            dataset = str(Path(dataset).resolve())
+        dataset = data_name(dataset)
         return cls(dataset, revision, config, split, len(ids), ids_digest(ids), ids, dict(extra))
 
     def write(self, folder: str | Path) -> None:
@@ -74,8 +92,8 @@ class TrainingData:
         return f"{self.rows} rows of {where}, config `{self.config}`, split `{self.split}` (ids sha256 {self.ids_sha256[:12]})"
 
     def card_datasets(self) -> list[str]:
-        """The card's ``datasets:`` metadata: Hub repo ids only (a local folder is not linkable)."""
-        return [] if Path(self.dataset).is_absolute() else [self.dataset]
+        """The card's ``datasets:`` metadata: Hub repo ids only (a local folder or file is not linkable)."""
+        return [self.dataset] if is_hub_id(self.dataset) else []
 
 
 def read_training_data(folder_or_repo: str | Path, *, revision: str | None = None) -> TrainingData | None:

@@ -133,7 +133,7 @@ def test_rebuild_in_place_keeps_the_previous_build_s_cells(tmp_path):
     make_workdir(work, 25, start=40)
     report = build(BuildConfig(workdir=work, output=out))
     after = read_release_cells(out)
-    assert report["previous_release"] == {"source": str(out.resolve()), "rows": 40, "kept": 40, "dropped": 0}
+    assert report["previous_release"] == {"source": out.resolve().name, "rows": 40, "kept": 40, "dropped": 0}
     assert all(after[u] == c for u, c in before.items()) and len(after) == 65
 
 

@@ -127,7 +127,7 @@ def test_version_sequence_2024_then_2025_layout_moves_no_row(tmp_path):
     common = set(before) & set(after)
     assert len(common) == len(kept) and len(after) == len(kept) + 30
     assert [u for u in common if before[u] != after[u]] == []
-    assert report["previous_release"] == {"source": str(out.resolve()), "rows": 80, "kept": len(kept), "dropped": 80 - len(kept)}
+    assert report["previous_release"] == {"source": out.resolve().name, "rows": 80, "kept": len(kept), "dropped": 80 - len(kept)}
     relabelled = {it.unique_id for i, it in enumerate(v1_items) if i % 7 == 0 and i % 9 != 4}
     got = _rows(out)
     assert all(got[u]["multimodal_label"] != next(it.label for it in v1_items if it.unique_id == u) for u in relabelled)

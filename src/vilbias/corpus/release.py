@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from vilbias.corpus.splits import Cell
 from vilbias.corpus.writer import CELL_FILE, DATA_DIR
+from vilbias.provenance import data_name
 from vilbias.task import N_FOLDS, SPLITS
 
 _OLD_SPLIT_FILE = re.compile(r"^(?P<split>train|validation|test)-\d{5}-of-\d{5}\.parquet$")
@@ -105,14 +106,15 @@ def previous_cells(spec: str | Path | None, output: Path) -> tuple[dict[str, Cel
     """The assignment to keep, and where it came from.
 
     ``spec`` is a folder or ``ORG/NAME[@REVISION]``; without it, the output folder's existing
-    build is the previous release (a first build has none).
+    build is the previous release (a first build has none). A local release is named by its
+    folder's name (the report and card are uploaded: no path of the building machine in them).
     """
     if spec is None:
-        return (read_cells(output), str(output)) if is_release(output) else ({}, None)
+        return (read_cells(output), data_name(output)) if is_release(output) else ({}, None)
     if Path(spec).exists():
         if not is_release(spec):
             raise PreviousReleaseError(f"--previous {spec} is not a built dataset folder (no README.md and {DATA_DIR}/)")
-        return read_cells(spec), str(spec)
+        return read_cells(spec), data_name(spec)
     if looks_like_hub_id(str(spec)):
         return read_hub_cells(str(spec)), str(spec)
     raise FileNotFoundError(f"--previous {spec}: no such folder, and not a Hub id ORG/NAME[@REVISION]")

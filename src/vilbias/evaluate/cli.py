@@ -22,6 +22,7 @@ from pathlib import Path
 from vilbias.argparser import ConfigParser
 from vilbias.config import save_config
 from vilbias.evaluate.config import STORE_FILE, CompareConfig, EvaluateConfig
+from vilbias.evaluate.sentences import describe as describe_protocol
 from vilbias.stops import ledger_kept, on_stop
 
 COMPARE_HELP = "Analyse finished runs: closed vs open-ended Pearson r, data-size scaling, modality gap."
@@ -77,6 +78,9 @@ def main(argv: list[str], prog: str = "vilbias evaluate") -> int:
         print(f"warning: {warning}")
     for s in results["summary"]:
         print(_summary_line(s))
+    for e in results["evaluations"]:
+        if e.get("sentence_protocol"):
+            print(f"{e['view']} sentence-level protocol: {describe_protocol(e['sentence_protocol'])}")
     if results["closed_vs_open"] and results["closed_vs_open"]["pearson"]:
         p = results["closed_vs_open"]["pearson"]
         print(f"closed accuracy vs reasoning accuracy over this run's settings: Pearson r {p['r']:.3f} (n = {p['n']})")

@@ -38,7 +38,13 @@ def check_dataset(dataset: str, revision: str | None = None) -> None:
 
     Raises:
         FileNotFoundError: saying what ``dataset`` was taken for and why it is not there.
+        ValueError: ``dataset`` is a table file, not a built corpus (saying how to build it).
     """
+    path = Path(dataset).expanduser()
+    if path.is_file():
+        kind = ("--sentences" if path.suffix.lower() in (".csv", ".tsv", ".xlsx") else "--from")
+        raise ValueError(f"{dataset} is a file, not a corpus: build it first with `vilbias build {kind} {dataset} --output "
+                         f"{path.stem}` (labelled sentences: --sentences; news items: --from), then evaluate --dataset {path.stem}")
     resolve_dataset(dataset, revision)
 
 
@@ -55,6 +61,9 @@ class Split:
     """The gold label column used: the one given, else the one the corpus's features name."""
     kind: str
     """``articles`` (headline + article text, maybe an image) or ``sentences`` (one sentence a row)."""
+    links: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Sentence corpora: unique_id -> the sentence's article link (``news_link``, may be empty): the
+    sentence-level protocol's articles."""
     label_annotators: dict[str, set[str]] = dataclasses.field(default_factory=dict)
     """unique_id -> the annotators whose votes gave the row's label (empty for reviewed, imported
     or expert-labelled rows): what :func:`vilbias.evaluate.leakage.circularity` compares with the model."""
@@ -127,7 +136,7 @@ def read_split(dataset: str, config: str, split: str, *, revision: str | None = 
         raise ValueError(f"{dataset} [{config}] has no unique_id column: evaluation keys its answers by it")
     if "image" in ds.column_names:
         ds = ds.cast_column("image", Image(decode=False))
-    items, annotators = [], {}
+    items, annotators, links = [], {}, {}
     for row in ds:
         image = row.get("image")
         data = None
@@ -144,7 +153,9 @@ def read_split(dataset: str, config: str, split: str, *, revision: str | None = 
             reasoning=row.get("reasoning") or "",
         ))
         annotators[str(row["unique_id"])] = label_annotators(row)
-    return Split(items, column, kind, annotators)
+        if sentence:
+            links[str(row["unique_id"])] = row.get("news_link") or ""
+    return Split(items, column, kind, links, annotators)
 
 
 def label_annotators(row: dict) -> set[str]:

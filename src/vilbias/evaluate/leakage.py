@@ -173,6 +173,15 @@ def refuse_seen(checks: Sequence[SeenCheck], *, allow_overlap: bool) -> None:
     seen, evaluated = sum(len(c.seen) for c in leaking), sum(c.evaluated for c in leaking)
     views = ", ".join(c.view for c in leaking)
     first = leaking[0]
+    own = _own_test_split(first.training_data)
+    if f"--dataset-config {first.view.split('/')[0]} --split {first.view.split('/')[-1]}" == own:
+        # the model's own test split overlaps its training rows: this corpus split its data otherwise
+        raise ValueError(
+            f"refused: {seen} of the {evaluated} rows of {views} are rows {first.model} trained on "
+            f"({first.training_data.describe()}): this corpus's splits are not the ones the model trained with (a build "
+            "that placed sentences of one article in train and test, or another file). Build a corpus from the file it trained "
+            "on into a new folder (`vilbias build --sentences FILE --output NEW`) and evaluate on that; --allow-overlap scores "
+            "them anyway and says so in the report")
     raise ValueError(
         f"refused: {seen} of the {evaluated} rows to score ({views}) are rows {first.model} trained on "
         f"({first.training_data.describe()}); evaluate it on its own test split ({_own_test_split(first.training_data)}), "

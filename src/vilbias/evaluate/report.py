@@ -205,6 +205,23 @@ def _closed_section(results: dict) -> list[str]:
     return lines + [""]
 
 
+def _sentence_section(results: dict) -> list[str]:
+    protocols = [(e["view"], e["sentence_protocol"]) for e in results["evaluations"] if e.get("sentence_protocol")]
+    if not protocols:
+        return []
+    lines = ["## Sentence-level protocol", "",
+             "The sentence model scored as `vilbias train sentence` scores its test split: each row's calibrated P(biased) "
+             "(biased at 0.5), its expected calibration error (10 bins), and articles (sentences grouped by link, an "
+             "article's label the majority of its expert labels, ties left out) labelled by the model's article rule.", "",
+             "| view | sentences | macro-F1 | accuracy | ECE | articles | article macro-F1 |", "|---|---|---|---|---|---|---|"]
+    for view, p in protocols:
+        a = p.get("article")
+        lines.append(f"| {view} | {p['sentences']} | {p['f1_macro']:.4f} | {p['accuracy']:.4f} | {p['ece']:.4f} | "
+                     f"{a['groups'] if a else p['articles']} | {a['f1_macro']:.4f} |" if a else
+                     f"| {view} | {p['sentences']} | {p['f1_macro']:.4f} | {p['accuracy']:.4f} | {p['ece']:.4f} | {p['articles']} | — |")
+    return lines + [""]
+
+
 def _open_section(results: dict) -> list[str]:
     lines = ["## Open-ended (oVQA, LLM judge)", "",
              "The judge scores the oVQA answers (label + reasoning), a generation of their own. Percentages over judged "
@@ -277,7 +294,7 @@ def _probes_section(results: dict) -> list[str]:
 
 def render_report(results: dict) -> str:
     """The markdown report of one run."""
-    lines = _header(results) + _training_data_section(results) + _closed_section(results)
+    lines = _header(results) + _training_data_section(results) + _closed_section(results) + _sentence_section(results)
     if any(s["open"] for s in results["summary"]):
         lines += _open_section(results)
     if any(e.get("rationale_check") for e in results["evaluations"]):

@@ -53,6 +53,7 @@ from vilbias.evaluate.judge import (
 from vilbias.evaluate.leakage import Circularity, SeenCheck, circularity, refuse_seen, seen_check
 from vilbias.evaluate.messages import PARSERS, prompt_versions, question_messages
 from vilbias.evaluate.report import finish_run, one_class
+from vilbias.evaluate.sentences import sentence_protocol
 from vilbias.evaluate.store import EvaluationStore
 from vilbias.ledger import ask_missing
 from vilbias.metrics.scores import closed_metrics, open_scores
@@ -88,6 +89,8 @@ class View:
     seen: SeenCheck
     circular: Circularity | None = None
     """Rows whose labels this model made itself (it annotated the corpus), flagged first in the report."""
+    links: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Sentence corpora: unique_id -> article link (the sentence-level protocol's articles)."""
 
     @property
     def name(self) -> str:
@@ -135,7 +138,7 @@ def plan_views(cfg: EvaluateConfig, *, model_given: bool = False, judge_given: b
         name = f"{config}/{split}"
         made = {i.unique_id: read.label_annotators.get(i.unique_id, set()) for i in items}
         views.append(View(config, split, model, items, seen_check(model, cfg.model_revision, name, items),
-                          circularity(model, cfg.model_revision, name, cfg.dataset, cfg.dataset_revision, made)))
+                          circularity(model, cfg.model_revision, name, cfg.dataset, cfg.dataset_revision, made), read.links))
     refuse_seen([v.seen for v in views], allow_overlap=cfg.allow_overlap)
     return views
 
@@ -383,6 +386,8 @@ class _Run:
                 record, missing = _score(self.store, setting, probed, judged, cfg)
                 self.incomplete += missing
                 if record is not None:
+                    if probe == "none":
+                        record["sentence_protocol"] = sentence_protocol(model, probed, view.links)
                     self.evaluations.append(record)
 
     def meta(self, views: list[View]) -> dict[str, Any]:

@@ -174,3 +174,30 @@ def format_table(summary: dict[str, dict[str, float]], per_fold: Sequence[dict] 
         row += "".join(f" {m[key]:>8.4f}" for m in per_fold)
         lines.append(row)
     return "\n".join(lines)
+
+
+def article_majorities(links: Sequence[str], labels: Sequence[int], probabilities: Sequence[float], *,
+                       min_sentences: int = 1) -> list[tuple[list[float], int]]:
+    """``(sentence probabilities, majority label)`` per article of a sentence corpus: sentences
+    grouped by their article link (a sentence without one is its own article, keyed by its
+    position), an article's label the majority of its sentences' expert labels; articles whose
+    labels split evenly have no majority and are left out, as are those with fewer than
+    ``min_sentences`` labelled sentences. Training (the article rule, the card) and ``vilbias
+    evaluate`` group articles with this one function."""
+    by_link: dict[str, list[tuple[float, int]]] = {}
+    for position, (link, label, p) in enumerate(zip(links, labels, probabilities, strict=True)):
+        by_link.setdefault(link or f"#{position}", []).append((p, label))
+    groups = []
+    for items in by_link.values():
+        biased = sum(y for _, y in items)
+        if len(items) >= min_sentences and 2 * biased != len(items):
+            groups.append(([p for p, _ in items], int(2 * biased > len(items))))
+    return groups
+
+
+def article_metrics(groups: Sequence[tuple[list[float], int]], decide) -> dict:
+    """Macro-F1 and accuracy of ``decide(sentence probabilities) -> 0/1`` (an article rule) over
+    :func:`article_majorities`' groups, with their count."""
+    labels = [y for _, y in groups]
+    out = closed_metrics(labels, [int(decide(p)) for p, _ in groups])
+    return {"groups": len(groups), "f1_macro": out["f1_macro"], "accuracy": out["accuracy"]}

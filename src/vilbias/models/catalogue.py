@@ -59,6 +59,7 @@ from vilbias.models.predictors import (
     Predictor,
     SentencePredictor,
     VLMPredictor,
+    predict_batch,
     sample_answers,
 )
 from vilbias.paths import looks_local
@@ -269,6 +270,12 @@ class ClassifierModel:
     uses_text: bool = True
     uses_image: bool = False
     kind: str = "classifier"
+    sentence_probabilities: Any = None
+    """Sentence models: callable ``list[str] -> list[float]``, the calibrated P(biased) of each text
+    read as one sentence (what the sentence-level protocol scores: ECE, articles); None otherwise."""
+    article_rule: Any = None
+    """Sentence models: how an article's label follows from its sentences' probabilities
+    (:class:`vilbias.models.sentence_bias.ArticleRule`); None otherwise."""
 
 
 Model = GenerativeModel | ClassifierModel
@@ -411,8 +418,12 @@ def _label_order(id2label: dict) -> list[int]:
 
 def _classifier(predictor: Predictor, name: str) -> ClassifierModel:
     """A predictor as evaluation's classifier: its labels, one item at a time."""
-    return ClassifierModel(lambda items: [predictor.predict(item).label_id for item in items], name=name,
-                           uses_text=predictor.reads_text, uses_image=predictor.reads_image)
+    sentences = getattr(predictor, "sentence_probabilities", None)
+    config = getattr(getattr(predictor, "model", None), "config", None)
+    return ClassifierModel(lambda items: [out.label_id for out in predict_batch(predictor, items)], name=name,
+                           uses_text=predictor.reads_text, uses_image=predictor.reads_image,
+                           sentence_probabilities=(lambda texts: sentences(texts)[1]) if sentences else None,
+                           article_rule=getattr(config, "article_rule", None))
 
 
 def _text_classifier(spec: ModelSpec, batch_size: int) -> ClassifierModel:

@@ -103,7 +103,7 @@ class ModelCardInfo:
     """
 
     base_model: str = field(metadata={"help": "Hub id (or path) of the model that was fine-tuned."})
-    dataset: str = field(metadata={"help": "Dataset repo id (or local path) trained on."})
+    dataset: str = field(metadata={"help": "Dataset repo id trained on (or a local dataset's name): the model-index `dataset.type`."})
     method: str = field(metadata={"help": "lora | qlora | full | prompt_tuning | adapter | classifier-..."})
     task: str = field(default="text-classification", metadata={"help": "pipeline_tag: text-classification or image-text-to-text."})
     dataset_config: str = field(default="default", metadata={"help": "Dataset config trained on."})
@@ -121,6 +121,9 @@ class ModelCardInfo:
     library_name: str | None = field(default=None, metadata={"help": "peft for adapter methods, else transformers, unless set."})
     model_name: str | None = field(default=None, metadata={"help": "Card title and model-index name; the repo name when empty."})
     summary: str = field(default="", metadata={"help": "One paragraph on what the model does."})
+    dataset_name: str | None = field(default=None, metadata={"help": "How the card names the data (model-index `dataset.name`); `dataset` when empty."})
+    evaluation: str = field(default="", metadata={"help": "Markdown opening the card's one Evaluation section, before the table of results."})
+    citation: str = field(default="", metadata={"help": "BibTeX of the data (and work) to cite; the card's Citation section when given."})
     intended_use: str = field(default=DEFAULT_INTENDED_USE, metadata={"help": "Intended use section."})
     limitations: str = field(default=DEFAULT_LIMITATIONS, metadata={"help": "Limitations section."})
     training_data: TrainingData | None = field(default=None, metadata={
@@ -183,7 +186,7 @@ def _eval_results(info: ModelCardInfo, revision: str | None) -> list[EvalResult]
         EvalResult(
             task_type=info.task,
             dataset_type=info.dataset,
-            dataset_name=info.dataset,
+            dataset_name=info.dataset_name or info.dataset,
             dataset_config=r.get("config") or info.dataset_config,
             dataset_split=r["split"],
             dataset_revision=revision,
@@ -259,6 +262,8 @@ def render_model_card(info: ModelCardInfo, repo_id: str | None = None):
         usage_snippet=(info.usage_snippet or _default_usage_snippet(repo_id or name, info)).strip(),
         intended_use=info.intended_use.strip(),
         limitations=info.limitations.strip(),
+        evaluation=info.evaluation.strip(),
+        citation=info.citation.strip(),
     )
 
 
