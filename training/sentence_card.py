@@ -10,13 +10,14 @@ columns), with that dataset's terms as its publishers state them and its citatio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from vilbias.corpus.sentences import DATASETS, OWN_DATA_TERMS, REASON_TEXT
 from vilbias.models.sentence_bias import (
     ArticleRule,
 )
-from vilbias.provenance import TrainingData
+from vilbias.provenance import TrainingData, read_training_data
 from vilbias.publish.model import ModelCardInfo, render_model_card, render_section
 
 RELIABILITY_PNG = "reliability.png"
@@ -50,8 +51,10 @@ def counts_line(data: dict, metrics: dict) -> str:
             f"({labels['biased']:,} biased, {labels['not_biased']:,} not biased)")
 
 
-def card_info(metrics: dict, training_data: TrainingData, models: list, model_ref: str = "MODEL_FOLDER") -> ModelCardInfo:
-    """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``)."""
+def card_info(metrics: dict, training_data: TrainingData, models: list | None = None, model_ref: str = "MODEL_FOLDER",
+              params: tuple[int, int] | None = None) -> ModelCardInfo:
+    """The model card (``vilbias publish model`` renders the same from ``vilbias_card.json``);
+    ``models`` give the parameter counts, or ``params`` (trainable, total) as recorded."""
     data = _data(metrics)
     known = DATASETS.get(data.get("layout") or "")
     hub_type = known.hub_id if known else data["name"]
@@ -66,7 +69,9 @@ def card_info(metrics: dict, training_data: TrainingData, models: list, model_re
     if metrics.get("cv"):
         results.append({"metric_type": "f1", "metric_name": "sentence macro-F1, 5-fold CV mean", "value": metrics["cv"]["summary"]["f1_macro"]["mean"],
                         "split": "test", "config": "fold_0..fold_4"})
-    trainable = sum(v.numel() for model in models for v in model.trained_state_dict().values())
+    if params is None:
+        trainable = sum(v.numel() for model in models for v in model.trained_state_dict().values())
+        params = (trainable, trainable + sum(p.numel() for p in models[0].bert.parameters() if not p.requires_grad))
     if data.get("corpus"):
         reproduce = f"vilbias evaluate --dataset {data['corpus']} --model {model_ref}"
     else:
@@ -76,7 +81,7 @@ def card_info(metrics: dict, training_data: TrainingData, models: list, model_re
     return ModelCardInfo(
         base_model="sentence-transformers/all-MiniLM-L6-v2", dataset=hub_type, dataset_name=shown, dataset_config="default",
         method="lora", task="text-classification", hyperparameters=metrics["settings"],
-        trainable_params=trainable, total_params=trainable + sum(p.numel() for p in models[0].bert.parameters() if not p.requires_grad),
+        trainable_params=params[0], total_params=params[1],
         wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0" if known else "unknown",
         usage_snippet=render_section("sentence/usage.py.jinja"), library_name="transformers",
         model_name=f"Sentence-level media bias (MiniLM + LoRA), trained on {shown}", summary=card_summary(metrics, training_data),
@@ -112,3 +117,17 @@ def write_card(out: Path, metrics: dict, training_data: TrainingData, models: li
     info = card_info(metrics, training_data, models, model_ref=str(out) if not Path(out).is_absolute() else Path(out).name)
     info.save(out)
     render_model_card(info).save(out / "README.md")
+
+
+
+def rerender(folder: str | Path) -> None:
+    """The card of a trained sentence model again, from its own ``metrics.json``, provenance and
+    recorded parameter counts: what a maintainer runs after a card template changes (the weights
+    and the figures stay as trained)."""
+    folder = Path(folder)
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    recorded = ModelCardInfo.load(folder)
+    info = card_info(metrics, read_training_data(folder), params=(recorded.trainable_params, recorded.total_params),
+                     model_ref=str(folder) if not folder.is_absolute() else folder.name)
+    info.save(folder)
+    render_model_card(info).save(folder / "README.md")
