@@ -347,7 +347,7 @@ def command_line(cfg: SentenceConfig) -> str:
             parts.append(flag)
         elif isinstance(value, list):
             parts.append(f"{flag} {' '.join(map(str, value))}")
-        elif name in ("sentences", "dataset", "distant_dataset", "distant_outlet_labels"):
+        elif name in ("sentences", "dataset", "distant_dataset", "distant_outlet_labels") or (name == "output_dir" and Path(value).is_absolute()):
             parts.append(f"{flag} {data_name(value)}")
         else:
             parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")

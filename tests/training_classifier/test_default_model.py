@@ -79,8 +79,12 @@ def test_card_states_data_terms_provenance_scores_and_calibration(shipped):
     folder, model = shipped
     card = (folder / "README.md").read_text(encoding="utf-8")
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    from vilbias.corpus.sentences import BABE_TERMS
+
     assert "license: cc-by-nc-4.0" in card and "non-commercial research use" in card
-    assert "AGPL-3.0" in card and "Spinde et al., 2021" in card and "No agreement" in card
+    assert BABE_TERMS in card and "Spinde et al., 2021" in card and "No agreement" in card and "@inproceedings{spinde2021babe" in card
+    # the data by its file name and hash, never a path of the machine that trained it
+    assert "final_labels_SG2_public.csv" in card and "/work/" not in card and "/home/" not in card
     cv = metrics["cv"]["summary"]["f1_macro"]["mean"]
     assert f"{cv:.3f}" in card and f"{metrics['test']['f1_macro']:.3f}" in card
     assert f"{metrics['test']['ece_before']:.3f} → {metrics['test']['ece']:.3f}" in card
@@ -149,14 +153,17 @@ def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv):
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "metrics.json", "README.md", "reliability.png",
                                                "training_data.json", "training_ids.txt", "vilbias_card.json", "train_sentence_config.yaml"}
     assert metrics["settings"]["num_train_epochs"] == 2 and metrics["settings"]["learning_rate"] == 5e-4
-    assert "vilbias train sentence --sentences babe.csv --cv" in (out / "README.md").read_text(encoding="utf-8")
+    card = (out / "README.md").read_text(encoding="utf-8")
+    # the command that ran, files by their names; no path of this machine anywhere
+    assert "vilbias train sentence --sentences babe.csv --num-train-epochs 2 --output model\n" in card
+    assert str(tmp_path) not in card + (out / "training_data.json").read_text() + (out / "config.json").read_text() \
+        + (out / "vilbias_card.json").read_text()
     model = SentenceBiasModel.from_pretrained(out)
     assert model.config.temperature == metrics["validation"]["temperature"]
-    from datasets import load_dataset
-    from vilbias.training.sentence_data import article_splits
+    from vilbias.corpus.sentences import corpus_splits
 
     trained = set((out / "training_ids.txt").read_text().split())
-    splits = article_splits(list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test")))["default"]
+    splits = corpus_splits(tmp_path / "work" / "corpus")["default"]  # the corpus's own, as stored
     assert trained == set(splits["train"]) and splits["test"] and not trained & set(splits["test"] + splits["validation"])
     assert metrics["test"]["n"] == len(splits["test"])  # the test split is never trained on
     # the options it ran with, written beside it, run it again: the same weights (torch seeds each

@@ -189,4 +189,6 @@ class BuildConfig:
 
     @property
     def card_names(self) -> CardNames:
-        return CardNames(self.repo_id, self.version, self.pretty_name, str(self.output))
+        # the card is uploaded: an absolute output path (a path of this machine) is named by its folder
+        folder = self.output.name if self.output.is_absolute() else str(self.output)
+        return CardNames(self.repo_id, self.version, self.pretty_name, folder)
