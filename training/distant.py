@@ -85,7 +85,7 @@ def read_distant(source: str, outlet_labels: dict[str, int] | None) -> tuple[lis
     by_text: dict[str, dict] = {}
     counts = {"rows_read": 0, "unmapped_outlet": 0, "conflicting": 0, "duplicates": 0}
     columns = None
-    for line, record in read_records(source):
+    for line, record, _split in read_records(source):
         if columns is None:
             columns = {k: _pick(record, names) for k, names in (("text", TEXT_COLUMNS), ("label", ("label",)), ("outlet", OUTLET_COLUMNS), ("link", LINK_COLUMNS))}
             if columns["text"] is None or (columns["label"] is None and (columns["outlet"] is None or outlet_labels is None)):

@@ -19,6 +19,7 @@ from vilbias.models.sentence_bias import (
 )
 from vilbias.provenance import TrainingData, read_training_data
 from vilbias.publish.model import ModelCardInfo, render_model_card, render_section
+from vilbias.task import ANSWER_LABELS, BIASED, BIASED_NAME, NOT_BIASED_NAME
 
 RELIABILITY_PNG = "reliability.png"
 
@@ -40,15 +41,15 @@ def _data(metrics: dict) -> dict:
 
 
 def counts_line(data: dict, metrics: dict) -> str:
-    """``3,074 rows read − 1 `No agreement` (left out) − 1 exact repeat … = 3,072 sentences (1,507 biased, 1,565 not biased)``:
-    the rows read, each accounted for."""
+    """``3,074 rows read − 1 `No agreement` (left out) − 1 exact repeat … = 3,072 sentences (1,507 …, 1,565 …)``:
+    the rows read, each accounted for, then the label counts."""
     corpus = metrics["corpus"]
     parts = [f"{n} {REASON_TEXT[reason]}" for reason, n in (("no_agreement", data.get("excluded_no_agreement") or corpus.get("excluded_no_agreement")),
                                                         ("duplicate", data.get("duplicates_merged")),
                                                         ("conflicting_labels", data.get("excluded_conflicting"))) if n]
     labels = corpus["label_counts"]
     return (f"{corpus['rows_read']:,} rows read" + "".join(f" − {p}" for p in parts) + f" = {corpus['rows_kept']:,} sentences "
-            f"({labels['biased']:,} biased, {labels['not_biased']:,} not biased)")
+            f"({labels[BIASED_NAME]:,} {ANSWER_LABELS[BIASED]}, {labels[NOT_BIASED_NAME]:,} {ANSWER_LABELS[1 - BIASED]})")
 
 
 def card_info(metrics: dict, training_data: TrainingData, models: list | None = None, model_ref: str = "MODEL_FOLDER",

@@ -255,8 +255,10 @@ def test_unrecognised_layout_is_one_error_listing_columns_and_flags(tmp_path):
                           label_map="yes=maybe", output=tmp_path / "out"))
     with pytest.raises(ValueError, match="--sentences and --from are alternatives"):
         BuildConfig(sentences="babe.csv", source="x")
-    with pytest.raises(ValueError, match="--images, --preset, --column, --label-map and --source-license go with --from"):
+    with pytest.raises(ValueError, match="--images, --preset, --label-map and --source-license go with --from"):
         BuildConfig(preset="nmb-plus-v1")
+    with pytest.raises(ValueError, match="--column goes with --from SOURCE or --sentences FILE"):
+        BuildConfig(columns=["text=sentence"])
 
 
 def test_an_interrupted_import_leaves_the_previous_output_untouched(tmp_path, monkeypatch):

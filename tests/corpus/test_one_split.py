@@ -165,7 +165,7 @@ def test_a_sentence_model_trained_on_a_corpus_is_evaluated_on_it_with_its_card_s
     record = json.loads((model / "training_data.json").read_text())
     assert record["dataset"] == "corpus" and set((model / "training_ids.txt").read_text().split()) == set(corpus_splits(corpus)["default"]["train"])
     assert metrics["command"] == "vilbias train sentence --dataset corpus --num-train-epochs 1 --output model --threads 1"
-    results = evaluate(EvaluateConfig(dataset=str(corpus), model=str(model), output_dir=tmp_path / "results"))
+    results = evaluate(EvaluateConfig(dataset=str(corpus), model=str(model), output=tmp_path / "results"))
     protocol = results["evaluations"][0]["sentence_protocol"]  # nothing refused: the test split is the model's own
     assert protocol["f1_macro"] == pytest.approx(metrics["test"]["f1_macro"], abs=1e-9)
     assert protocol["ece"] == pytest.approx(metrics["test"]["ece"], abs=5e-4)

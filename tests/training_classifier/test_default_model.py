@@ -246,7 +246,7 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     from datasets import load_dataset
     from vilbias.training.sentence_data import article_splits
 
-    rows = list(load_dataset(str(tmp_path / "work" / "babe"), "default", split="train+validation+test"))
+    rows = list(load_dataset(str(tmp_path / "work" / "corpus"), "default", split="train+validation+test"))
     split = article_splits(rows)["default"]
     held_ids = set(split["validation"] + split["test"])
     held = {"text": [r["text"] for r in rows if r["unique_id"] in held_ids], "news_link": [r["news_link"] for r in rows if r["unique_id"] in held_ids]}
