@@ -224,3 +224,27 @@ def test_the_shipped_card_s_figures_are_one_evaluate_away(tmp_path, capsys):
         assert f"{got:.3f}" == f"{want:.3f}" and f"{want:.3f}" in card  # to the last printed digit
     assert protocol["sentences"] == metrics["test"]["n"] and protocol["article"]["groups"] == metrics["article_rule_on_test_links"]["groups"]
     assert "sentence-level protocol" in capsys.readouterr().out
+
+
+def test_a_file_too_small_for_a_validation_split_trains_without_one_and_says_so(tmp_path, capsys):
+    from vilbias.training.cli import main
+
+    def tiny(n: int) -> Path:
+        path = tmp_path / f"tiny{n}.csv"
+        path.write_text("text,label\n" + "".join(f"\"{_sentence(i, i < 3)}\",{int(i < 3)}\n" for i in range(n)), encoding="utf-8")
+        return path
+
+    # the smallest such file whose split policy fills test but not validation (few of one label)
+    source = next(tiny(n) for n in range(8, 30)
+                  if (lambda d: d["test"] and not d["validation"])(sentence_splits(read_sentences(tiny(n))[0])["default"]))
+    assert main(["sentence", "--sentences", str(source), "--num-train-epochs", "1", "--output", str(tmp_path / "model")]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("warning: ") and "no validation split" in last and "uncalibrated" in last
+    metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
+    assert metrics["validation"]["rows"] == 0 and metrics["validation"]["temperature"] == 1.0
+    card = (tmp_path / "model" / "README.md").read_text(encoding="utf-8")
+    assert card.index("> **Warning:") < card.index("## Data and its terms") and "There was no validation split" in card
+    # too few for a test split: one line, nothing written
+    (tmp_path / "six.csv").write_text("text,label\n" + "".join(f"\"{_sentence(i, i % 2 == 0)}\",{i % 2}\n" for i in range(6)))
+    with pytest.raises(ValueError, match="6 sentences, 6 in train and 0 in test"):
+        main(["sentence", "--sentences", str(tmp_path / "six.csv"), "--output", str(tmp_path / "six")])
