@@ -3,6 +3,7 @@
 - :mod:`vilbias.metrics.scores`: closed-ended metrics through packaged ``evaluate`` modules
   (``accuracy/``, ``precision/``, ``recall/``, ``f1/``, ``confusion_matrix/``, loaded by path so
   they work offline), open-ended percentages with bootstrap intervals, mean ± std over folds.
+- :mod:`vilbias.metrics.label_metric`: the metrics those modules' thin scripts import.
 - :mod:`vilbias.metrics.agreement`: Cohen's kappa and Krippendorff's alpha.
 - :mod:`vilbias.metrics.plots`: the confusion-matrix figure.
 """
