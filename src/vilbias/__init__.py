@@ -27,6 +27,7 @@ from vilbias import models as _models
 _AUTO_MODULES = {
     "transformers.models.auto.configuration_auto": "register_auto_configs",
     "transformers.models.auto.modeling_auto": "register_auto_models",
+    "transformers.pipelines": "register_pipelines",  # the sentence model's task for transformers.pipeline
 }
 
 

@@ -37,6 +37,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "configs": ["CONFIGS", "MINILM", "register_auto_configs"],  # transformers
     "efficientnet_lite": ["EfficientNetLite0"],  # torch
     "fusion": ["FusionForClassification"],  # torch
+    "pipelines": ["PIPELINE_TASK", "register_pipelines"],  # transformers' pipelines module, when it loads
     "sentence_bias": ["SentenceBiasModel", "article_score"],  # torch
     "vlm": ["generate_answers", "load_vlm"],  # huggingface_hub; torch inside
 })
