@@ -56,6 +56,7 @@ from vilbias.models.chat import (
     image_mime,
     image_part,
 )
+from vilbias.progress_flag import follows_progress_flag
 from vilbias.workdir import Article, read_articles, require_articles, utcnow
 
 logger = logging.getLogger(__name__)
@@ -314,6 +315,7 @@ class _Recorder:
             raise self._error
 
 
+@follows_progress_flag
 def annotate(config: AnnotateConfig) -> dict[str, Any]:
     """Annotate the workdir's items and return the run's summary (see :func:`summarize`)."""
     specs = config.resolve_annotators()

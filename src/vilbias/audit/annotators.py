@@ -36,6 +36,7 @@ from vilbias.audit.runner import (
 )
 from vilbias.audit.space import embedded_space
 from vilbias.models.catalogue import load_chat_backend
+from vilbias.progress_flag import follows_progress_flag
 from vilbias.workdir import claim_workdir
 
 logger = logging.getLogger(__name__)
@@ -141,6 +142,7 @@ def audit_annotators(annotators_spec: Any, workdir: str | Path, **options: Any) 
     return run_annotator_audit(config)
 
 
+@follows_progress_flag
 def run_annotator_audit(config: AnnotatorAuditConfig) -> dict[str, Any]:
 
     specs = _specs(config.annotator_specs if config.annotator_specs is not None else config.annotators)

@@ -60,6 +60,7 @@ from vilbias.models.scoring import (
     match_option,
 )
 from vilbias.outputs import claim_output
+from vilbias.progress_flag import follows_progress_flag
 
 logger = logging.getLogger(__name__)
 
@@ -358,6 +359,7 @@ def load_audit_model(config: AuditConfig) -> tuple[Any, str, bool, dict[str, Any
     return model.backend, config.model_name or model.name, model.vision, identity
 
 
+@follows_progress_flag
 def run_audit(config: AuditConfig) -> dict[str, Any]:
     """Run the audit and return its summary (also written to ``<output>/summary.json``)."""
     config.validate()

@@ -41,6 +41,7 @@ from vilbias.ingest.item import PAGE_ACCEPT, NoUsableImage, first_usable_image
 from vilbias.ingest.net import Fetcher, FetchFailed
 from vilbias.ingest.text import content_hash, decode_html
 from vilbias.ingest.urls import canonicalize_url, host_of
+from vilbias.progress_flag import follows_progress_flag
 from vilbias.text import count_sentences
 from vilbias.workdir import (
     ARTICLES,
@@ -187,6 +188,7 @@ def ingest(config: IngestConfig) -> IngestSummary:
     return asyncio.run(ingest_async(config))
 
 
+@follows_progress_flag
 async def ingest_async(config: IngestConfig) -> IngestSummary:
     """:func:`ingest` for callers already inside an event loop (notebooks, async apps)."""
     feed_urls = config.validate()

@@ -1,0 +1,82 @@
+"""``--no-progress``: a command that is asked for no progress bars shows none, the libraries' included.
+
+A stage's own bars follow its config's ``progress`` field (``tqdm(..., disable=not config.progress)``);
+the bars the libraries start while it runs (transformers' "Loading weights" when a model loads,
+huggingface_hub's downloads, datasets' "Map" and "Generating split") follow each library's own
+switch. :func:`follows_progress_flag` sets those switches from the field for the length of the
+stage, and puts them back as they were after::
+
+    @follows_progress_flag
+    def annotate(config: AnnotateConfig) -> dict: ...
+
+Every stage function whose config has a ``progress`` field carries it (ingest, annotate, audit
+run, audit annotators), so Python callers passing ``progress=False`` get what ``--no-progress``
+gives on the command line.
+
+An environment variable the user set (``HF_HUB_DISABLE_PROGRESS_BARS``,
+``HF_DATASETS_DISABLE_PROGRESS_BARS``) keeps priority, as those libraries document.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[None]:
+    """Within the block, the libraries' progress bars are as they were (``enabled``) or off;
+    after it, as they were before."""
+    if enabled:
+        yield
+        return
+    # transformers is loaded by then (the command line parser is transformers'); datasets' switch
+    # needs datasets imported (~0.4 s), paid only with --no-progress.
+    import datasets.utils as datasets_bars
+    import huggingface_hub.utils as hub
+    from transformers.utils import logging as transformers_logging
+
+    transformers_on = transformers_logging.is_progress_bar_enabled()
+    hub_off, datasets_off = hub.are_progress_bars_disabled(), datasets_bars.are_progress_bars_disabled()
+    transformers_logging.disable_progress_bar()  # its own switch, and huggingface_hub's
+    datasets_bars.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if transformers_on:
+            transformers_logging.enable_progress_bar()  # huggingface_hub's too: set next
+        if hub_off:
+            hub.disable_progress_bars()
+        else:
+            hub.enable_progress_bars()
+        if not datasets_off:
+            datasets_bars.enable_progress_bars()
+
+
+def follows_progress_flag(stage: F) -> F:
+    """Decorator for a stage function whose first argument is a config with a ``progress`` field:
+    the libraries' bars are off for the call when ``config.progress`` is False (:func:`progress_bars`)."""
+
+    if inspect.iscoroutinefunction(stage):
+
+        @functools.wraps(stage)
+        async def run_async(config, *args, **kwargs):
+            with progress_bars(getattr(config, "progress", True)):
+                return await stage(config, *args, **kwargs)
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(stage)
+    def run(config, *args, **kwargs):
+        with progress_bars(getattr(config, "progress", True)):
+            return stage(config, *args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
+__all__ = ["follows_progress_flag", "progress_bars"]
