@@ -12,49 +12,17 @@
 ``transformers.TrainingArguments``); ``sft`` takes every field of TRL's ``ScriptArguments``,
 ``SFTConfig`` and ``ModelConfig`` (and :class:`vilbias.training.sft.VilbiasSFTArguments`) under
 TRL's own names. torch, transformers and trl load only inside the command that needs them:
-``vilbias train --help`` imports none of them.
+``vilbias train --help`` imports none of them; ``vilbias train COMMAND --help`` is the command's own
+parser, so it loads them first (seconds), as ``trl sft --help`` does.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from vilbias import stops
 from vilbias.cli import run_subcommand
-
-# `--help` of `classifier`, `sentence` and `sft` is the text their parsers print, rendered ahead of time: the
-# parsers are TrainingArguments / TRL's dataclasses, and importing them costs seconds (torch).
-# A snapshot is printed only for the library versions it was rendered with (its first line);
-# otherwise the live parser answers. tests/training_sft/test_help_snapshots.py keeps them equal to
-# the live help; `python -m vilbias.training.cli --render-help` writes them again.
-HELP_DIR = Path(__file__).with_name("help")
-HELP_COLUMNS = "100"
-
-
-def versions_line() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    from vilbias import __version__
-
-    def v(name: str) -> str:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "none"
-
-    return f"# vilbias {__version__}, transformers {v('transformers')}, trl {v('trl')}, peft {v('peft')}"
-
-
-def _help_snapshot(command: str, argv: list[str]) -> str | None:
-    if argv not in (["--help"], ["-h"]):
-        return None
-    path = HELP_DIR / f"{command}.txt"
-    if not path.is_file():
-        return None
-    header, _, text = path.read_text(encoding="utf-8").partition("\n")
-    return text if header == versions_line() else None
 
 
 def _classifier(argv: list[str], prog: str) -> int:
@@ -114,28 +82,4 @@ COMMANDS = {
 
 
 def main(argv: list[str], prog: str = "vilbias train") -> int:
-    if argv and argv[0] in COMMANDS:
-        snapshot = _help_snapshot(argv[0], argv[1:])
-        if snapshot is not None:
-            print(snapshot, end="")
-            return 0
     return run_subcommand(prog, "Train classifier baselines or the Space's sentence model, or run a trl sft recipe.", COMMANDS, argv)
-
-
-def render_help(command: str) -> str:
-    """The live parser's ``--help`` of ``vilbias train COMMAND`` at :data:`HELP_COLUMNS` columns."""
-    import subprocess
-
-    env = {**os.environ, "COLUMNS": HELP_COLUMNS}
-    # A fresh process: argparse reads the width when the parser is built, and no snapshot is read
-    # by the `--render-help` path (it calls the command's handler, not main()).
-    code = ("import sys\nfrom vilbias.training.cli import COMMANDS\n"
-            f"try:\n    COMMANDS[{command!r}][1](['--help'], 'vilbias train {command}')\nexcept SystemExit:\n    pass\n")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--render-help"]:
-    HELP_DIR.mkdir(exist_ok=True)
-    for name in COMMANDS:
-        (HELP_DIR / f"{name}.txt").write_text(versions_line() + "\n" + render_help(name), encoding="utf-8")
-        print(f"wrote {HELP_DIR / f'{name}.txt'}")

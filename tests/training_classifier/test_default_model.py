@@ -503,14 +503,3 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
     # another CPU rounds its float sums differently (measured: 6e-8 on the validation loss)
     assert log[0]["train_loss"] == pytest.approx(reference["train_loss"], abs=1e-5)
     assert log[0]["validation_loss"] == pytest.approx(reference["validation_loss"], abs=1e-5)
-
-
-def test_train_default_is_a_deprecated_alias_of_train_sentence(capsys, tmp_path):
-    from vilbias.training import train_default
-
-    assert train_default.main(["--help"]) == 0
-    out, err = capsys.readouterr()
-    assert out.startswith("usage: vilbias train sentence ") and "use vilbias train sentence" in err
-    # a missing file is one line, before torch loads
-    assert train_default.main(["--sentences", str(tmp_path / "missing.csv"), "--output-dir", str(tmp_path / "m")]) == 2
-    assert "missing.csv not found" in capsys.readouterr().err.splitlines()[-1]
