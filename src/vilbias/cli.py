@@ -24,7 +24,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from vilbias import stops
+from vilbias import outputs, stops
 
 # stage -> (module defining main(argv, prog), one-line description)
 STAGES: dict[str, tuple[str, str]] = {
@@ -116,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     # Only the chosen stage's module is imported: `vilbias build` must not pay for torch or trl.
     try:
         module = importlib.import_module(STAGES[stage][0])
-        return int(module.main(rest, f"vilbias {stage}") or 0)
+        # Every folder the stage claims stays locked until it ends, however it ends (one writer per
+        # folder), and a full disk becomes one line (vilbias.outputs).
+        with outputs.writing():
+            return int(module.main(rest, f"vilbias {stage}") or 0)
     except ModuleNotFoundError as e:
         missing = (e.name or "").split(".")[0]
         if args.verbose or not missing or missing == "vilbias" or stage not in EXTRAS:
@@ -134,6 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         # command ends at once (gc.freeze: the objects stay alive and are freed with the process).
         gc.freeze()
         return stops.exit_status()
+    except outputs.DiskFull as e:
+        # The folder, the space free, what the step needed and what was kept (the stage's own
+        # sentence, as for a stop): one line; -v shows the traceback.
+        if args.verbose:
+            raise
+        print(f"vilbias {stage}: error: {e}", file=sys.stderr)
+        return 1
     except (ValueError, FileNotFoundError, PermissionError, RuntimeError) as e:
         # Expected failures (bad input, missing files, refused actions) get one clear line;
         # -v shows the traceback.

@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from vilbias.outputs import atomic_write
+
 
 def command_line_fields(dtype: type) -> list[dataclasses.Field]:
     """The fields of ``dtype`` a command line sets (``init`` fields not marked ``cli: False``)."""
@@ -74,5 +76,6 @@ def save_config(folder: str | Path, stage: str, *configs: Any, command: str | No
     path.parent.mkdir(parents=True, exist_ok=True)
     command = command or f"vilbias {stage}"
     header = f"# The options `{command}` ran with; re-run with: {command} --config {path.name}\n"
-    path.write_text(header + yaml.safe_dump(config_dict(*configs), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    # whole or not at all: a half-written file would be read back by --config
+    atomic_write(path, header + yaml.safe_dump(config_dict(*configs), sort_keys=False, allow_unicode=True))
     return path

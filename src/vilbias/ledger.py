@@ -144,10 +144,13 @@ class Ledger:
             self._db.execute("BEGIN")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # A full disk (SQLITE_FULL) may have rolled the transaction back already: a second
+                # rollback would raise and hide why the first failed.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Rows of one read, under the lock."""

@@ -9,7 +9,8 @@ SIGTERM down the SIGINT path, whatever handler SIGINT has at that moment.
 
 A stage says what a stop keeps with :func:`on_stop`: the stop becomes a :class:`Stopped` carrying
 one sentence computed when it happens (``"42 articles kept in work/articles.jsonl; re-run the same
-command to resume"``), which the command prints as its one line. A stage that must finish a step
+command to resume"``), which the command prints as its one line; a full disk ends the stage with
+the same sentence (:class:`vilbias.outputs.DiskFull`). A stage that must finish a step
 before it can keep anything (a training step, then its checkpoint) runs it under
 :func:`deferred`: the first signal is only recorded (:func:`requested`) and the stage stops at its
 next safe point; a second one stops at once.
@@ -23,6 +24,8 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from vilbias import outputs
 
 
 class Stopped(KeyboardInterrupt):
@@ -107,13 +110,25 @@ def deferred() -> Iterator[None]:
 def on_stop(kept: Callable[[], str]) -> Iterator[None]:
     """A stop inside the block becomes :class:`Stopped` with ``kept()``: what the stop kept, in one
     sentence computed when it happens (a count read from the files, and whether a re-run resumes).
-    A :class:`Stopped` from inside (a stage that knows more) passes unchanged."""
+    A :class:`Stopped` from inside (a stage that knows more) passes unchanged.
+
+    A full disk inside the block is the same kind of end: it becomes
+    :class:`vilbias.outputs.DiskFull` carrying ``kept()`` as well, which the command prints as its
+    one line (the folder, the space free, what the step needed, what was kept)."""
     try:
         yield
     except Stopped:
         raise
     except KeyboardInterrupt:
         raise Stopped(kept()) from None
+    except outputs.DiskFull as e:
+        if e.kept is None:
+            e.kept = kept()
+        raise
+    except Exception as e:
+        if outputs.is_disk_full(e):
+            raise outputs.disk_full(e, kept()) from e
+        raise
 
 
 @contextlib.contextmanager

@@ -14,10 +14,11 @@ The exact field lists are in ``docs/workdir.md``; :data:`SCHEMA_VERSION` is bump
 field is added (minor) or changes meaning (major). Readers accept any minor version of their
 major version.
 
-Writers append whole lines with a single ``write`` on a file opened in append mode and flush
-them, so a process killed at any moment leaves at most one torn *last* line, which
-:func:`read_jsonl` skips with a warning. Files that are rewritten as a whole go through
-:func:`atomic_write`.
+Writers append whole lines to a file opened in append mode (:func:`append_jsonl`): a line that
+cannot be written whole (a full disk) is cut off again, and a process killed at any moment leaves
+at most one torn *last* line, which :func:`read_jsonl` skips with a warning. Files that are
+rewritten as a whole go through :func:`atomic_write` (:mod:`vilbias.outputs`: a temporary file
+renamed over the old one, with the permissions the user's umask gives).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -36,7 +36,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from vilbias.outputs import claim_output
+from vilbias.outputs import atomic_write, claim_output
 
 logger = logging.getLogger(__name__)
 
@@ -160,12 +160,21 @@ def check_schema(workdir: str | os.PathLike) -> None:
 
 
 def append_jsonl(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Append one record as a whole line; a kill leaves at most a torn last line."""
+    """Append one record as a whole line. A line the disk has no room for is cut off again (the file
+    ends as it was, and the error is raised); a kill leaves at most a torn last line."""
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         _repair_torn_tail(fd, path)
-        os.write(fd, line)
+        end = os.fstat(fd).st_size
+        rest = memoryview(line)
+        try:
+            while rest:
+                rest = rest[os.write(fd, rest):]  # a nearly full disk takes part of a write
+        except OSError as e:
+            os.ftruncate(fd, end)
+            e.needed = len(line)  # for the full-disk line (vilbias.outputs.DiskFull)
+            raise
     finally:
         os.close(fd)
 
@@ -260,22 +269,6 @@ def why_no_articles(workdir: str | os.PathLike) -> str:
         advice.append("failed fetches are tried again by the next run")
     return (f"ingest kept none of the {sum(items.values())} items it read ({counted(items)}; see {INGEST_ERRORS})"
             + (": " + "; ".join(advice) if advice else ""))
-
-
-def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write a whole file so readers see the old or the new content, never a mix."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def store_image(workdir: str | os.PathLike, data: bytes, ext: str) -> str:

@@ -57,7 +57,7 @@ from vilbias.models.chat import (
     image_part,
 )
 from vilbias.progress_flag import follows_progress_flag
-from vilbias.workdir import Article, read_articles, require_articles, utcnow
+from vilbias.workdir import Article, claim_workdir, read_articles, require_articles, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -321,6 +321,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     specs = config.resolve_annotators()
     prompts = config.resolve_prompts(specs)
     workdir = Path(config.workdir)
+    claim_workdir(workdir, "vilbias annotate")  # one writer per workdir (vilbias.outputs)
     versions = {p: prompting.prompt_version(p) for p in prompts}
     # a deterministic model (a predictor checkpoint) is asked one sample: its K would all be the same
     deterministic = {s.name: is_deterministic(s) for s in specs}

@@ -43,13 +43,15 @@ from tqdm.auto import tqdm
 from vilbias import __version__, corpus
 from vilbias.config import save_config
 from vilbias.corpus.card import row_statistics
-from vilbias.corpus.config import BuildConfig
+from vilbias.corpus.config import BuildConfig, Origin
 from vilbias.corpus.protocol import BuildPlan, CellKey, CorpusSource
 from vilbias.corpus.rationales import RationaleTally, describe_codes
 from vilbias.corpus.release import previous_cells
 from vilbias.corpus.splits import MEANINGFUL_ROWS
 from vilbias.corpus.writer import REPORT, RepoWriter, claim_build_output, swap_in
+from vilbias.outputs import expect_bytes, writing
 from vilbias.task import LABEL_NAMES
+from vilbias.workdir import sample_workdir
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,19 @@ def open_source(config: BuildConfig) -> CorpusSource:
     return corpus.WorkdirSource(origin.location, num_proc=config.num_proc)
 
 
+def _source_bytes(origin: Origin) -> int | None:
+    """Roughly what a build of ``origin`` writes, for a full disk's message: the size of a local source
+    (a workdir's images and texts; its annotation store holds far more than the rows take); None for
+    a Hub dataset."""
+    location = sample_workdir() if origin.kind == "sample" else Path(origin.location or "")
+    if location.is_file():
+        return location.stat().st_size
+    if not location.is_dir():
+        return None
+    return sum(p.stat().st_size for p in location.rglob("*") if p.is_file() and p.suffix != ".sqlite")
+
+
+@writing()  # the output folder is this build's alone until it returns (vilbias.outputs)
 def build(config: BuildConfig) -> dict[str, Any]:
     """Build the dataset folder ``config.output`` from the source ``config`` names; return the build
     report (also written as ``build_report.json``, beside ``build_config.yaml``).
@@ -81,6 +96,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
     """
     started = time.perf_counter()
     output = claim_build_output(config.output)  # before the source is read: a refused folder costs nothing
+    expect_bytes(output, _source_bytes(config.origin()))
     with contextlib.closing(open_source(config)) as source:
         pinned, previous = previous_cells(config.previous, output)
         with swap_in(output) as repo:

@@ -46,6 +46,7 @@ from huggingface_hub import DatasetCardData
 from vilbias import stops
 from vilbias.corpus.config import BUILD_FILES, DATA_DIR, REPORT, claim_build_output  # noqa: F401
 from vilbias.loading_script.biascorpus import CELLS, VIEWS
+from vilbias.outputs import carry_lock
 from vilbias.task import N_FOLDS
 
 CELL_FILE = re.compile(r"^(?P<split>train|validation|test)-fold(?P<fold>\d+)-\d{5}-of-\d{5}\.parquet$")
@@ -227,6 +228,7 @@ def swap_in(output: Path) -> Iterator[Path]:
         yield repo
         # The old folder is kept until the new one is in place.
         claim_build_output(output)
+        carry_lock(output, repo)  # the lock a waiting command asks for stays the one this build holds
         with stops.held():  # a stop between the two renames would leave no build at all
             if output.exists():
                 os.replace(output, scratch / "previous-output")

@@ -221,6 +221,8 @@ class Fetcher:
         # connections costs more CPU than the requests themselves.
         self._clients: dict[str, httpx.AsyncClient] = {}
         self.requests_made = 0
+        self.in_flight: dict[int, tuple[str, float]] = {}
+        """Requests under way: request number -> (URL, monotonic start), for a command's heartbeat."""
 
     def _client(self, host: str) -> httpx.AsyncClient:
         client = self._clients.get(host)
@@ -240,6 +242,16 @@ class Fetcher:
     async def __aexit__(self, *exc) -> None:
         for client in self._clients.values():
             await client.aclose()
+
+    def waiting(self) -> str:
+        """The requests under way, in words: ``"2 requests, the longest to example.com for 47 s"`` ("" for none)."""
+        now = time.monotonic()
+        flights = sorted(self.in_flight.values(), key=lambda f: f[1])
+        if not flights:
+            return ""
+        url, started = flights[0]
+        many = f"{len(flights)} requests, the longest" if len(flights) > 1 else "1 request,"
+        return f"{many} to {host_of(url)} for {now - started:.0f} s"
 
     def _gate(self, host: str) -> _HostGate:
         if host not in self._gates:
@@ -317,6 +329,8 @@ class Fetcher:
         async with self._global, gate.sem:
             await gate.wait_turn()
             self.requests_made += 1
+            number = self.requests_made
+            self.in_flight[number] = (url, time.monotonic())
             try:
                 return await asyncio.wait_for(self._stream(url, limit, headers, form), timeout=3 * self.settings.timeout)
             except BlockedAddress as e:
@@ -333,6 +347,8 @@ class Fetcher:
                 raise FetchFailed(url, "bad_url", str(e)[:200]) from None
             except httpx.HTTPError as e:  # anything else httpx reports about this one request
                 raise FetchFailed(url, "request_failed", f"{type(e).__name__}: {e}"[:200]) from None
+            finally:
+                del self.in_flight[number]
 
     async def _stream(self, url: str, limit: int, headers: dict[str, str], form: dict[str, str] | None) -> Response:
         method = "POST" if form is not None else "GET"

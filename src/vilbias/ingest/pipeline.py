@@ -41,6 +41,8 @@ from vilbias.ingest.item import PAGE_ACCEPT, NoUsableImage, first_usable_image
 from vilbias.ingest.net import Fetcher, FetchFailed
 from vilbias.ingest.text import content_hash, decode_html
 from vilbias.ingest.urls import canonicalize_url, host_of
+from vilbias.outputs import is_disk_full, writing
+from vilbias.progress import heartbeat
 from vilbias.progress_flag import follows_progress_flag
 from vilbias.text import count_sentences
 from vilbias.workdir import (
@@ -192,7 +194,9 @@ def ingest(config: IngestConfig) -> IngestSummary:
 async def ingest_async(config: IngestConfig) -> IngestSummary:
     """:func:`ingest` for callers already inside an event loop (notebooks, async apps)."""
     feed_urls = config.validate()
-    return await _Run(config, feed_urls).run()
+    # The workdir is this run's alone until it returns (vilbias.outputs: its writer lock).
+    with writing():
+        return await _Run(config, feed_urls).run()
 
 
 class _Run:
@@ -207,6 +211,9 @@ class _Run:
         self.summary = IngestSummary(feeds=len(feed_urls), articles_total=self.state.articles)
         self.claimed_urls: set[str] = set()
         self.claimed_hashes: set[str] = set()
+        self.items_todo: int | None = None
+        """Items this run processes (None while the feeds are read)."""
+        self.items_done = 0
 
     def _executor(self) -> concurrent.futures.Executor:
         if self.config.workers > 0:
@@ -222,19 +229,31 @@ class _Run:
         try:
             async with Fetcher(self.config.fetch) as fetcher:
                 self.fetcher = fetcher
-                t0 = time.monotonic()
-                items = await self._read_feeds()
-                t1 = time.monotonic()
-                self.summary.feeds_seconds = t1 - t0
-                await self._process_all(self._select(items))
-                self.summary.items_seconds = time.monotonic() - t1
+                # without progress bars, a line every few seconds says the run is alive and what it waits on
+                with heartbeat(self._doing, enabled=not self.config.progress, log=logger):
+                    t0 = time.monotonic()
+                    items = await self._read_feeds()
+                    t1 = time.monotonic()
+                    self.summary.feeds_seconds = t1 - t0
+                    await self._process_all(self._select(items))
+                    self.summary.items_seconds = time.monotonic() - t1
         finally:
             self.executor.shutdown(wait=True, cancel_futures=True)
         self.summary.articles_total = self.state.articles
-        logger.info("ingest done:\n%s", self.summary.format())
+        # The caller shows the summary (the command prints it once); logged again it came twice.
+        logger.debug("ingest done:\n%s", self.summary.format())
         return self.summary
 
+    def _doing(self) -> str:
+        """What the run has done and waits on, in one line (the heartbeat's)."""
+        s = self.summary
+        done = (f"{self.items_done} of {self.items_todo} items done, {s.kept} kept" if self.items_todo is not None
+                else f"reading {s.feeds} feed{'s' if s.feeds != 1 else ''}")
+        waiting = self.fetcher.waiting()
+        return f"ingest: {done}" + (f"; waiting on {waiting}" if waiting else "")
+
     async def _process_all(self, todo: list[FeedItem]) -> None:
+        self.items_todo = len(todo)
         if not todo:
             return
         bar = tqdm(total=len(todo), desc="articles", unit="item", disable=not self.config.progress)
@@ -296,10 +315,13 @@ class _Run:
             except _Drop as d:
                 self._record(item.link, d.stage, d.reason, d.detail, item.feed_url, retryable=d.retryable)
             except Exception as e:
+                if is_disk_full(e):
+                    raise  # not the item's fault: the run ends, saying so (vilbias.outputs.DiskFull)
                 # A page that trips a bug must not end the run for every other item: record it
                 # (retryable, so it is tried again once the bug is fixed) and go on.
                 logger.exception("unexpected error on %s", item.link)
                 self._record(item.link, "article", "internal_error", f"{type(e).__name__}: {e}", item.feed_url, retryable=True)
+            self.items_done += 1
             bar.update(1)
             bar.set_postfix(kept=self.summary.kept, refresh=False)
 
