@@ -1,4 +1,4 @@
-"""Laziness is declared once (STYLE habit 20): each package's lazy map hands on real names, and an
+"""Laziness is declared once (CONTRIBUTING.md): each package's lazy map hands on real names, and an
 import of a vilbias module inside a function is a rare exception that says why it is there."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The card says only what is so of the data it sits on (issue 32, item 3; STYLE habit 18).
+"""The card says only what is so of the data it sits on (CONTRIBUTING.md: what a user reads is computed from the data).
 
 A card is rendered for every kind of build — the embedded sample (a pipeline build), a
 ``--sentences`` build and an import in each published layout — and read for contradictions of the

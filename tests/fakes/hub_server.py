@@ -1,4 +1,4 @@
-"""A Hub-compatible HTTP server on 127.0.0.1 for tests (facts in ``shared/HUB_PROTOCOL.md``).
+"""A Hub-compatible HTTP server on 127.0.0.1 for tests.
 
 It speaks the part of the Hugging Face Hub's HTTP API that ``huggingface_hub`` 2.4 and
 ``datasets`` 5.2 use to create repos, commit (regular and LFS files, Xet off), tag, list refs,
