@@ -22,9 +22,11 @@ write), or any file of that name that is not a vilbias review sheet, is left as 
 sheet goes beside it (``sheet_<reviewer>.2.csv`` and ``.html``, the first number free or holding
 no filled-in cell). Nothing else in the folder is touched.
 
-``import_verdicts`` validates every row of every file first and imports nothing if any row is
-wrong, naming each bad row; otherwise it rewrites ``reviews/verdicts.jsonl`` atomically with the
-new verdicts appended (see :mod:`vilbias.review.verdicts`). A row with an empty verdict (and no
+``import_verdicts`` reads each sheet as the reviewer's spreadsheet program saved it (Excel,
+LibreOffice, Google Sheets in any locale: :mod:`vilbias.review.spreadsheets`) and judges each on
+its own: a sheet imports when every row of it is valid; one with a bad row (each named) or that
+cannot be read (the cause named) imports nothing, and the others still import. The verdicts are
+appended to ``reviews/verdicts.jsonl``, rewritten atomically (see :mod:`vilbias.review.verdicts`). A row with an empty verdict (and no
 corrected label, rationale, techniques or comment) is an item not reviewed yet and is skipped; a
 row equal to the reviewer's verdict already imported is skipped as unchanged. A corrected
 rationale is checked the same way as the annotators': its problems are logged as warnings and
@@ -58,14 +60,17 @@ from typing import Any
 
 from vilbias.annotate.voting import Vote
 from vilbias.languages import describe_languages, detect_language
+from vilbias.outputs import hold, writing
 from vilbias.rationale import Problem, check_rationale, codes, describe
 from vilbias.review.outcome import ItemVotes, automated_results, unread_by
+from vilbias.review.spreadsheets import UnreadableSheet, read_sheet
 from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, Verdict, load_verdicts
 from vilbias.task import ALL_NAMES, LABEL_NAMES, label_name, read_label
 from vilbias.workdir import (
     REVIEWS,
     Article,
     atomic_write,
+    claim_workdir,
     read_articles,
     read_jsonl,
     utcnow,
@@ -180,6 +185,7 @@ def _filled(verdict: Verdict | None) -> dict[str, str]:
     }
 
 
+@writing()  # the sheets folder is this export's alone until it returns (vilbias.outputs)
 def export_sheets(config: ExportConfig) -> dict[str, Any]:
     """Write one CSV and one HTML sheet per reviewer; return ``{reviewer: {"items", "csv", "html",
     "failing_rationales", "prefilled", "kept"}}`` (``prefilled``: rows showing a verdict already
@@ -207,7 +213,7 @@ def export_sheets(config: ExportConfig) -> dict[str, Any]:
     if not item_ids:
         raise ValueError("no annotated items to review (run `vilbias annotate` first, or drop --only-unreviewed)")
     sheets = assign(item_ids, names, min(config.overlap, len(item_ids)))
-    out.mkdir(parents=True, exist_ok=True)
+    hold(out, "vilbias review export")  # one export into a folder at a time: the sheets to keep are decided below
     written: dict[str, Any] = {}
     taken: set[Path] = set()  # this run's sheets: a reviewer named "bob.2" never gets bob's second sheet
     problems = {i: rationale_problems(articles[i], results[i]) for i in item_ids}
@@ -281,15 +287,11 @@ def kept_text(kept: dict[str, Any]) -> str:
 
 
 def _read_sheet(path: Path) -> list[dict[str, str]] | None:
-    """The rows of a review sheet CSV, or None when the file is not one (no ``unique_id``,
-    ``reviewer`` and ``verdict`` columns, or not readable as UTF-8 CSV)."""
+    """The rows of a review sheet, or None when the file is not one (no ``unique_id``,
+    ``reviewer`` and ``verdict`` columns, or not readable as a sheet: see :func:`read_sheet`)."""
     try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            if not {"unique_id", "reviewer", "verdict"} <= set(reader.fieldnames or []):
-                return None
-            return list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error):
+        return [row for _, row in read_sheet(path, ("unique_id", "reviewer", "verdict")).rows]
+    except UnreadableSheet:
         return None
 
 
@@ -432,68 +434,132 @@ def _record(record: dict[str, Any]) -> dict[str, Any]:
                                    "corrected_techniques", "comment")}
 
 
+IMPORT_COLUMNS = ("unique_id", "reviewer", "verdict", "corrected_label", "comment")
+"""The columns a sheet must have to be imported (``corrected_rationale``, ``corrected_techniques``
+and ``label_source`` are optional: sheets exported before they existed still import)."""
+
+
+class SheetsRefused(ValueError):
+    """Some sheets were not imported; the message names each with its cause or its bad rows, and
+    what was imported from the others. :attr:`result` is what :func:`import_verdicts` would return."""
+
+    def __init__(self, message: str, result: dict[str, Any]):
+        super().__init__(message)
+        self.result = result
+
+
+@writing()  # the workdir is this import's alone until it returns (vilbias.outputs)
 def import_verdicts(config: ImportConfig) -> dict[str, Any]:
-    """Validate every row of ``config.files``; import all of them or none.
+    """Import each sheet of ``config.files`` whose every row is valid; a sheet with a bad row, or
+    one that cannot be read, is not imported, and the others are.
+
+    Each sheet is read as a spreadsheet program saved it (:func:`vilbias.review.spreadsheets.read_sheet`:
+    UTF-8, UTF-16 or a code page such as cp1252, a BOM, ``,`` ``;`` tab or ``|`` between columns, or
+    an ``.xlsx`` workbook). The returned ``files`` list says per sheet what was imported
+    (``imported``, ``skipped``, ``unchanged``, ``read_as``) or why it was not (``problems``).
 
     Raises:
-        ValueError: naming every bad row (``file:line: problem``); nothing is written.
+        SheetsRefused: a sheet was not imported (the others were); the message names each
+            (``file: cause``, or ``file:line: problem`` for each bad row) and what was imported.
     """
     if not config.files:
         raise ValueError("give at least one sheet file to import")
     results = automated_results(config.workdir)
+    claim_workdir(config.workdir, "vilbias review import")  # one writer of verdicts.jsonl at a time
     automated = {i: r.automated.label for i, r in results.items()}
     flags = {i: r.automated.reason or "no votes" for i, r in results.items()}
     articles = {a.unique_id: a for a in read_articles(config.workdir)}
     known = set(articles)
     stored = {(v.unique_id, v.reviewer): v for vs in load_verdicts(config.workdir).values() for v in vs}
-    errors: list[str] = []
     records: list[dict[str, Any]] = []
-    seen: dict[tuple[str, str], str] = {}
-    skipped = unchanged = 0
+    files: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], str] = {}  # (item, reviewer) -> where an imported sheet judged it
     now = utcnow()
-    for path in map(Path, config.files):
-        if not path.is_file():
-            errors.append(f"{path}: file not found")
-            continue
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in ("unique_id", "reviewer", "verdict", "corrected_label", "comment") if c not in (reader.fieldnames or [])]
-            if missing:
-                errors.append(f"{path}: missing columns {missing}")
-                continue
-            for row in reader:
-                where = f"{path}:{reader.line_num}"
-                record, problems = _check_row(row, known, automated, flags)
-                if record is None and not problems:
-                    skipped += 1
-                    continue
-                key = (record or {}).get("unique_id", ""), (record or {}).get("reviewer", "")
-                if record is not None and key in seen:
-                    problems.append(f"reviewer {key[1]!r} already judged this item at {seen[key]}")
-                if record is not None:
-                    seen.setdefault(key, where)
-                if record is not None and key in stored and _record(record) == stored[key].record():
-                    unchanged += 1  # a verdict already imported, shown again on a later sheet
-                    continue
-                if problems:
-                    errors.extend(f"{where}: {p}" for p in problems)
-                    continue
-                records.append({**record, "sheet": path.name, "imported_at": now})
-    if errors:
-        raise ValueError(f"nothing imported; {len(errors)} problem(s):\n" + "\n".join(errors))
+    for path in dict.fromkeys(map(Path, config.files)):  # a sheet named twice is read once
+        outcome = _import_sheet(path, known, automated, flags, stored, seen)
+        files.append(outcome)
+        if not outcome["problems"]:
+            records += [{**r, "sheet": path.name, "imported_at": now} for r in outcome.pop("records")]
     failing = _check_corrected_rationales(records, articles, results)
     target = Path(config.workdir) / REVIEWS / VERDICTS_FILE
-    existing = [json.dumps(r, ensure_ascii=False) for r in read_jsonl(target)]
-    lines = existing + [json.dumps(r, ensure_ascii=False) for r in records]
     if records:
+        lines = [json.dumps(r, ensure_ascii=False) for r in read_jsonl(target)] + [json.dumps(r, ensure_ascii=False) for r in records]
         atomic_write(target, "".join(line + "\n" for line in lines))
     counts = Counter(r["verdict"] for r in records)
-    logger.info("imported %d verdicts (%d rows not reviewed yet, %d unchanged)", len(records), skipped, unchanged)
-    return {"imported": len(records), "skipped": skipped, "unchanged": unchanged, "verdicts": dict(counts), "file": str(target),
-            "corrected_rationales": sum(bool(r["corrected_rationale"]) for r in records),
-            "corrected_techniques": sum(r["corrected_techniques"] is not None for r in records),
-            "failing_corrected_rationales": len(failing),
-            "rationale_problems": dict(Counter(c for found in failing.values() for c in codes(found)))}
+    imported = [f for f in files if not f["problems"]]
+    logger.info("imported %d verdicts from %d of %d sheets", len(records), len(imported), len(files))
+    result = {"imported": len(records), "skipped": sum(f["skipped"] for f in imported),
+              "unchanged": sum(f["unchanged"] for f in imported), "verdicts": dict(counts), "file": str(target),
+              "files": [{k: v for k, v in f.items() if k != "records"} for f in files],
+              "corrected_rationales": sum(bool(r["corrected_rationale"]) for r in records),
+              "corrected_techniques": sum(r["corrected_techniques"] is not None for r in records),
+              "failing_corrected_rationales": len(failing),
+              "rationale_problems": dict(Counter(c for found in failing.values() for c in codes(found)))}
+    refused = [f for f in files if f["problems"]]
+    if refused:
+        raise SheetsRefused(refused_text(result), result)
+    return result
+
+
+def refused_text(result: dict[str, Any]) -> str:
+    """What :class:`SheetsRefused` says: each sheet not imported, with its cause or bad rows, then
+    what was imported from the others."""
+    lines = []
+    for f in result["files"]:
+        if not f["problems"]:
+            continue
+        if f["unreadable"]:
+            lines.append(f"nothing imported from {f['problems'][0]}")
+        else:
+            lines.append(f"nothing imported from {f['file']}: {len(f['problems'])} problem(s) (fix them and import it again):")
+            lines += [f"  {p}" for p in f["problems"]]
+    good = [f for f in result["files"] if not f["problems"]]
+    if good:
+        names = ", ".join(Path(f["file"]).name for f in good)
+        lines.append(f"imported {result['imported']} verdicts from the other {_sheets(len(good))} ({names}) into {result['file']}")
+    return "\n".join(lines)
+
+
+def _sheets(n: int) -> str:
+    return f"{n} sheet" if n == 1 else f"{n} sheets"
+
+
+def _import_sheet(path: Path, known: set[str], automated: dict[str, str | None], flags: dict[str, str],
+                  stored: dict[tuple[str, str], Verdict], seen: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """One sheet's rows checked: ``{"file", "read_as", "records", "skipped", "unchanged", "problems",
+    "unreadable"}``. ``seen`` (what the sheets imported so far judged) takes this sheet's rows only
+    when it has no problem."""
+    outcome: dict[str, Any] = {"file": str(path), "read_as": "", "records": [], "imported": 0, "skipped": 0, "unchanged": 0,
+                               "problems": [], "unreadable": False}
+    try:
+        sheet = read_sheet(path, IMPORT_COLUMNS)
+    except UnreadableSheet as e:
+        outcome.update(problems=[str(e)], unreadable=True)
+        return outcome
+    outcome["read_as"] = sheet.read_as
+    mine: dict[tuple[str, str], str] = {}
+    for line, row in sheet.rows:
+        where = f"{path}:{line}"
+        record, problems = _check_row(row, known, automated, flags)
+        if record is None and not problems:
+            outcome["skipped"] += 1
+            continue
+        key = (record or {}).get("unique_id", ""), (record or {}).get("reviewer", "")
+        if record is not None and (key in mine or key in seen):
+            problems.append(f"reviewer {key[1]!r} already judged this item at {mine.get(key) or seen[key]}")
+        if record is not None:
+            mine.setdefault(key, where)
+        if record is not None and key in stored and _record(record) == stored[key].record():
+            outcome["unchanged"] += 1  # a verdict already imported, shown again on a later sheet
+            continue
+        if problems:
+            outcome["problems"] += [f"{where}: {p}" for p in problems]
+            continue
+        outcome["records"].append(record)
+    if not outcome["problems"]:
+        seen.update(mine)
+        outcome["imported"] = len(outcome["records"])
+    return outcome
 
 
 def _check_corrected_rationales(records: list[dict[str, Any]], articles: dict[str, Article],

@@ -36,9 +36,10 @@ from typing import Any
 from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.summary import call_rates, item_rates
 from vilbias.metrics.agreement import krippendorff_alpha_nominal
+from vilbias.outputs import writing
 from vilbias.review.outcome import AgreementTally, automated_results
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
-from vilbias.workdir import REVIEWS, atomic_write, read_articles
+from vilbias.workdir import REVIEWS, atomic_write, claim_workdir, read_articles
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def _clean(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
+@writing()  # the workdir is this command's alone until it returns (vilbias.outputs)
 def review_stats(config: StatsConfig) -> dict[str, Any]:
     """Compute the review figures (see the module docstring) and write them to ``reviews/``.
 
@@ -61,6 +63,7 @@ def review_stats(config: StatsConfig) -> dict[str, Any]:
     computation the build's card states.
     """
     results = automated_results(config.workdir)
+    claim_workdir(config.workdir, "vilbias review stats")
     ids = {a.unique_id for a in read_articles(config.workdir)}
     results = {i: r for i, r in results.items() if i in ids}
     verdicts = load_verdicts(config.workdir)
