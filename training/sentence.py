@@ -95,6 +95,8 @@ from vilbias.metrics.calibration import (
 )
 from vilbias.metrics.scores import closed_metrics
 from vilbias.models.sentence_bias import (
+    CODE_FILES,
+    TOKENIZER_FILES,
     ArticleRule,
     SentenceBiasConfig,
     SentenceBiasModel,
@@ -226,7 +228,8 @@ def run_cv(cfg: SentenceConfig, splits: dict[str, dict[str, list[str]]], example
 
 
 MODEL_FILES = ("README.md", "config.json", "model.safetensors", "metrics.json", RELIABILITY_PNG, TRAINING_DATA,
-               TRAINING_IDS, CARD_INFO_FILE, CALIBRATION_FILE, "train_sentence_config.yaml", "train_default_config.yaml")
+               TRAINING_IDS, CARD_INFO_FILE, CALIBRATION_FILE, "train_sentence_config.yaml", "train_default_config.yaml",
+               *CODE_FILES, *TOKENIZER_FILES)
 """Everything :func:`write_outputs` writes: the only files it may replace."""
 
 

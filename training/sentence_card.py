@@ -84,7 +84,10 @@ def card_info(metrics: dict, training_data: TrainingData, models: list | None = 
         method="lora", task="text-classification", hyperparameters=metrics["settings"],
         trainable_params=params[0], total_params=params[1],
         wall_time_s=metrics["wall_time_s"], eval_results=results, license="cc-by-nc-4.0" if known else "unknown",
-        usage_snippet=render_section("sentence/usage.py.jinja"), library_name="transformers",
+        usage_snippet=render_section("sentence/usage.py.jinja", model_ref=model_ref), library_name="transformers",
+        # an adapter and heads over a named encoder, run by the checkpoint's own code: the Hub's
+        # hosted inference does not run custom code
+        card_metadata={"base_model_relation": "adapter", "inference": False},
         model_name=f"Sentence-level media bias (MiniLM + LoRA), trained on {shown}", summary=card_summary(metrics, training_data),
         evaluation=render_section("sentence/evaluation.md", m=metrics, cv=metrics.get("cv"), data=data, reproduce_evaluation=reproduce,
                                has_words=data.get("layout") == "babe" or "biased_words" in [c.lower() for c in data.get("columns") or []]),

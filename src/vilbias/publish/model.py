@@ -124,6 +124,7 @@ class ModelCardInfo:
     dataset_name: str | None = field(default=None, metadata={"help": "How the card names the data (model-index `dataset.name`); `dataset` when empty."})
     evaluation: str = field(default="", metadata={"help": "Markdown opening the card's one Evaluation section, before the table of results."})
     citation: str = field(default="", metadata={"help": "BibTeX of the data (and work) to cite; the card's Citation section when given."})
+    card_metadata: dict[str, Any] = field(default_factory=dict, metadata={"help": "More YAML metadata the Hub reads (e.g. base_model_relation, inference)."})
     intended_use: str = field(default=DEFAULT_INTENDED_USE, metadata={"help": "Intended use section."})
     limitations: str = field(default=DEFAULT_LIMITATIONS, metadata={"help": "Limitations section."})
     training_data: TrainingData | None = field(default=None, metadata={
@@ -215,6 +216,7 @@ def _card_data(info: ModelCardInfo, name: str, revision: str | None) -> ModelCar
         pipeline_tag=info.task,
         tags=["vilbias", "media-bias", info.method, *info.tags],
         **extra,
+        **info.card_metadata,
     )
 
 
