@@ -4,18 +4,30 @@ biased or not, and show the evidence.
     python spaces/app.py                  # or: vilbias demo --port 7860
     VILBIAS_SPACE_ALLOW_PRIVATE=1 ...     # test mode: URLs may point at 127.0.0.1
 
-The API endpoint is ``predict``::
+Two API endpoints (Gradio's "Use via API" page shows both, with an example that runs as it is):
 
-    from gradio_client import Client, handle_file
-    client = Client("http://127.0.0.1:7860/")      # or "ORG/vilbias-demo" on the Hub
-    label, confidence, rationale, techniques, highlighted, image, evidence = client.predict(
-        handle_file("photo.jpg"), "Headline", "Article text ...", "", "offline-default",
-        api_name="/predict")
+- ``/score_article``: the article's label as one JSON object (:class:`ScoredArticle`), for code
+  and agents; it is also the MCP tool ``score_article`` (``vilbias demo`` serves Gradio's MCP
+  server at ``/gradio_api/mcp/`` unless ``--no-mcp``)::
 
-Arguments: image (optional for a model that reads text only), headline, article_text, url
-(instead of the three before; an uploaded image then replaces the page's), model (a name from
-``models.yaml``). ``evidence`` is a table: each sentence read, its probability of being biased,
-the words the model marks in it.
+      from gradio_client import Client
+      client = Client("http://127.0.0.1:7860/")      # or "ORG/vilbias-demo" on the Hub
+      result = client.predict(article_text="The city council ...", headline="Council approves budget",
+                              api_name="/score_article")
+      result["label"], result["probability_biased"], result["read"], result["evidence"][0]
+
+- ``/predict``: what the page shows, output by output (label, confidence_and_coverage, rationale,
+  techniques, evidence_in_text, image_shown, evidence_table)::
+
+      label, confidence, rationale, techniques, highlighted, image, evidence = client.predict(
+          image=None, headline="Headline", article_text="Article text ...", url=None,
+          model="offline-default", api_name="/predict")
+
+Arguments: image (optional; a model that reads text only does not look at it), headline,
+article_text, url (instead of the text: the page is fetched and its text extracted; pass "" for
+the text), model (a name from ``models.yaml``). A refusal (markup without an article, a web
+address in the text box, too few letters, a language the model does not read, an unreachable
+URL ...) is a :class:`gradio.Error` whose message is one sentence saying why; the server logs it.
 
 gradio and torch are imported inside the functions that build and serve the app (importing this
 module for its config classes stays light).
@@ -23,17 +35,21 @@ module for its config classes stays light).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.spaces.config import DemoConfig
 from vilbias.spaces.inputs import InputError, Item, Limits, item_from_upload, item_from_url
 from vilbias.spaces.predictors import (
+    MAX_SENTENCES,
     MODELS_YAML,
+    SECONDS_PER_SENTENCE,
     PickerModel,
     Prediction,
     Predictors,
@@ -47,6 +63,7 @@ from vilbias.spaces.rationale import (
 )
 
 from vilbias.annotate.voting import Vote, hierarchical_vote
+from vilbias.languages import ANY, MIN_LETTERS_TO_TELL, describe_languages
 from vilbias.review.verdicts import load_verdicts, resolve_review
 from vilbias.task import ALL_NAMES, BIASED_NAME
 from vilbias.workdir import read_jsonl, sample_workdir
@@ -60,6 +77,50 @@ EVIDENCE_ROWS = 12
 # ("wor|king"); the evidence text wraps at word boundaries instead.
 CSS = "#highlighted .textfield, #evidence td { word-break: normal; overflow-wrap: break-word; }"
 """Sentences listed in the evidence table: the flagged ones first, then the highest of the rest."""
+
+API_EXAMPLE = (
+    "Council approves harbour budget",
+    "The city council approved the harbour budget on Tuesday by a vote of seven to two. The budget sets aside funds "
+    "for dredging the main channel and repairing two piers. Work is scheduled to begin in the spring.",
+)
+"""The headline and article text of the "Use via API" examples: short, so the snippet stays
+readable, and long enough (over 100 letters) for its language to be told."""
+
+
+class SentenceEvidence(typing.TypedDict):
+    """One sentence the model read."""
+
+    sentence: str
+    probability_biased: float
+    flagged: bool
+    """Whether it counts towards the article's label."""
+    marked_words: list[str]
+    """The words the model marks in it."""
+
+
+class ScoredArticle(typing.TypedDict):
+    """What ``/score_article`` answers (the MCP tool's result)."""
+
+    label: str
+    """``biased`` or ``not_biased``."""
+    probability_biased: float
+    confidence: float
+    """The probability of ``label``."""
+    confidence_meaning: str
+    model: str
+    read: str
+    """How much of the text the label covers, in words ("the whole text (12 sentences)", or the part read)."""
+    read_whole: bool
+    """True when the model read the whole text; False when it read part of it (``read`` says which) or does not say."""
+    sentences_read: int
+    sentences_not_read: int
+    notes: list[str]
+    """What was done to the input before the model read it (markup turned into text, a long text cut)."""
+    rationale: str
+    techniques: list[str]
+    evidence: list[SentenceEvidence]
+    """The sentences read, most probably biased first (at most 12)."""
+
 
 HOW_IT_WORKS = """\
 **What you see.** A model reads the news item and answers one question: *does it show bias?* The
@@ -122,6 +183,7 @@ class SpaceConfig:
     n_examples: int = field(default=4, metadata={"help": "Examples taken from the embedded sample."})
     rationale_delay_s: float = field(default=20.0, metadata={"help": "Start loading the rationale writer this long after start (or at the first label)."})
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores: the sentence model's concurrent requests share one pass at a time)."})
+    mcp_server: bool = field(default=True, metadata={"help": "Serve Gradio's MCP server at /gradio_api/mcp/ (an agent's tool score_article). On by default: the app's API is for code and agents alike, and the server costs nothing to requests that do not use it."})
 
     def torch_threads(self) -> int:
         return self.threads or max(1, os.cpu_count() or 1)
@@ -220,6 +282,47 @@ def rationale_markdown(p: Prediction, pending: str | None = None) -> str:
     return text
 
 
+UNSAID_COVERAGE = "as much of the text as the model's input length holds (this model does not say how much)"
+
+
+def coverage(item: Item, p: Prediction) -> tuple[str, bool]:
+    """How much of what was given the label covers, in words, and whether that is all of it: a
+    text cut to the text limit (a fetched page, pasted markup) and sentences past the model's limit
+    are named. A model that does not report what it read (a fusion classifier, a VLM: their
+    tokenizers cut at their own length) is said to, and never to have read the whole."""
+    parts = []
+    if item.cut_from:
+        parts.append(f"the first {len(item.article_text):,} of {item.cut_from:,} characters of the article text "
+                     f"({len(item.article_text) / item.cut_from:.0%})")
+    if p.read_sentences is not None:
+        if p.unread_sentences:
+            total = p.read_sentences + p.unread_sentences
+            # read_sentences is the model's limit here (MAX_SENTENCES for the Space's sentence models)
+            parts.append(f"the first {p.read_sentences} of {total} sentences{' of that' if parts else ''} "
+                         f"({p.read_sentences / total:.0%}; the model reads at most {p.read_sentences})")
+        elif parts:
+            parts.append(f"all {p.read_sentences} sentences of that")
+        else:
+            return f"the whole text ({p.read_sentences} sentence{'s' if p.read_sentences != 1 else ''})", True
+    if not parts:
+        return UNSAID_COVERAGE, False
+    return ", ".join(parts) + ", and the label covers only that part", False
+
+
+def scored_article(item, p: Prediction) -> ScoredArticle:
+    """The API's answer (:class:`ScoredArticle`) for a prediction."""
+    read, whole = coverage(item, p)
+    ranked = sorted(p.sentences, key=lambda s: (not s.flagged, -s.probability))[:EVIDENCE_ROWS]
+    techniques = list(p.explanation.techniques) if p.explanation is not None else list(p.techniques)
+    return ScoredArticle(
+        label=p.label, probability_biased=p.probabilities.get(BIASED_NAME, 0.0), confidence=p.confidence,
+        confidence_meaning=p.confidence_kind, model=p.model_title, read=read, read_whole=whole,
+        sentences_read=p.read_sentences or 0, sentences_not_read=p.unread_sentences, notes=list(p.notes),
+        rationale=p.reasoning or p.rationale_note or "", techniques=[ALL_NAMES[t] for t in techniques],
+        evidence=[SentenceEvidence(sentence=" ".join(s.text.split()), probability_biased=s.probability, flagged=s.flagged,
+                                   marked_words=[w for w, *_ in s.words]) for s in ranked])
+
+
 class DemoApp:
     """The handlers behind the UI, usable without it."""
 
@@ -255,17 +358,56 @@ class DemoApp:
             timer.daemon = True
             timer.start()
 
-    def predict(self, image, headline, article_text, url, model):
-        """Generator: the label with its evidence first, then (if a model words it) the rationale."""
+    def predict(self, image=None, headline="", article_text="", url=None, model=None):
+        """Label a news item and show the evidence, as the page does: the label with its evidence
+        first, then (when a generative model words the explanation) the rationale again.
+
+        Args:
+            image: The article's image (optional: the offline default reads the text only).
+            headline: The article's headline ("" if none).
+            article_text: The article's text, as plain text or a page's HTML ("" when a url is given).
+            url: An article's web address, fetched instead of the text (optional).
+            model: A model name of the picker (default: the offline default).
+        """
+        with self.refusals():
+            yield from self._predict(image, headline, article_text, url, model or self.default_model)
+
+    def score_article(self, article_text: str, headline: str = "", url: str = "", model: str = "") -> ScoredArticle:
+        """Score a news article for media bias: label it biased or not biased, with the probability,
+        the sentences behind the label and the words the model marks in them. Bias here is how a
+        story is told (loaded wording, one-sided framing), not whether it is true. The offline
+        default reads English text only and does not look at images.
+
+        Args:
+            article_text: The article's text: plain text, or a page's HTML (its article text is extracted). Pass "" with a url.
+            headline: The article's headline (optional).
+            url: An article's web address to fetch instead of article_text (optional).
+            model: A model name of the Space's picker (optional; default: the offline sentence-level model). A model
+                that reads the image needs a url here (the page's image); /predict also takes an uploaded image.
+
+        Returns:
+            label ("biased" or "not_biased"), probability_biased, confidence and what it means, how
+            much of the text was read, the rationale, the techniques shown and the sentence evidence.
+        """
+        with self.refusals():
+            *_, (item, p, _) = self._predict_item(None, headline, article_text, url, model or self.default_model)
+            return scored_article(item, p)
+
+    @contextlib.contextmanager
+    def refusals(self):
+        """What the user or API caller gets when a request cannot be labelled: the sentence of an
+        :class:`InputError` as a :class:`gradio.Error` (which every client shows), anything else as
+        one line; the server log keeps each with its cause."""
         import gradio as gr
 
         try:
-            yield from self._predict(image, headline, article_text, url, model or self.default_model)
+            yield
         except InputError as e:
-            # The user gets the sentence; the log keeps what caused it, traceback included.
+            # The caller gets the sentence; the log keeps what caused it, traceback included.
             logger.warning("request refused: %s", e, exc_info=e.__cause__ is not None)
             raise gr.Error(str(e), print_exception=False) from None
-        except gr.Error:
+        except gr.Error as e:
+            logger.warning("request refused: %s", e.message)
             raise
         except Exception:
             logger.exception("prediction failed")
@@ -283,6 +425,12 @@ class DemoApp:
         return item_from_upload(image, headline, article_text, limits, need_image=spec.reads_image)
 
     def _predict(self, image, headline, article_text, url, model):
+        for item, prediction, pending in self._predict_item(image, headline, article_text, url, model):
+            yield self._outputs(item, prediction, pending)
+
+    def _predict_item(self, image, headline, article_text, url, model):
+        """``(item, prediction, pending)``: the label with its evidence, then (a model with
+        ``rationale``) the prediction with its generated wording; ``pending`` says a wording is coming."""
         spec = self.predictors.specs.get(model)
         if spec is None:
             raise InputError(f"Unknown model {model!r}; choose one of {', '.join(self.predictors.specs)}.")
@@ -291,14 +439,19 @@ class DemoApp:
         prediction = predictor.predict(item)
         if spec.kind == "sentence" and spec.rationale:
             self.rationale.start()
-            pending = f"{self.rationale.name} is wording this explanation; its wording replaces it only if it agrees with the evidence…"
-            yield self._outputs(item, prediction, pending)
+            yield item, prediction, f"{self.rationale.name} is wording this explanation; its wording replaces it only if it agrees with the evidence…"
             prediction = self.rationale.word(item, prediction)
-        yield self._outputs(item, prediction)
+        yield item, prediction, None
 
     def _outputs(self, item, p: Prediction, pending: str | None = None):
         label = {_label_name(k): v for k, v in p.probabilities.items()}
-        confidence = f"**{_label_name(p.label)}**, confidence {p.confidence:.0%} — {p.confidence_kind}. Model: {p.model_title}."
+        read, whole = coverage(item, p)
+        # a label that covers part of the text says so first, in bold, right under the label
+        part = not whole and read != UNSAID_COVERAGE
+        confidence = "".join(f"**{line}**\n\n" for line in ([f"Read: {read}."] if part else []) + p.notes)
+        confidence += f"**{_label_name(p.label)}**, confidence {p.confidence:.0%} — {p.confidence_kind}. Model: {p.model_title}."
+        if not part:
+            confidence += f" Read: {read}."
         if not p.reads_image:
             confidence += " This model does not look at the image."
         confidence += reference_markdown(item.article_text, p.label, self.references)
@@ -307,7 +460,7 @@ class DemoApp:
         if item.url:
             spans.append((f"\n\n(Fetched from {item.url})", None))
         image = item.image_path or item.image
-        return (label, confidence, rationale_markdown(p, pending), techniques_markdown(p), spans, image, evidence_table(p))
+        return label, confidence, rationale_markdown(p, pending), techniques_markdown(p), spans, image, evidence_table(p)
 
     def example_from_query(self, params: dict):
         """``?example=N`` fills the form with example N and labels it (links that run an example)."""
@@ -322,6 +475,11 @@ class DemoApp:
         model = params.get("model", self.default_model)
         for outputs in self.predict(*row, model):
             yield (*row, *outputs)
+
+
+# gr.api reads the return type from the signature as written, and this module's annotations are
+# strings: it gets the class itself, so the API page and the MCP tool describe the answer's fields.
+DemoApp.score_article.__annotations__["return"] = ScoredArticle
 
 
 def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app: DemoApp | None = None):
@@ -344,56 +502,124 @@ def build_demo(config: SpaceConfig | None = None, *, rationale_backend=None, app
             inputs, submit, notes = _input_column(gr, app)
             outputs = _output_column(gr)
         gr.Examples(sample_examples(config.n_examples), inputs=inputs[:4], label="Examples from the embedded sample")
-        _how_it_works(gr, app)
-        _wire(gr, demo, app, inputs, submit, outputs, notes)
+        panel = _how_it_works(gr, app)
+        _wire(gr, demo, app, inputs, submit, outputs, notes, panel)
     demo.queue(default_concurrency_limit=config.concurrency, max_size=config.queue_size)
     return demo
 
 
+def _api_example(component, value) -> None:
+    """Make ``value`` what the "Use via API" page's snippet passes for ``component``.
+
+    Gradio writes the snippet from each input's ``example_payload()``: a remote picture for an
+    image, "Hello!!" for a text box, which fail or are refused offline. The snippet should run
+    as it is against this app, on or off the network.
+    """
+    component.example_payload = lambda: value
+
+
 def _input_column(gr, app: DemoApp):
-    default = app.specs[0]
+    default, limits = app.specs[0], app.config.limits
     with gr.Column():
         model = gr.Dropdown([(s.title, s.name) for s in app.specs], value=default.name, label="Model")
         model_note = gr.Markdown(default.note)
         url = gr.Textbox(label="Article URL (optional: fetches the headline, text and image)", placeholder="https://…")
-        image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
+        image = gr.Image(type="filepath", label="Image (optional for a model that reads text only)", sources=["upload", "clipboard"])
         image_note = gr.Markdown(default.image_note, elem_id="image-note")
         headline = gr.Textbox(label="Headline", max_lines=2)
-        article = gr.Textbox(label="Article text", lines=8)
+        article = gr.Textbox(label="Article text", lines=8, info=reading_limits(limits), elem_id="article-text")
         submit = gr.Button("Label it", variant="primary")
+    _api_example(image, None)
+    _api_example(headline, API_EXAMPLE[0])
+    _api_example(article, API_EXAMPLE[1])
     return [image, headline, article, url, model], submit, [model_note, image_note]
+
+
+def reading_limits(limits: Limits) -> str:
+    """What the text box takes and how much of it is read, in one line (under the text box)."""
+    return (f"Plain text up to {limits.max_article_chars:,} characters, or a page's HTML (its article text is extracted). "
+            f"The offline default reads up to {MAX_SENTENCES} sentences (about {MAX_SENTENCES * SECONDS_PER_SENTENCE:.0f} s on "
+            "2 CPU cores) and says beside the label when it read less than the whole text.")
 
 
 def _output_column(gr):
     with gr.Column():
         label = gr.Label(label="Label", num_top_classes=2)
-        confidence = gr.Markdown()
+        confidence = gr.Markdown(label="Confidence and how much was read", elem_id="confidence")
         gr.Markdown("### Why")
-        rationale = gr.Markdown(elem_id="rationale")
+        rationale = gr.Markdown(label="Rationale", elem_id="rationale")
         highlighted = gr.HighlightedText(label="Evidence in the text: flagged sentences (shade = probability) and the words the model marks",
                                          color_map=HIGHLIGHT_COLORS, show_legend=True, show_inline_category=False,
                                          elem_id="highlighted")
         evidence = gr.Dataframe(headers=EVIDENCE_HEADERS, label="Evidence: sentences and their probability of being biased",
                                 interactive=False, wrap=True, column_widths=["16%", "56%", "28%"], elem_id="evidence")
         gr.Markdown("### Techniques shown")
-        techniques = gr.Markdown()
+        techniques = gr.Markdown(label="Techniques shown")
         seen = gr.Image(label="The item's image", interactive=False)
     return [label, confidence, rationale, techniques, highlighted, seen, evidence]
 
 
-def _how_it_works(gr, app: DemoApp) -> None:
+def how_it_works_markdown(app: DemoApp) -> str:
+    """The "How this works" panel: what the model answers, what it reads, its numbers, the runtime
+    it runs on (once loaded) and the picker's models."""
     notes = "\n".join(f"- **{s.title}**: {s.note}" for s in app.specs if s.note)
-    card, diagram = default_model_card(app.specs[0])
+    card, _ = default_model_card(app.specs[0])
+    view = app.predictors.loaded(app.default_model)
+    languages = describe_languages(getattr(view.predictor, "languages", (ANY,))) if view is not None else None
+    reads = (f"The text box takes plain text up to {app.config.limits.max_article_chars:,} characters. A page's markup (HTML) "
+             "pasted there is turned into the article's text by the extractor the ingest stage uses (the answer says so); a web "
+             "address belongs in the URL field. A text that is not prose (emoji, symbols, figures), one in a language the model "
+             f"does not read, or one too short to tell its language (under {MIN_LETTERS_TO_TELL} letters, about 20 words, "
+             "unless the detector is sure sooner) gets no label, only a sentence saying why."
+             + (f" The default model reads {languages}." if languages else ""))
+    length = (f"The offline default reads up to {MAX_SENTENCES} sentences of an article, headline included: a request costs "
+              f"about {SECONDS_PER_SENTENCE * 1000:.1f} ms a sentence on 2 CPU cores (so ~{MAX_SENTENCES * SECONDS_PER_SENTENCE:.0f} s "
+              "for the longest), while its memory hardly grows with the length. A longer text is read from its start, and the "
+              "answer says beside the label how much was read and that the label covers only that part.")
+    runtime = runtime_markdown(view.model) if view is not None else ""
+    return (HOW_IT_WORKS + f"\n**What it reads.** {reads}\n\n**How much it reads.** {length}\n"
+            + ("\n" + card if card else "") + (f"\n{runtime}" if runtime else "")
+            + ("\n\n**The models.**\n" + notes if notes else ""))
+
+
+def runtime_markdown(model) -> str:
+    """One line on how the default model runs on this machine: the model's own account
+    (``runtime_reason``: which runtime and precision it chose and why) where it gives one, else
+    what its config asks for."""
+    reason = getattr(model, "runtime_reason", None)
+    if reason:
+        return f"- Runtime: {reason}"
+    config = getattr(model, "config", None)
+    runtime = getattr(config, "inference_runtime", None)
+    if not runtime:
+        return ""
+    return f"- Runtime: {runtime} in {getattr(config, 'inference_precision', None) or 'float32'}, as the model's config asks."
+
+
+def _how_it_works(gr, app: DemoApp):
+    _, diagram = default_model_card(app.specs[0])
     with gr.Accordion("How this works and its limits", open=False):
-        gr.Markdown(HOW_IT_WORKS + ("\n" + card if card else "") + ("\n\n**The models.**\n" + notes if notes else ""))
+        # filled again when a page loads: the runtime line needs the model loaded (warm_up), which comes after the build
+        panel = gr.Markdown(how_it_works_markdown(app), elem_id="how-it-works")
         if diagram:
             gr.Image(diagram, label="Reliability diagram of the offline default (unseen BABE sentences)", interactive=False, height=320)
+    return panel
 
 
-def _wire(gr, demo, app: DemoApp, inputs, submit, outputs, notes) -> None:
+def _wire(gr, demo, app: DemoApp, inputs, submit, outputs, notes, panel) -> None:
     model = inputs[4]
     submit.click(app.predict, inputs=inputs, outputs=outputs, api_name="predict", preprocess=False,
-                              api_description="Label a news item (headline + article with its image, or a URL) and show the evidence.")
+                 api_description="Label a news item (its headline and text, or its URL; the image is optional) as the page "
+                                 "shows it: label, confidence and how much was read, rationale, techniques, evidence. "
+                                 "For one JSON object instead, use /score_article.")
+    gr.api(app.score_article, api_name="score_article")
+    api = next(f for f in demo.fns.values() if f.api_name == "score_article")
+    # gr.api labels its values "1st", "2nd", ...: they are named after what they hold instead
+    for component, name in zip(api.inputs, ("article_text", "headline", "url", "model"), strict=True):
+        component.label = name
+    api.outputs[0].label = "scored_article"
+    api.inputs[3].value = app.default_model
+    _api_example(api.inputs[0], API_EXAMPLE[1])  # the snippet's article (the other arguments have defaults)
     specs = {s.name: s for s in app.specs}
     model.change(lambda name: (specs[name].note, specs[name].image_note), inputs=model, outputs=notes,
                  api_visibility="private")
@@ -405,12 +631,16 @@ def _wire(gr, demo, app: DemoApp, inputs, submit, outputs, notes) -> None:
     # class itself (this module's annotations are strings and `gr` is a local name).
     run_example.__annotations__["request"] = gr.Request
     demo.load(run_example, inputs=None, outputs=[*inputs[:4], *outputs], api_visibility="private")
+    demo.load(lambda: how_it_works_markdown(app), inputs=None, outputs=panel, api_visibility="private")
 
 
 def launch_kwargs(config: SpaceConfig) -> dict:
     """Arguments for ``demo.launch`` that every way of serving the app shares."""
     # Uploads far past the image limit are refused by Gradio before they reach the handler.
-    return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes, "css": CSS}
+    # show_error: an error raised before the handler runs (a file Gradio cannot fetch) reaches API
+    # callers as its message rather than "has not enabled verbose error reporting".
+    return {"allowed_paths": [str(sample_workdir())], "max_file_size": 4 * config.limits.max_image_bytes, "css": CSS,
+            "show_error": True, "mcp_server": config.mcp_server}
 
 
 # Ports that Chromium and Firefox refuse to open (ERR_UNSAFE_PORT): a server there is unreachable

@@ -3,6 +3,7 @@
     vilbias demo                         # http://127.0.0.1:7860, offline default model
     vilbias demo --port 8000 --host 0.0.0.0
     vilbias demo --models-config my_models.yaml
+    vilbias demo --no-mcp                # without the MCP server at /gradio_api/mcp/
 
 The same app runs on Hugging Face Spaces after ``vilbias publish space``.
 """

@@ -25,8 +25,9 @@ class DemoConfig:
     concurrency: int = field(default=8, metadata={"help": "Requests handled at once; more wait in the queue. A model runs one pass at a time: the sentence model's waiting requests share it (up to 8 articles a pass), other models take them in turn."})
     allow_private_addresses: bool = field(default=False, metadata={"help": "Test mode: let URLs reach loopback/private addresses."})
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: CPU cores)."})
+    mcp: bool = field(default=True, metadata={"help": "Serve Gradio's MCP server at /gradio_api/mcp/, so an agent can call score_article as a tool (on unless --no-mcp: it adds one endpoint and costs requests that do not use it nothing)."})
 
     def space_config(self) -> SpaceConfig:
         models = {} if self.models_config is None else {"models_config": Path(self.models_config)}
-        return spaces.SpaceConfig(**models, concurrency=self.concurrency, threads=self.threads,
+        return spaces.SpaceConfig(**models, concurrency=self.concurrency, threads=self.threads, mcp_server=self.mcp,
                                   limits=spaces.Limits(allow_private_addresses=self.allow_private_addresses))

@@ -39,15 +39,20 @@ from vilbias.spaces.explain import (
 )
 from vilbias.spaces.inputs import InputError, Item
 
-from vilbias.languages import language_name
+from vilbias.languages import (
+    ANY,
+    ITEM_CHARS,
+    MIN_LETTERS_TO_TELL,
+    describe_languages,
+    language_fit,
+    language_name,
+)
 from vilbias.models.catalogue import PREDICTORS, ModelSpec, load_predictor
 from vilbias.models.evidence import explain_output, sentence_offsets
 from vilbias.models.predictors import (
     ModelOutput,
     NeedsGPUError,
     NoLabelError,
-    UnreadLanguageError,
-    check_language,
     predict_batch,
     sample_answers,
 )
@@ -58,9 +63,19 @@ logger = logging.getLogger(__name__)
 MODELS_YAML = Path(__file__).with_name("models.yaml")
 OFFLINE_DEFAULT = "offline-default"
 """The ``path`` that names the sentence-level model shipped in the package (``training/default_model``)."""
-MAX_SENTENCES = 120
-"""Sentences a sentence model reads per article (a 30,000-character article has ~250; the
-first 120 keep the label within a second on 2 CPU cores)."""
+MAX_SENTENCES = 500
+"""Sentences a sentence model reads per article, headline included; past it, the answer says
+beside the label how much was read. Chosen from ``benchmarks/bench_article_length.py``: memory
+sets no limit (the peak stays within 13 MB above the warm process at 25-600 sentences: the
+runtime's buffers follow the batch, not the article), time does. 500 sentences take ~3 s alone
+on 2 cores (:data:`SECONDS_PER_SENTENCE`), and are the whole of a 30,000-character text (the text
+box's limit) whose sentences average 60 characters or more: real English news pages average
+90-215 (one 54), the embedded sample's articles 40-76."""
+SECONDS_PER_SENTENCE = 0.0063
+"""A request's time per sentence read (input checks, splitting, the model's pass, the evidence
+placed in the text, the explanation), measured by ``benchmarks/bench_article_length.py`` on 2
+cores of an Intel Xeon at load average 1.5 with the offline default (the model's pass alone:
+4.5 ms); 7.7 ms at load average 5.5."""
 
 try:  # ZeroGPU: `spaces.GPU` attaches a GPU for the duration of a call; a no-op elsewhere.
     import spaces as _hf_spaces
@@ -183,6 +198,12 @@ class Prediction:
     """Sentence models: the evidence-built explanation (kept when a generated wording is refused)."""
     rationale_note: str | None = None
     """Why a generated wording is not shown, or that none could be written."""
+    read_sentences: int | None = None
+    """Sentence models: sentences read (headline included)."""
+    unread_sentences: int = 0
+    """Sentence models: sentences past :data:`MAX_SENTENCES`, not read: the label covers the others only."""
+    notes: list[str] = field(default_factory=list)
+    """What was done to the input before the model read it (:attr:`Item.notes`), shown beside the label."""
 
 
 def item_sentences(item: Item) -> list[tuple[str, int, int]]:
@@ -213,12 +234,27 @@ class ModelView:
         return self.predictor.model
 
     def predict(self, item: Item) -> Prediction:
-        try:
-            check_language(self.predictor, item)  # a model abstains on a language it does not read
-        except UnreadLanguageError as e:
-            raise InputError(f"{self.spec.title} does not read {language_name(e.language)}: {e}. "
-                             f"Pick a model that reads {language_name(e.language)}.") from None
-        return self.show(item, self.predictor.predict(item))
+        self.check_language(item)
+        prediction = self.show(item, self.predictor.predict(item))
+        prediction.notes = list(item.notes) + prediction.notes
+        return prediction
+
+    def check_language(self, item: Item) -> None:
+        """:class:`InputError` unless the model reads the item's language, told by
+        :func:`vilbias.languages.language_fit` from the headline and the text's start (as ingest
+        detects it): a text in another language, or too short to tell, gets no label."""
+        languages = tuple(getattr(self.predictor, "languages", (ANY,)))
+        fit = language_fit(f"{item.headline}\n\n{item.article_text[:ITEM_CHARS]}", languages)
+        if fit.reads:
+            return
+        reads = describe_languages(languages)
+        if fit.too_short:
+            raise InputError(f"This text is too short to tell which language it is in ({fit.letters} letters), and "
+                             f"{self.spec.title} reads {reads} only: paste more of the article (from about "
+                             f"{MIN_LETTERS_TO_TELL} letters, some 20 words, the language can be told).")
+        name = language_name(fit.language)
+        raise InputError(f"{self.spec.title} does not read {name}: it reads {reads} only, and this text is in "
+                         f"{describe_languages([fit.language])}: it gives no label rather than a guess. Pick a model that reads {name}.")
 
     @property
     def written_by(self) -> str:
@@ -300,7 +336,8 @@ class SentenceView(ModelView):
         evidence, explanation = explain_output(item.display_text, out)
         return Prediction(out.label, out.probabilities, out.confidence, out.confidence_kind, self.spec.title, reads_image=False,
                           reasoning=explanation.text, rationale_by="built from the model's evidence (no generative model)",
-                          techniques=list(explanation.techniques), sentences=evidence, explanation=explanation)
+                          techniques=list(explanation.techniques), sentences=evidence, explanation=explanation,
+                          read_sentences=len(out.sentences), unread_sentences=out.unread_sentences)
 
 
 class FusionView(ModelView):
@@ -381,6 +418,10 @@ class Predictors:
         self._loaded: dict[str, Any] = {}
         self._loading: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    def loaded(self, name: str):
+        """The model ``name`` if it is loaded, else None (nothing is loaded)."""
+        return self._loaded.get(name)
 
     def get(self, name: str):
         spec = self.specs.get(name)

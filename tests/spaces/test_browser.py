@@ -85,5 +85,35 @@ def test_how_it_works_panel_shows_the_calibration(space, tmp_path):
         browser.wait_for(f"({BODY}).includes('expected calibration error')", 10)
         text = browser.eval(BODY)
         assert "5-fold cross-validation" in text and "it never saw" in text
+        # what it reads and how much, and (filled again when the page loads: the model is loaded by then) how it runs
+        browser.wait_for(f"({BODY}).includes('Runtime: ')", 10)
+        text = browser.eval(BODY)
+        assert "How much it reads. The offline default reads up to 500 sentences" in text and "The default model reads English (en)." in text
         browser.wait_for("[...document.querySelectorAll('img')].some(i => i.src.includes('reliability') && i.complete)", 10)
         (_shot_dir(tmp_path) / "vilbias-space-how-it-works.png").write_bytes(_full_page_png(browser))
+
+
+def test_a_label_of_part_of_the_text_says_so_right_under_it(space, tmp_path):
+    """Pasted into the page: a text past the model's sentence limit (lowered for the test). The
+    line right under the label, in bold, says how much was read and that the label covers only that."""
+    from tests.spaces.test_reading import plain_sentences, sentence_limit
+
+    demo, _, _ = space
+    article = " ".join(plain_sentences(40))
+    with sentence_limit(space, 30), Chromium() as browser:
+        browser.open(demo.local_url)
+        browser.wait_for("!!document.querySelector('#article-text textarea')", 30)
+        browser.eval(f"""(() => {{
+            const box = document.querySelector('#article-text textarea');
+            box.value = {article!r};
+            box.dispatchEvent(new Event('input', {{bubbles: true}}));
+        }})()""")
+        button = "[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Label it')"
+        browser.wait_for(f"!!({button})", 30)
+        browser.eval(f"{button}.click()")
+        browser.wait_for(f"({TEXT})('confidence').includes('confidence')", 60)
+        confidence = browser.eval(f"({TEXT})('confidence')")
+        bold = browser.eval("(document.querySelector('#confidence strong') || {innerText: ''}).innerText")
+        (_shot_dir(tmp_path) / "vilbias-space-part-read.png").write_bytes(_full_page_png(browser))
+    assert bold == "Read: the first 30 of 40 sentences (75%; the model reads at most 30), and the label covers only that part."
+    assert confidence.startswith(bold)
