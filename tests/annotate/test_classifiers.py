@@ -106,7 +106,7 @@ def test_bad_entries_fail_in_one_line_naming_the_entry(tmp_path):
         load_annotators(f)
     assert "\n" not in str(e.value)
     f.write_text("annotators:\n  - {name: odd, backend: sentencepiece, model: x}\n")
-    with pytest.raises(ValueError, match=r"annotator 'odd': backend 'sentencepiece' is not one of .*checkpoint"):
+    with pytest.raises(ValueError, match=r"annotator 'odd': unknown model kind 'sentencepiece': use .*checkpoint"):
         load_annotators(f)
     bad = AnnotatorSpec(name="wrong", kind="checkpoint", model=str(shipped_sentence_model()), params={"temperature": 0.7})
     with pytest.raises(ValueError, match=r"annotator 'wrong': a sentence checkpoint takes no params \['temperature'\]"):

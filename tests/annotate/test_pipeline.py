@@ -224,7 +224,7 @@ def test_annotators_file(tmp_path):
         "annotators:\n  - {name: q, backend: openai, model: m}\n": "base_url",
         "annotators:\n  - {name: q, backend: smollm2, temprature: 1}\n": "unknown fields",
         "annotators:\n  - {name: q, backend: smollm2}\n  - {name: q, backend: smollm2}\n": "unique",
-        "annotators:\n  - {name: q, backend: vllm, model: m}\n": "not one of",
+        "annotators:\n  - {name: q, backend: vllm, model: m}\n": "unknown model kind .vllm.: use",
         "annotators:\n  - {name: q, backend: smollm2, structured_output: grammar}\n": "structured_output",
         "annotators:\n  - {name: q, backend: smollm2, params: {response_format: {type: json_object}}}\n": "leave response_format out",
     }

@@ -8,7 +8,7 @@ import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from vilbias.models.catalogue import (
-    LOADERS,
+    KINDS,
     GenerativeModel,
     ModelSpec,
     check_spec,
@@ -29,7 +29,7 @@ from vilbias.models.chat_openai import OpenAIBackend
 def test_a_string_and_its_yaml_form_name_the_same_model(text, yaml_form):
     assert ModelSpec.parse(text) == ModelSpec.parse(yaml_form)
     assert str(ModelSpec.parse(yaml_form)) == text  # the string form round-trips
-    assert ModelSpec.parse(text).kind in LOADERS
+    assert ModelSpec.parse(text).kind in KINDS
 
 
 def test_malformed_specs_fail_in_one_sentence(tmp_path):

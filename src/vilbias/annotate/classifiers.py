@@ -140,7 +140,7 @@ class PredictorAnnotator:
 def is_deterministic(spec: AnnotatorSpec) -> bool:
     """Whether ``spec`` names a model whose answer to an item never changes (a predictor
     checkpoint): it is asked one sample, not K. Reads the checkpoint's config only."""
-    return spec.kind == "checkpoint" and _checkpoint_kind(spec) in PREDICTOR_KINDS
+    return spec.kind_info.checkpoint and _checkpoint_kind(spec) in PREDICTOR_KINDS
 
 
 def _checkpoint_kind(spec: AnnotatorSpec) -> str:
@@ -155,7 +155,7 @@ def load_annotator(spec: AnnotatorSpec, workdir: str | Path) -> ChatBackend | Pr
     checkpoints) or a :class:`PredictorAnnotator`. A failure is one line naming the entry."""
     where = f"annotator {spec.name!r}"
     model = spec.model_spec()
-    if spec.kind != "checkpoint":
+    if not spec.kind_info.checkpoint:
         return load_chat_backend(model)
     kind = _checkpoint_kind(spec)
     if kind in PREDICTOR_KINDS:

@@ -38,7 +38,6 @@ from vilbias.annotate import prompts as prompting
 from vilbias.annotate.classifiers import PredictorAnnotator, is_deterministic, load_annotator
 from vilbias.annotate.specs import (
     DEFAULT_ANNOTATORS,
-    LOCAL_BACKENDS,
     AnnotatorSpec,
     load_annotators,
 )
@@ -250,7 +249,7 @@ class _Recorder:
             return "fallback", self.fallback
         if spec.structured_output == "none":
             return "off", None
-        return ("local_grammar" if spec.backend in (*LOCAL_BACKENDS, "checkpoint") else "server"), None
+        return ("local_grammar" if spec.kind_info.local else "server"), None
 
     def sampling(self, spec: AnnotatorSpec, built: bool = False) -> tuple[str, str | None]:
         """How this run's samples were asked: ``n`` (K samples in one request),
@@ -260,7 +259,7 @@ class _Recorder:
             return "deterministic", None
         if self.sampling_fallback is not None:
             return "per_sample", self.sampling_fallback
-        return ("num_return_sequences" if spec.backend in (*LOCAL_BACKENDS, "checkpoint") else "n"), None
+        return ("num_return_sequences" if spec.kind_info.local else "n"), None
 
     def _commit(self) -> None:
         """Hand the current group to the writer thread (one group at a time)."""
@@ -441,7 +440,7 @@ class _Jobs:
         self.fp = spec.fingerprint()
         self.system = {"role": "system", "content": prompting.system_message()}
         # Local grammars also bound the rationale, so a complete answer fits max_tokens.
-        bound = prompting.LOCAL_RATIONALE_CHARS if spec.backend in (*LOCAL_BACKENDS, "checkpoint") else None
+        bound = prompting.LOCAL_RATIONALE_CHARS if spec.kind_info.local else None
         self.params: dict[str, list[dict[str, Any]]] = {}
         for p in prompts:
             self.params[p] = []

@@ -51,9 +51,6 @@ import yaml
 from vilbias.languages import normalize_languages
 from vilbias.models.catalogue import ModelSpec, check_spec, local_folder, shipped_sentence_model
 
-BACKENDS = ("openai", "transformers", "smollm2", "checkpoint")
-LOCAL_BACKENDS = ("transformers", "smollm2")
-"""Chat kinds that generate on this machine (a generative checkpoint does too, found when loaded)."""
 STRUCTURED_OUTPUT = ("json_schema", "none")
 
 
@@ -94,7 +91,7 @@ class AnnotatorSpec(ModelSpec):
         existed keep their fingerprints). How the K samples are requested (one request with ``n``,
         or one per sample on a server without it) is left out too: either way the samples are the
         annotator's, so a store written one way is complete for the other."""
-        model = checkpoint_identity(self.model, self.revision) if self.backend == "checkpoint" else self.model
+        model = checkpoint_identity(self.model, self.revision) if self.kind_info.checkpoint else self.model
         payload = {"backend": self.backend, "model": model, "vision": self.vision, "params": self.params, "gguf_file": self.gguf_file}
         if self.structured_output != "json_schema":
             payload["structured_output"] = self.structured_output
@@ -108,13 +105,11 @@ class AnnotatorSpec(ModelSpec):
         where = f"annotator {self.name!r}"
         if not self.name or not isinstance(self.name, str):
             raise ValueError("every annotator needs a name")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"{where}: backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
         try:
-            super().validate()
+            super().validate()  # an unknown kind: one line naming the registered ones
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
-        if check_model and self.backend in ("checkpoint", "transformers"):  # a model that is not there: one line, before any loading
+        if check_model and self.kind_info.checked_on_disk:  # a model that is not there: one line, before any loading
             try:
                 check_spec(self.model_spec(), self.backend)
             except (FileNotFoundError, PermissionError, ValueError) as e:
@@ -123,7 +118,10 @@ class AnnotatorSpec(ModelSpec):
             raise ValueError(f"{where}: structured_output {self.structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
         if "response_format" in self.params:
             raise ValueError(f"{where}: leave response_format out of params; structured_output sets it")
-        if self.backend in LOCAL_BACKENDS and self.structured_output == "json_schema" and importlib.util.find_spec("llguidance") is None:
+        # a chat kind generating here holds answers to the schema by a local grammar (a generative
+        # checkpoint is checked when it is loaded: only then is it known not to be a predictor)
+        local_chat = self.kind_info.local and not self.kind_info.checkpoint
+        if local_chat and self.structured_output == "json_schema" and importlib.util.find_spec("llguidance") is None:
             raise ValueError(f"{where}: constrained decoding needs llguidance: pip install llguidance (or set structured_output: none)")
 
 

@@ -50,7 +50,6 @@ from vilbias.audit.summary import summarize
 from vilbias.ledger import ask_missing
 from vilbias.models.catalogue import GenerativeModel, load_model
 from vilbias.models.chat import ChatRequest, ChatResult, chat_jobs, image_part
-from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.scoring import (
     CHOICE_STYLES,
     NORMALIZATIONS,
@@ -174,7 +173,7 @@ class ScoredChooser:
 
     kind = "scored"
 
-    def __init__(self, backend: TransformersBackend, *, temperature: float, seed: int, normalize: str):
+    def __init__(self, backend: Any, *, temperature: float, seed: int, normalize: str):
         self.backend = backend
         self.scorer = OptionScorer(backend)
         self.temperature = temperature
@@ -230,8 +229,8 @@ class ChatChooser:
 
 
 def make_chooser(backend: Any, *, temperature: float, seed: int, style: str, normalize: str, max_tokens: int) -> ScoredChooser | ChatChooser:
-    """Local transformers models are scored; everything else is asked through chat."""
-    if isinstance(backend, TransformersBackend):
+    """A backend that scores options (local transformers models) is scored; everything else is asked through chat."""
+    if getattr(backend, "scores_options", False):
         return ScoredChooser(backend, temperature=temperature, seed=seed, normalize=normalize)
     return ChatChooser(backend, temperature=temperature, seed=seed, style=style, max_tokens=max_tokens)
 

@@ -100,7 +100,7 @@ class EvaluateConfig:
             raise ValueError("--judge-retries must be >= 0, --bootstrap and --limit >= 1")
         if self.max_new_tokens < 1 or self.closed_max_new_tokens < 1:
             raise ValueError("--max-new-tokens and --closed-max-new-tokens must be >= 1")
-        if self.closed_answers == "constrained" and ModelSpec.parse(self.model).kind == "openai":
+        if self.closed_answers == "constrained" and not ModelSpec.parse(self.model).kind_info.scores_label_likelihood:
             raise ValueError("--closed-answers constrained scores the labels with a local model; a server's closed "
                              "answers are generated and strictly parsed (--closed-answers generated or auto)")
 

@@ -72,7 +72,7 @@ def model_training_data(spec: str, revision: str | None = None) -> tuple[Trainin
     Raises:
         ValueError: the record exists but is corrupted (its ids do not match its digest).
     """
-    if ModelSpec.parse(spec).kind != "checkpoint":
+    if not ModelSpec.parse(spec).kind_info.checkpoint:
         return None, f"{spec} is not a vilbias checkpoint, so it has no training-data record"
     local = Path(spec).is_dir()
     if not local and constants.HF_HUB_OFFLINE:
@@ -142,7 +142,7 @@ def circularity(spec: str, revision: str | None, view: str, dataset: str, datase
         return None
     parsed = ModelSpec.parse(spec)
     try:
-        identity = checkpoint_identity(parsed.model, revision) if parsed.kind == "checkpoint" else str(parsed)
+        identity = checkpoint_identity(parsed.model, revision) if parsed.kind_info.checkpoint else str(parsed)
     except (FileNotFoundError, OSError):
         return None
     models = _corpus_annotator_models(dataset, dataset_revision)

@@ -67,7 +67,6 @@ from vilbias.models.catalogue import (
     our_model_types,
 )
 from vilbias.models.chat import ChatRequest, chat_jobs
-from vilbias.models.chat_local import TransformersBackend
 from vilbias.models.image_encoders import EFFICIENTNET_LITE0
 from vilbias.models.scoring import OptionScorer, choose
 from vilbias.outputs import claim_output
@@ -101,7 +100,7 @@ def _fold_models(cfg: EvaluateConfig) -> list[tuple[str, str, str]]:
     """``(config, split, model folder)`` per fold for --cv; refuses anything but a folder of fold models."""
     folder = Path(cfg.model)
     missing = [f for f in FOLDS if not (folder / f).is_dir()]
-    if ModelSpec.parse(cfg.model).kind == "checkpoint" and folder.is_dir() and not missing:
+    if ModelSpec.parse(cfg.model).kind_info.checkpoint and folder.is_dir() and not missing:
         return [(fold, "test", str(folder / fold)) for fold in FOLDS]
     found = f"lacks {', '.join(missing)}" if folder.is_dir() else "is not a local folder of per-fold models"
     raise ValueError(
@@ -219,7 +218,7 @@ def _choose_labels(model: GenerativeModel, items: Iterable[Item], shots: list[It
 
 def constrained(model: Model, cfg: EvaluateConfig) -> bool:
     """Whether ``model`` answers the closed question by label log-likelihood (a local model) rather than by generation."""
-    local = isinstance(model, GenerativeModel) and isinstance(model.backend, TransformersBackend)
+    local = isinstance(model, GenerativeModel) and getattr(model.backend, "scores_options", False)
     return cfg.closed_answers == "constrained" or (cfg.closed_answers == "auto" and local)
 
 

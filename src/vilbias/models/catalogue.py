@@ -33,8 +33,13 @@ evidence, a VLM's vote share) load a checkpoint as a predictor, ``predict(item) 
 (:mod:`vilbias.models.predictors`), with :func:`load_predictor`; evaluation's classifiers are built
 on the same predictors.
 
-Adding a kind is one loader function and one line in :data:`LOADERS` (a predictor kind: its class in
-:mod:`vilbias.models.predictors` and one line in :data:`PREDICTORS`).
+Each kind is declared once, beside its backend, as a :class:`~vilbias.models.kinds.ModelKind`
+registered with :func:`~vilbias.models.kinds.register_kind` (``openai`` in :mod:`~vilbias.models.chat_openai`,
+``transformers`` and ``smollm2`` in :mod:`~vilbias.models.chat_local`, ``checkpoint`` here): it parses
+its string form, loads, and carries the capabilities the stages ask about (``spec.kind_info.local``,
+``.checkpoint``, ``.scores_label_likelihood``). Adding a kind is one new module with its class and
+its tests (a predictor kind: its class in :mod:`vilbias.models.predictors` and one line in
+:data:`PREDICTORS`).
 """
 
 from __future__ import annotations
@@ -51,8 +56,18 @@ from typing import Any
 from vilbias import models
 from vilbias.languages import ANY, normalize_languages
 from vilbias.models.chat import ChatBackend
-from vilbias.models.chat_local import TransformersBackend, smollm2_backend
-from vilbias.models.chat_openai import OpenAIBackend
+from vilbias.models.chat_local import SmolLM2Kind, TransformersBackend, TransformersKind
+from vilbias.models.chat_openai import OpenAIKind
+from vilbias.models.kinds import (
+    KINDS,
+    ClassifierModel,
+    GenerativeModel,
+    LoadOptions,
+    Model,
+    ModelKind,
+    kind_info,
+    register_kind,
+)
 from vilbias.models.predictors import (
     FusionPredictor,
     NeedsGPUError,
@@ -71,7 +86,6 @@ from vilbias.task import LABEL_NAMES, Item, classifier_text
 
 logger = logging.getLogger(__name__)
 
-SMOLLM2 = "smollm2"
 HUB_TIMEOUT_S = 3.0
 """Seconds to wait for the Hub before a Hub id is reported unreachable (``HF_HUB_ETAG_TIMEOUT``
 overrides it), instead of huggingface_hub's minute of retries."""
@@ -155,7 +169,8 @@ class ModelSpec:
     """A model, as the catalogue names it (see the module docstring for the string form)."""
 
     kind: str = "checkpoint"
-    """``openai``, ``smollm2``, ``transformers`` or ``checkpoint`` (a key of :data:`LOADERS`)."""
+    """``openai``, ``smollm2``, ``transformers``, ``checkpoint`` or another registered kind
+    (:data:`vilbias.models.kinds.KINDS`)."""
     model: str = ""
     """Model id at the server, Hub id or local path (empty for ``smollm2``)."""
     base_url: str | None = None
@@ -199,30 +214,20 @@ class ModelSpec:
             if unknown:
                 raise ValueError(f"model spec {spec!r}: unknown field(s) {', '.join(sorted(unknown))}")
             parsed = cls(**data)
-        elif spec.startswith("openai:"):
-            model, sep, base_url = spec[len("openai:"):].rpartition("@")
-            parsed = cls("openai", model, base_url if sep else None)
-            if not sep or not model or not base_url.startswith(("http://", "https://")):
-                raise ValueError(f"{spec!r}: write an OpenAI-compatible endpoint as openai:<model>@<base_url>, "
-                                 "e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
-        elif spec == SMOLLM2:
-            parsed = cls(SMOLLM2)
-        elif spec.startswith("transformers:"):
-            parsed = cls("transformers", spec[len("transformers:"):])
         else:
-            parsed = cls("checkpoint", spec)
+            # the registered kinds' string forms (a prefix, or a name); anything else is a checkpoint
+            fields_ = next((f for info in KINDS.values() if (f := info.parse(spec)) is not None), None)
+            parsed = cls(**(fields_ or {"kind": DEFAULT_KIND, "model": spec}))
         parsed.validate()
         return parsed
 
+    @property
+    def kind_info(self) -> type[ModelKind]:
+        """The spec's kind and its capabilities (:mod:`vilbias.models.kinds`)."""
+        return kind_info(self.kind)
+
     def validate(self) -> None:
-        if self.kind not in LOADERS:
-            raise ValueError(f"unknown model kind {self.kind!r}: use {', '.join(LOADERS)}")
-        if self.kind == "openai" and not self.base_url:
-            raise ValueError(f"model {self.model!r}: the openai kind needs base_url (e.g. http://localhost:8000/v1)")
-        if self.kind in ("transformers", "checkpoint", "openai") and not self.model:
-            raise ValueError(f"the {self.kind} kind needs a model")
-        if self.kind == SMOLLM2 and self.vision:
-            raise ValueError("SmolLM2 is text-only; set vision: false")
+        self.kind_info.validate(self)
         if not isinstance(self.params, dict):
             raise ValueError(f"model {self.model or self.kind!r}: params must be a mapping")
         try:
@@ -232,110 +237,23 @@ class ModelSpec:
 
     def __str__(self) -> str:
         """The string form (options the string cannot carry are left out)."""
-        if self.kind == "openai":
-            return f"openai:{self.model}@{self.base_url}"
-        if self.kind == SMOLLM2:
-            return SMOLLM2
-        return f"transformers:{self.model}" if self.kind == "transformers" else self.model
+        return self.kind_info.to_string(self)
 
     @property
     def display_name(self) -> str:
         return self.model or self.kind
 
 
-# -- what a loaded model is ---------------------------------------------------------------------
-
-
-@dataclass
-class GenerativeModel:
-    """A model that answers in text (``Label: … / Reasoning: …``) through a chat backend."""
-
-    backend: Any
-    """Anything with ``chat(requests, on_result=None)`` (:class:`vilbias.models.chat.ChatBackend`)."""
-    name: str
-    vision: bool = True
-    """Whether image parts reach the model (text-only backends drop them)."""
-    kind: str = "generative"
-    params: dict[str, Any] = field(default_factory=dict)
-    """Sampling parameters sent with every request."""
-
-
-@dataclass
-class ClassifierModel:
-    """A classifier: ``predict(items) -> class ids``, no rationale."""
-
-    predict: Any
-    """Callable ``list[Item] -> list[int]``."""
-    name: str
-    uses_text: bool = True
-    uses_image: bool = False
-    kind: str = "classifier"
-    sentence_probabilities: Any = None
-    """Sentence models: callable ``list[str] -> list[float]``, the calibrated P(biased) of each text
-    read as one sentence (what the sentence-level protocol scores: ECE, articles); None otherwise."""
-    article_rule: Any = None
-    """Sentence models: how an article's label follows from its sentences' probabilities
-    (:class:`vilbias.models.sentence_bias.ArticleRule`); None otherwise."""
-
-
-Model = GenerativeModel | ClassifierModel
-
-
-@dataclass
-class LoadOptions:
-    """How a stage wants a model loaded (what the spec itself does not say)."""
-
-    batch_size: int = 8
-    max_new_tokens: int = 256
-    load_in_4bit: bool = False
-    """Load a VLM base as 4-bit NF4 (as QLoRA trained it)."""
-    merge: bool = False
-    """Merge a LoRA adapter into its base before generating."""
-    concurrency: int | None = None
-    """Requests in flight to a server (default: the spec's)."""
-    generative_only: bool = False
-    """Refuse classifiers (a judge must write text)."""
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {"temperature": 0.0, "max_tokens": self.max_new_tokens}
-
-
 # -- the loaders, one per kind ------------------------------------------------------------------
 
 
 def load_chat_backend(spec: str | Mapping[str, Any] | ModelSpec) -> ChatBackend:
-    """The chat backend a chat-kind spec names (``openai``, ``smollm2`` or ``transformers``)."""
+    """The chat backend a chat-kind spec names (``openai``, ``smollm2``, ``transformers``, or a
+    registered kind's); a model not there fails in one line first."""
     spec = ModelSpec.parse(spec)
-    if spec.kind == "openai":
-        return OpenAIBackend(
-            spec.model, spec.base_url, api_key=os.environ.get(spec.api_key_env or "OPENAI_API_KEY") or None,
-            params=dict(spec.params), concurrency=spec.concurrency, timeout_s=spec.timeout_s, max_retries=spec.max_retries,
-        )
-    if spec.kind == "transformers":
-        check_spec(spec)  # a model not on the Hub: one line at once
-        return TransformersBackend.from_pretrained(spec.model, vision=spec.vision, gguf_file=spec.gguf_file,
-                                                   params=dict(spec.params), batch_size=spec.batch_size)
-    if spec.kind == SMOLLM2:
-        return smollm2_backend(dict(spec.params), batch_size=spec.batch_size)
-    raise ValueError(f"{spec}: a {spec.kind} model is not a chat backend")
-
-
-def _openai(spec: ModelSpec, options: LoadOptions) -> Model:
-    if options.concurrency is not None:
-        spec = ModelSpec(**{**asdict(spec), "concurrency": options.concurrency})
-    return GenerativeModel(load_chat_backend(spec), name=spec.model, vision=True, kind="openai", params=options.params)
-
-
-def _smollm2(spec: ModelSpec, options: LoadOptions) -> Model:
-    spec = ModelSpec(**{**asdict(spec), "batch_size": options.batch_size})
-    return GenerativeModel(load_chat_backend(spec), name=SMOLLM2, vision=False, kind="transformers-text", params=options.params)
-
-
-def _transformers(spec: ModelSpec, options: LoadOptions) -> Model:
-    backend = load_chat_backend(spec)
-    return GenerativeModel(backend, name=spec.model, vision=spec.vision,
-                           kind="transformers-vlm" if spec.vision else "transformers-text", params=options.params)
+    if spec.kind_info.checked_on_disk:
+        check_spec(spec)
+    return spec.kind_info.chat_backend(spec)
 
 
 def _config_file(name_or_path: str, filename: str, revision: str | None) -> dict | None:
@@ -352,6 +270,30 @@ def _checkpoint_config(spec: ModelSpec) -> dict | None:
     if config is None:
         raise FileNotFoundError(f"{spec.model} has no config.json or adapter_config.json: not a model checkpoint")
     return config
+
+
+DEFAULT_KIND = "checkpoint"
+"""The kind of a spec string no registered kind claims: a checkpoint folder or Hub id."""
+
+
+@register_kind
+class CheckpointKind(ModelKind):
+    """``PATH`` or ``ORG/NAME`` — a trained checkpoint, what it is read from its files: a predictor
+    (this project's sentence and fusion models, a text classifier), a text LM or a VLM (a PEFT
+    adapter on its base). It runs here; its languages and training-data record are its files'."""
+
+    name = DEFAULT_KIND
+    local = True
+    checkpoint = True
+    checked_on_disk = True
+
+    @classmethod
+    def parse(cls, text: str) -> dict[str, Any] | None:
+        return None  # the default: what no other kind claims (ModelSpec.parse)
+
+    @classmethod
+    def load(cls, spec: ModelSpec, options: LoadOptions) -> Model:
+        return _checkpoint(spec, options)
 
 
 def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
@@ -449,15 +391,6 @@ def _text_classifier(spec: ModelSpec, batch_size: int) -> ClassifierModel:
     return ClassifierModel(predict, name=spec.model, uses_text=True, uses_image=False)
 
 
-LOADERS: dict[str, Callable[[ModelSpec, LoadOptions], Model]] = {
-    "openai": _openai,
-    SMOLLM2: _smollm2,
-    "transformers": _transformers,
-    "checkpoint": _checkpoint,
-}
-"""kind -> loader. A new kind is a loader here and its line in this dict."""
-
-
 # -- predictors: a loaded model behind ``predict(item) -> ModelOutput`` (vilbias.models.predictors) --
 
 
@@ -537,7 +470,7 @@ def declared_languages(spec: str | Mapping[str, Any] | ModelSpec) -> tuple[str, 
     parsed = ModelSpec.parse(spec)
     if parsed.languages:
         return normalize_languages(parsed.languages)
-    if parsed.kind != "checkpoint":
+    if not parsed.kind_info.checkpoint:
         return (ANY,)
     config = _checkpoint_config(parsed)
     if config is not None and config.get("languages"):
@@ -564,7 +497,7 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
             ``load_in_4bit``, ``generate``.
     """
     parsed = ModelSpec.parse(spec)
-    if parsed.kind != "checkpoint":
+    if not parsed.kind_info.checkpoint:
         raise ValueError(f"{parsed}: a {parsed.kind} model is a chat backend (load_model), not a predictor checkpoint")
     kind = kind or predictor_kind(parsed)
     if kind not in PREDICTORS:
@@ -587,7 +520,7 @@ def check_spec(spec: str | Mapping[str, Any] | ModelSpec, what: str = "model") -
         ValueError: a malformed spec.
     """
     parsed = ModelSpec.parse(spec)
-    if parsed.kind not in ("checkpoint", "transformers"):
+    if not parsed.kind_info.checked_on_disk:
         return parsed
     if looks_local(parsed.model) and not Path(parsed.model).expanduser().is_dir():
         raise FileNotFoundError(f"{what} {parsed.model} does not exist (taken for a local folder): give a checkpoint "
@@ -611,11 +544,12 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
     parsed = ModelSpec.parse(spec)
     if revision is not None:
         parsed = ModelSpec(**{**asdict(parsed), "revision": revision})
-    return LOADERS[parsed.kind](parsed, LoadOptions(**options))
+    return parsed.kind_info.load(parsed, LoadOptions(**options))
 
 
 __all__ = [
-    "KIND_LANGUAGES", "ClassifierModel", "GenerativeModel", "LOADERS", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec", "checkpoint_kind", "declared_languages",
+    "KIND_LANGUAGES", "ClassifierModel", "GenerativeModel", "KINDS", "CheckpointKind", "OpenAIKind", "SmolLM2Kind",
+    "TransformersKind", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec", "checkpoint_kind", "declared_languages",
     "hub_file", "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
     "local_folder", "looks_local", "our_model_types", "predictor_kind", "shipped_sentence_model",
 ]

@@ -128,7 +128,9 @@ loop): async backends await it before taking the next request."""
 
 
 class ChatBackend(Protocol):
-    """Anything that answers chat requests."""
+    """Anything that answers chat requests. A backend that can also score given options by their
+    log-likelihood says so with ``scores_options = True`` (local transformers models); callers read
+    that attribute (``getattr(backend, "scores_options", False)``), never the backend's class."""
 
     def chat(self, requests: Iterable[ChatRequest], on_result: OnResult | None = None) -> list[ChatResult]:
         """Answer ``requests``. Without ``on_result``, return the results in request order.

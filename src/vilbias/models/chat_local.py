@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.models.chat import ChatRequest, ChatResult, OnResult, collect
+from vilbias.models.kinds import GenerativeModel, LoadOptions, ModelKind, register_kind
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,10 @@ class TransformersBackend:
     Use :meth:`from_pretrained` to load one; the constructor takes an already loaded model and
     its tokenizer or processor (tests pass tiny random models this way).
     """
+
+    scores_options = True
+    """It can score given options by their log-likelihood (:meth:`score_options`): a closed
+    question answered by the label, an audit question by its option, never unparseable."""
 
     def __init__(self, model: Any, processor: Any, *, vision: bool = False, params: dict[str, Any] | None = None, batch_size: int = 4):
         self.model = model
@@ -276,3 +281,55 @@ def smollm2_dir() -> Path:
 def smollm2_backend(params: dict[str, Any] | None = None, batch_size: int = 4) -> TransformersBackend:
     """SmolLM2-135M-Instruct from the embedded GGUF (dequantised to fp32 on load, ~25 s on 2 cores)."""
     return TransformersBackend.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF, params=params, batch_size=batch_size, dtype="float32")
+
+
+@register_kind
+class TransformersKind(ModelKind):
+    """``transformers:MODEL`` — a chat LM or VLM (Hub id or folder) generating in this process."""
+
+    name = "transformers"
+    prefix = "transformers:"
+    local = True
+    checked_on_disk = True
+
+    @classmethod
+    def chat_backend(cls, spec) -> TransformersBackend:
+        return TransformersBackend.from_pretrained(spec.model, vision=spec.vision, gguf_file=spec.gguf_file,
+                                                   params=dict(spec.params), batch_size=spec.batch_size)
+
+    @classmethod
+    def load(cls, spec, options: LoadOptions) -> GenerativeModel:
+        return GenerativeModel(cls.chat_backend(spec), name=spec.model, vision=spec.vision,
+                               kind="transformers-vlm" if spec.vision else "transformers-text", params=options.params)
+
+
+@register_kind
+class SmolLM2Kind(ModelKind):
+    """``smollm2`` — the embedded SmolLM2-135M-Instruct (text only, no download)."""
+
+    name = "smollm2"
+    needs_model = False
+    local = True
+    text_only = True
+
+    @classmethod
+    def parse(cls, text: str) -> dict[str, Any] | None:
+        return {"kind": cls.name} if text == cls.name else None
+
+    @classmethod
+    def to_string(cls, spec) -> str:
+        return cls.name
+
+    @classmethod
+    def validate(cls, spec) -> None:
+        if spec.vision:
+            raise ValueError("SmolLM2 is text-only; set vision: false")
+
+    @classmethod
+    def chat_backend(cls, spec) -> TransformersBackend:
+        return smollm2_backend(dict(spec.params), batch_size=spec.batch_size)
+
+    @classmethod
+    def load(cls, spec, options: LoadOptions) -> GenerativeModel:
+        backend = smollm2_backend(dict(spec.params), batch_size=options.batch_size)
+        return GenerativeModel(backend, name=cls.name, vision=False, kind="transformers-text", params=options.params)

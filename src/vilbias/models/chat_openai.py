@@ -8,6 +8,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -15,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from vilbias.models.chat import STRUCTURED_FIELDS, ChatRequest, ChatResult, OnResult, collect
+from vilbias.models.kinds import GenerativeModel, LoadOptions, ModelKind, register_kind
 
 logger = logging.getLogger(__name__)
 
@@ -295,3 +297,47 @@ def _each(result: ChatResult, **fields: Any) -> ChatResult:
     if not result.samples:
         return replace(result, **fields)
     return ChatResult.of_samples([replace(r, **fields) for r in result.samples])
+
+
+@register_kind
+class OpenAIKind(ModelKind):
+    """``openai:MODEL@URL`` — an OpenAI-compatible chat server (vLLM, TGI, Ollama, OpenAI): asked
+    over HTTP, K samples in one request (``n``), structured answers by the server's JSON Schema
+    support; it cannot score the labels' log-likelihoods."""
+
+    name = "openai"
+    prefix = "openai:"
+    scores_label_likelihood = False
+
+    @classmethod
+    def parse(cls, text: str) -> dict[str, Any] | None:
+        if not text.startswith(cls.prefix):
+            return None
+        model, sep, base_url = text[len(cls.prefix):].rpartition("@")
+        if not sep or not model or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"{text!r}: write an OpenAI-compatible endpoint as openai:<model>@<base_url>, "
+                             "e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
+        return {"kind": cls.name, "model": model, "base_url": base_url}
+
+    @classmethod
+    def to_string(cls, spec) -> str:
+        return f"{cls.prefix}{spec.model}@{spec.base_url}"
+
+    @classmethod
+    def validate(cls, spec) -> None:
+        if not spec.base_url:
+            raise ValueError(f"model {spec.model!r}: the openai kind needs base_url (e.g. http://localhost:8000/v1)")
+        super().validate(spec)
+
+    @classmethod
+    def chat_backend(cls, spec) -> OpenAIBackend:
+        # the key is read from the environment when the backend is made, never stored in the spec
+        return OpenAIBackend(spec.model, spec.base_url, api_key=os.environ.get(spec.api_key_env or "OPENAI_API_KEY") or None,
+                             params=dict(spec.params), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
+                             max_retries=spec.max_retries)
+
+    @classmethod
+    def load(cls, spec, options: LoadOptions) -> GenerativeModel:
+        if options.concurrency is not None:
+            spec = replace(spec, concurrency=options.concurrency)
+        return GenerativeModel(cls.chat_backend(spec), name=spec.model, vision=True, kind=cls.name, params=options.params)
