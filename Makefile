@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: setup browser test lint sample clean
+.PHONY: setup browser test test-fast lint sample clean
 
 # torch is pinned to 2.13.0 so pip takes the local CPU wheel instead of resolving a multi-GB CUDA
 # build; the torch vision companion package is never installed (only CUDA builds exist; it breaks transformers).
@@ -21,9 +21,19 @@ setup: $(VENV)/.installed
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
+# The suite runs in parallel (pytest-xdist, one process a core: `make test WORKERS=0` runs it in one);
+# --dist loadgroup keeps each file's tests, and the tests sharing a costly fixture, in one process
+# (tests/conftest.py). CI prints the slowest tests.
+WORKERS ?= auto
+PYTEST := HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(WORKERS) --dist loadgroup
+
 test: setup browser
 	$(VENV)/bin/ruff check .
-	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q
+	$(PYTEST) --durations=25
+
+# The edit loop: everything not marked slow (CONTRIBUTING.md), in about a minute on 2 cores.
+test-fast: setup
+	$(PYTEST) -m "not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check .

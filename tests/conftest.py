@@ -80,6 +80,27 @@ def smollm2_once(_smollm2_loaded, monkeypatch):
     assert shared, "the test never asked for SmolLM2"
 
 
+SHARED_FIXTURES = {"_smollm2_loaded": "smollm2"}
+"""Session fixtures too costly to build in every test process (SmolLM2: ~25 s to load on 2 cores):
+under pytest-xdist every test that uses one runs in the process holding it (its ``xdist_group``)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``) each test gets an
+    ``xdist_group`` before xdist reads them: the one it names, else the group of a costly shared
+    fixture it uses (:data:`SHARED_FIXTURES`), else its file. So the tests of one file run in one
+    process in their order, sharing its module fixtures as in a serial run, and the files are spread
+    over the processes."""
+    if config.getoption("dist", default="no") == "no":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        shared = next((group for fixture, group in SHARED_FIXTURES.items() if fixture in getattr(item, "fixturenames", ())), None)
+        item.add_marker(pytest.mark.xdist_group(shared or item.nodeid.split("::")[0]))
+
+
 _modules_when_frozen = 0
 
 
