@@ -229,6 +229,40 @@ def test_pages_about_the_site_wikis_and_section_fronts_are_not_articles():
     assert extract_article(post, "http://blog.test/2016/12/release.html").page_kind == "article"
 
 
+def test_a_page_is_judged_on_itself_never_on_a_site_wide_og_type():
+    """og:type "website" is what many news sites declare on every page (heise.de, Yahoo News): a story
+    that declares it is kept, and a page that is no story is refused for what it is, not for it."""
+    story = site.og_page("Budget row deepens", site.paragraphs(30), "/i.jpg", og_type="website")
+    assert extract_article(story, "http://news.test/2026/11/budget.html").page_kind == "article"
+    # ... even with no date, no <article> and no structured data: its text reads as a story
+    bare = f"<html><head><meta property='og:type' content='website'><title>Budget</title></head><body><div>{_paras(31)}</div></body></html>"
+    assert extract_article(bare, "http://news.test/2026/11/budget-2.html").page_kind == "article"
+    # a product page declaring the same og:type: its text is no prose (features, buttons), and nothing marks a story
+    features = "".join(f"<li>Feature {i}: fast builds, a dark theme and tools</li>" for i in range(12))
+    product = (f"<html><head><meta property='og:type' content='website'><title>Get the Developer Edition</title></head><body>"
+               f"<h1>Developer Edition</h1><p>Built for developers.</p><ul>{features}</ul><a href='/download'>Download now</a>"
+               f"<p>Available for Windows, macOS and Linux.</p></body></html>")
+    assert (extract_article(product, "http://browser.test/en/developer/").kind_detail) == "no_article_markup"
+    # what a page declares about itself still counts: a profile or product og:type, a JSON-LD page type
+    profile = site.og_page("Ann Smith", site.paragraphs(32), "/i.jpg", og_type="profile")
+    assert extract_article(profile, "http://news.test/authors/ann").kind_detail == "og:type profile"
+    ld_page = site.og_page("Our reporters", site.paragraphs(33), "/i.jpg", og_type="website",
+                           extra_head='<script type="application/ld+json">{"@type": "ProfilePage", "name": "Ann"}</script>')
+    assert extract_article(ld_page, "http://news.test/authors/ann-smith").kind_detail == "json-ld profilepage"
+    # a reference entry under /wiki/, whatever engine serves it
+    entry = site.og_page("Central bank", site.paragraphs(34), "/i.jpg", og_type="website")
+    assert extract_article(entry, "http://bank.test/wiki/central-bank/").kind_detail == "wiki_page"
+
+
+def test_the_home_page_is_the_pages_own_address():
+    """A canonical URL some sites point at their home page from every page does not make a post the
+    home page, nor does a post named by a query (WordPress's /?p=959)."""
+    post = site.og_page("Our herb garden", site.paragraphs(35), "/i.jpg", canonical="https://resort.test/")
+    assert extract_article(post, "https://resort.test/blog/herb-garden.html").page_kind == "article"
+    assert extract_article(site.og_page("Release", site.paragraphs(36), "/i.jpg"), "http://blog.test/?p=959").page_kind == "article"
+    assert extract_article(site.og_page("Front", site.paragraphs(37), "/i.jpg"), "https://resort.test/").kind_detail == "home_page"
+
+
 def test_the_language_is_the_texts_and_sentences_follow_it():
     text = "Am 8. März 2014 trinken die beiden Cider. Der 3. Platz ging an ihn."
     assert split_sentences(text, language="de") == ["Am 8. März 2014 trinken die beiden Cider.", "Der 3. Platz ging an ihn."]

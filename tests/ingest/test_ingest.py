@@ -51,8 +51,11 @@ def news(web):
     web.add("news-a.test", "/short", Page(site.og_page("Brief", site.paragraphs(8, n_sentences=6), u("img.test", "/8.jpg"))))
     # 9 video page
     web.add("news-a.test", "/video/9", Page(site.og_page("Watch: harbour", site.paragraphs(9), u("img.test", "/9.jpg"), og_type="video.other")))
-    # 10 not an article (og:type website)
-    web.add("news-a.test", "/section/politics", Page(site.og_page("Politics", site.paragraphs(10), u("img.test", "/10.jpg"), og_type="website")))
+    # 10 not an article: a section front (six teasers, each its own <article>), og:type website as on every page of the site
+    teasers = "".join(f"<article><h2><a href='/2026/11/t{i}.html'>Teaser {i}</a></h2><p>{site.paragraphs(10 + i)[0]}</p></article>"
+                      for i in range(6))
+    web.add("news-a.test", "/section/politics", Page(f"<html><head><meta property='og:type' content='website'><title>Politics | Daily "
+                                                    f"Example</title></head><body><h1>Politics</h1>{teasers}</body></html>"))
     # 11 first image a 1x1 pixel (neither its name nor its markup says so), then SVG charts (by name, by type), then
     # a real photo (og:image)
     web.add("img.test", "/chart", Page("<svg xmlns='http://www.w3.org/2000/svg'/>", content_type="image/svg+xml"))

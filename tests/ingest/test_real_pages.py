@@ -396,3 +396,25 @@ def test_the_run_in_numbers(default_run, short_run):
     kept_languages = [LANGUAGES[n] for n in KEPT]
     assert summary.languages == {code: kept_languages.count(code) for code in set(kept_languages)}
     assert "languages        de 7, en 7, fr 1" in summary.format()  # most first, ties by code
+
+
+def test_a_site_wide_og_type_changes_no_decision(news_dir):
+    """Many news sites declare og:type "website" on every page (heise.de, Yahoo News): declared on
+    each real page instead of its own og:type, it changes no page's kind, article or not (the pages
+    are judged on their text, structure and JSON-LD)."""
+    import re
+
+    from vilbias.ingest import extract_article
+    from vilbias.ingest.text import decode_html
+
+    urls = {**{n: p.url for n, p in NEWS.items()}, **{n: u for n, (u, _) in NOT_NEWS.items()}}
+    og_type = re.compile(r"""<meta[^>]+property=["']og:type["'][^>]*>""", re.IGNORECASE)
+    for name, url in urls.items():
+        html = decode_html((news_dir / f"{name}.html").read_bytes())
+        website = re.sub(r"<head[^>]*>", lambda m: m.group(0) + "<meta property='og:type' content='website'>", og_type.sub("", html),
+                         count=1, flags=re.IGNORECASE)
+        assert "content='website'" in website, name
+        own, declared = extract_article(html, url), extract_article(website, url)
+        assert (declared.page_kind, declared.kind_detail) == (own.page_kind, own.kind_detail), name
+        expected = ("non_article", NOT_NEWS[name][1]) if name in NOT_NEWS else ("article", "")
+        assert (own.page_kind, own.kind_detail) == expected, name

@@ -86,8 +86,19 @@ SITE_PAGES = {
     "tos", "legal", "faq", "help", "jobs", "careers", "team", "mission", "subscribe", "newsletter",
     "mentions-legales", "a-propos", "ueber-uns",
 }
-# `<meta name="generator">` of wiki engines: their pages are reference entries, not news stories.
+# `<meta name="generator">` of wiki engines, and the folder of a URL path, that make a page a
+# reference entry, not a news story (`/wiki/<entry>`).
 WIKI_GENERATORS = re.compile(r"mediawiki|dokuwiki|confluence|tiddlywiki|moinmoin|xwiki|wiki\.js", re.IGNORECASE)
+WIKI_SEGMENTS = {"wiki", "wikis"}
+# og:type values sites put on every page they have (the Open Graph default, "website", above all):
+# they say nothing about the page at hand, whose own text and structure decide. Any other og:type
+# (profile, product, book, music.song ...) is the page's statement about itself.
+SITE_WIDE_OG_TYPES = {"website", "blog"}
+# JSON-LD types with which a page says it is something other than a story (without an article type).
+NON_ARTICLE_LD_TYPES = {
+    "aboutpage", "checkoutpage", "collectionpage", "contactpage", "faqpage", "profilepage", "qapage", "searchresultspage",
+    "product", "jobposting",
+}
 _DATE_METAS = ("article:published_time", "datePublished", "pubdate", "publishdate", "date", "dc.date", "DC.date.issued")
 # " | ", " - ", " » " ...: what joins a title to the site's name in <title> and og:title.
 _LINE_BREAK = "\u2028"
@@ -675,26 +686,36 @@ def _prose_paragraphs(text: str) -> int:
 
 
 def _non_article_reason(page: _Page, result: Extracted) -> str:
-    """Why the page is not a news article, or "" when it may be one."""
+    """Why the page is not a news article, or "" when it may be one.
+
+    Only what the page says about itself counts: its URL, its text, its structure and its own
+    declarations (an og:type other than a site-wide one, a JSON-LD type). An og:type of
+    ``website``, which many news sites declare on every page, is no evidence either way."""
     path = urlsplit(result.url).path
     last_segment = re.sub(r"\.\w+$", "", path.rstrip("/").rsplit("/", 1)[-1].lower())
     if not result.text:
         # a section front's text is all teasers, which are not kept: say what the page is
         return "index_page" if not page.declares_article and _is_index_page(page.doc) else "no_text"
-    if path in ("", "/"):
+    fetched = urlsplit(result.source_url)
+    if path in ("", "/") and fetched.path in ("", "/") and not fetched.query:
+        # the page's own address, not only its canonical URL (which some sites set to the home
+        # page on every page), and no query naming a post (/?p=959)
         return "home_page"
     if last_segment in SITE_PAGES:
         return "site_page"
-    if WIKI_GENERATORS.search(_meta(page.doc, "generator")):
+    if WIKI_GENERATORS.search(_meta(page.doc, "generator")) or WIKI_SEGMENTS & set(path.strip("/").lower().split("/")[:-1]):
         return "wiki_page"
-    if page.og_type and page.og_type != "article" and page.ld_article is None:
-        return f"og:type {page.og_type}"
+    if page.ld_article is None:
+        if page.og_type and page.og_type != "article" and page.og_type not in SITE_WIDE_OG_TYPES:
+            return f"og:type {page.og_type}"
+        if declared := sorted(page.ld_types & NON_ARTICLE_LD_TYPES):
+            return f"json-ld {declared[0]}"
     if not page.declares_article and _is_index_page(page.doc):
         return "index_page"
     marked = page.declares_article or page.doc.xpath("//article|//*[@itemprop='articleBody']")
-    if len(result.text) < 1000 and not marked and _prose_paragraphs(result.text) < 3:
-        # Nothing marks the page as an article and trafilatura found only scraps (menus,
-        # teasers): an index or error page, not a story.
+    if not marked and _prose_paragraphs(result.text) < 3:
+        # Nothing marks the page as an article (no article type, no date, no <article>) and its
+        # text is not prose (menus, teasers, a list, a product's features): not a story.
         return "no_article_markup"
     return ""
 

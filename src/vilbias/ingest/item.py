@@ -167,7 +167,7 @@ def _failure_message(e: FetchFailed, settings: FetchSettings) -> str:
 
 def _not_an_article_message(article: Extracted) -> str:
     detail = article.kind_detail
-    words = _PAGE_KINDS.get(detail) or (f"it declares {detail}" if detail.startswith("og:type") else detail)
+    words = _PAGE_KINDS.get(detail) or (f"it declares {detail}" if detail.startswith(("og:type", "json-ld")) else detail)
     return f"That page is not a news article ({words})."
 
 
