@@ -51,6 +51,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -75,6 +76,8 @@ SENTENCE_SETTINGS = {
     "sentence+contrastive": ["--contrastive-epochs", "1"],
 }
 """Settings of the sentence model (``vilbias train sentence --cv``), CV and final model."""
+EXTRA: list[str] = []
+"""Options added to every setting's command (``--smoke``: one step)."""
 _ID_TAIL = re.compile(r"(_n_[0-9a-f]{20,}|-n\d{5,}|-id[A-Z0-9]{8,}|\.html?)$")
 
 
@@ -109,10 +112,10 @@ def run_setting(name: str, corpus: Path, out: Path, distant: Path, sentences: Pa
     if name in SENTENCE_SETTINGS:
         args = [a.replace("{distant}", str(distant)) for a in SENTENCE_SETTINGS[name]]
         cmd = [sys.executable, "-m", "vilbias.cli", "train", "sentence", "--sentences", str(sentences), "--cv", "--output", str(out / name),
-               "--threads", "1", *args]
+               "--threads", "1", *args, *EXTRA]
     else:
         args = [a.replace("{distant}", str(distant)) for a in SETTINGS[name]]
-        cmd = [sys.executable, "-m", "vilbias.cli", "train", "classifier", "--dataset", str(corpus), "--cv", "--output", str(out / name), *args]
+        cmd = [sys.executable, "-m", "vilbias.cli", "train", "classifier", "--dataset", str(corpus), "--cv", "--output", str(out / name), *args, *EXTRA]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
     with open(out / f"{name}.log", "w", encoding="utf-8") as log:
@@ -149,10 +152,20 @@ def report(out: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=Path, default=ROOT.parent / "shared" / "data" / "babe" / "final_labels_SG1.csv")
-    parser.add_argument("--out", type=Path, default=Path("babe-bench"))
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "vilbias-babe-bench",
+                        help="Where the corpus and the runs go (finished runs are kept and not run again).")
     parser.add_argument("--settings", nargs="+", default=[*SETTINGS, *SENTENCE_SETTINGS], choices=[*SETTINGS, *SENTENCE_SETTINGS])
     parser.add_argument("--report-only", action="store_true", help="Only tabulate the runs already under --out.")
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:  # the first 40 sentences, one setting of each kind, one step, in a temporary folder
+        args.out = Path(tempfile.mkdtemp(prefix="bench-babe-smoke-"))
+        with open(args.sentences, encoding="utf-8-sig", newline="") as f:
+            head = list(csv.reader(f, delimiter=";"))[:41]
+        with open(args.out / "head.csv", "w", encoding="utf-8-sig", newline="") as f:
+            csv.writer(f, delimiter=";").writerows(head)
+        args.sentences, args.settings = args.out / "head.csv", ["babe-minilm", "sentence"]
+        EXTRA[:] = ["--max-steps", "1"]
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         corpus, distant = args.out / "babe", args.out / "url-headlines.csv"

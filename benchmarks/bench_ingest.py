@@ -73,7 +73,10 @@ def main() -> int:
     parser.add_argument("--per-host", type=int, default=4)
     parser.add_argument("--baseline-items", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2, help="IngestConfig.workers for the concurrent run.")
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.articles, args.hosts, args.latency, args.baseline_items, args.workers = 4, 2, 0.01, 2, 1
 
     from vilbias.ingest import FetchSettings, IngestConfig, ingest
 

@@ -41,7 +41,9 @@ def timed(fn, rows: list[dict]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000)
-    n = parser.parse_args().rows
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
+    args = parser.parse_args()
+    n = 200 if args.smoke else args.rows
     base = sample_rows()
     rows = (base * (n // len(base) + 1))[:n]
     quoted = re.compile(r"[\"“]([^\"“”]{3,300})[\"”]")

@@ -9,6 +9,7 @@ and 5 steps, then reloads the QLoRA adapter over a 4-bit base and generates once
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -17,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
+    steps = "1" if parser.parse_args().smoke else "5"
     import torch
 
     if not torch.cuda.is_available():
@@ -37,7 +41,7 @@ def main() -> int:
     for method in ("lora", "qlora"):
         record = run_sft(*parse_recipe(ROOT / f"training/recipes/llava-v1.6-mistral-7b-hf/{method}.yaml", [
             "--model_name_or_path", str(model_dir), "--dataset_name", str(work / "data"),
-            "--output_dir", str(work / method), "--max_steps", "5", "--save_strategy", "no"]))
+            "--output_dir", str(work / method), "--max_steps", steps, "--save_strategy", "no"]))
         print(f"{method}: bf16={record['hyperparameters']['bf16']} steps={record['train_steps']} "
               f"loss={record['train_loss']:.3f} trainable={100 * record['trainable_share']:.2f}% "
               f"peak={record['peak_memory_bytes'] / 2**20:.1f} MiB ({record['peak_memory_kind']}) "
