@@ -5,10 +5,18 @@ inputs and predictors load gradio's world (httpx, PIL, the model catalogue) and 
 first read from this map.
 """
 
+from typing import TYPE_CHECKING
+
 from vilbias.lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
+_import_structure = {
     "config": ["DemoConfig"],  # light
     "app": ["SpaceConfig", "serve"],  # the app: gradio and torch inside its functions
     "inputs": ["Limits"],  # httpx, PIL
-})
+}
+__getattr__, __dir__, __all__ = attach(__name__, _import_structure)
+
+if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
+    from vilbias.spaces.app import SpaceConfig, serve
+    from vilbias.spaces.config import DemoConfig
+    from vilbias.spaces.inputs import Limits

@@ -17,7 +17,8 @@ from vilbias.lazy import attach
 ROOT = Path(__file__).resolve().parents[1]
 # src/vilbias, and the folders setuptools maps into the package (vilbias.training, ...)
 SOURCES = ["src/vilbias", "training", "spaces", "loading_script", "dataset_card"]
-LAZY_PACKAGES = ["vilbias.models", "vilbias.corpus", "vilbias.evaluate", "vilbias.spaces"]
+LAZY_PACKAGES = ["vilbias.models", "vilbias.corpus", "vilbias.evaluate", "vilbias.spaces", "vilbias.ingest", "vilbias.audit",
+                 "vilbias.annotate", "vilbias.review"]
 MOST_LOCAL_IMPORTS = 10
 """The house's ceiling on function-local imports of vilbias modules outside the cli.py files."""
 
@@ -91,3 +92,31 @@ def test_a_map_refuses_a_name_declared_twice_and_an_unknown_name():
     from vilbias.corpus import pipeline  # a submodule is still found as one
 
     assert pipeline.__name__ == "vilbias.corpus.pipeline"
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_the_type_checking_twin_names_exactly_the_lazy_map(package):
+    """Editors and type checkers read the package's ``if TYPE_CHECKING:`` imports; run time reads
+    ``_import_structure``: the two name the same modules and names."""
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    guard = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    twin = {node.module.removeprefix(package + "."): sorted(a.name for a in node.names) for node in guard.body
+            if isinstance(node, ast.ImportFrom)}
+    assert twin == {m: sorted(names) for m, names in module._import_structure.items()}
+
+
+def test_one_way_to_be_lazy():
+    """No package keeps a hand-written export table or a module ``__getattr__`` of its own: the lazy
+    map (vilbias.lazy.attach) is the one mechanism. (The Space's app builds its gradio ``demo`` on
+    first access, gradio's reload convention, not an import.)"""
+    offenders = []
+    for root in SOURCES:
+        for path in sorted((ROOT / root).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef) and node.name == "__getattr__" and path.name != "app.py":
+                    offenders.append(f"{path.relative_to(ROOT)}: module __getattr__")
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets):
+                    offenders.append(f"{path.relative_to(ROOT)}: _EXPORTS")
+    assert not offenders, offenders

@@ -58,7 +58,6 @@ def test_catalogue_reads_model_types_from_the_config_classes():
     from vilbias.models.configs import FusionConfig, SentenceBiasConfig
 
     assert catalogue.our_model_types() == {SentenceBiasConfig.model_type: "sentence", FusionConfig.model_type: "fusion"}
-    assert catalogue.SENTENCE_MODEL_TYPE == SentenceBiasConfig.model_type and catalogue.FUSION_MODEL_TYPE == FusionConfig.model_type
 
 
 def test_sentence_model_round_trips_through_auto_model(tmp_path):

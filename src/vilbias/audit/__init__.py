@@ -8,19 +8,22 @@ own LLM annotators (``docs/audit.md``).
     audit_annotators("annotators.yaml", "work")      # summaries into work/annotations.sqlite
 """
 
-import importlib
+from typing import TYPE_CHECKING
 
-# name -> the module defining it. Loaded on first use, so that parsing one audit command does not
-# load the others (`audit run --help` need not import the annotation stage).
-_EXPORTS = {
-    "AuditConfig": "vilbias.audit.runner", "run_audit": "vilbias.audit.runner",
-    "MetricOptions": "vilbias.audit.metrics", "compute_metrics": "vilbias.audit.metrics",
-    "audit_annotators": "vilbias.audit.annotators", "read_responses": "vilbias.audit.responses",
+from vilbias.lazy import attach
+
+# loaded on first use, so that parsing one audit command does not load the others (`audit run
+# --help` need not import the annotation stage)
+_import_structure = {
+    "annotators": ["audit_annotators"],
+    "metrics": ["MetricOptions", "compute_metrics"],
+    "responses": ["read_responses"],
+    "runner": ["AuditConfig", "run_audit"],
 }
-__all__ = sorted(_EXPORTS)
+__getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
+    from vilbias.audit.annotators import audit_annotators
+    from vilbias.audit.metrics import MetricOptions, compute_metrics
+    from vilbias.audit.responses import read_responses
+    from vilbias.audit.runner import AuditConfig, run_audit

@@ -7,24 +7,35 @@ it) and raises :class:`ItemFetchError` with a message for the user. :func:`extra
 the pure extractor both use. See ``docs/ingest.md``.
 """
 
-import importlib
+from typing import TYPE_CHECKING
 
-# name -> the module defining it, loaded on first use: `vilbias ingest --help` parses IngestConfig
-# (vilbias.ingest.config) without importing the fetcher's httpx.
-_EXPORTS = {
-    "Extracted": "extract", "extract_article": "extract",
-    "FetchedItem": "item", "ItemFetchError": "item", "fetch_article": "item", "fetch_image": "item",
-    "fetch_item": "item", "fetch_item_async": "item",
-    "Fetcher": "net", "FetchFailed": "net",
-    "FetchSettings": "config", "IngestConfig": "config",
-    "ImageCandidate": "page_images",
-    "IngestSummary": "pipeline", "ingest": "pipeline", "ingest_async": "pipeline",
-    "canonicalize_url": "urls", "is_http_url": "urls",
+from vilbias.lazy import attach
+
+# loaded on first use: `vilbias ingest --help` parses IngestConfig (vilbias.ingest.config) without
+# importing the fetcher's httpx
+_import_structure = {
+    "config": ["FetchSettings", "IngestConfig"],  # light
+    "extract": ["Extracted", "extract_article"],
+    "item": ["FetchedItem", "ItemFetchError", "fetch_article", "fetch_image", "fetch_item", "fetch_item_async"],
+    "net": ["FetchFailed", "Fetcher"],  # httpx
+    "page_images": ["ImageCandidate"],
+    "pipeline": ["IngestSummary", "ingest", "ingest_async"],
+    "urls": ["canonicalize_url", "is_http_url"],
 }
-__all__ = sorted(_EXPORTS)
+__getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"vilbias.ingest.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
+    from vilbias.ingest.config import FetchSettings, IngestConfig
+    from vilbias.ingest.extract import Extracted, extract_article
+    from vilbias.ingest.item import (
+        FetchedItem,
+        ItemFetchError,
+        fetch_article,
+        fetch_image,
+        fetch_item,
+        fetch_item_async,
+    )
+    from vilbias.ingest.net import Fetcher, FetchFailed
+    from vilbias.ingest.page_images import ImageCandidate
+    from vilbias.ingest.pipeline import IngestSummary, ingest, ingest_async
+    from vilbias.ingest.urls import canonicalize_url, is_http_url

@@ -31,8 +31,7 @@ reads ``models.SentenceBiasModel`` where it loads one.
 
 from vilbias.lazy import attach
 
-# (no `if TYPE_CHECKING:` imports: `import vilbias` imports this package and does not load `typing`)
-__getattr__, __dir__, __all__ = attach(__name__, {
+_import_structure = {
     "auto": ["register_auto_models"],  # torch: both models below
     "configs": ["CONFIGS", "MINILM", "register_auto_configs"],  # transformers
     "efficientnet_lite": ["EfficientNetLite0"],  # torch
@@ -40,4 +39,17 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "pipelines": ["PIPELINE_TASK", "register_pipelines"],  # transformers' pipelines module, when it loads
     "sentence_bias": ["SentenceBiasModel", "article_score"],  # torch
     "vlm": ["generate_answers", "load_vlm"],  # huggingface_hub; torch inside
-})
+}
+__getattr__, __dir__, __all__ = attach(__name__, _import_structure)
+
+# `import vilbias` imports this package and must not load `typing`: the constant type checkers
+# read as `typing.TYPE_CHECKING` (False at run time)
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
+    from vilbias.models.auto import register_auto_models
+    from vilbias.models.configs import CONFIGS, MINILM, register_auto_configs
+    from vilbias.models.efficientnet_lite import EfficientNetLite0
+    from vilbias.models.fusion import FusionForClassification
+    from vilbias.models.pipelines import PIPELINE_TASK, register_pipelines
+    from vilbias.models.sentence_bias import SentenceBiasModel, article_score
+    from vilbias.models.vlm import generate_answers, load_vlm

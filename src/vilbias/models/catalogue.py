@@ -98,15 +98,6 @@ def our_model_types() -> dict[str, str]:
     return {config.model_type: kind for kind, config in models.CONFIGS.items()}
 
 
-def __getattr__(name: str) -> Any:
-    # the model types under their constant names, read from the config classes on first use
-    kinds = {"SENTENCE_MODEL_TYPE": "sentence", "FUSION_MODEL_TYPE": "fusion", "OUR_MODEL_TYPES": None}
-    if name not in kinds:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    types = our_model_types()
-    return types if kinds[name] is None else next(t for t, kind in types.items() if kind == kinds[name])
-
-
 def local_folder(name: str, what: str = "") -> Path | None:
     """The folder ``name`` names, or None for a Hub id; one line, at once, for a local-looking
     name that does not exist."""

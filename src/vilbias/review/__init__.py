@@ -7,7 +7,16 @@
 See ``docs/review.md``.
 """
 
-from vilbias.review.sheets import ExportConfig, ImportConfig, export_sheets, import_verdicts
-from vilbias.review.stats import StatsConfig, review_stats
+from typing import TYPE_CHECKING
 
-__all__ = ["ExportConfig", "ImportConfig", "StatsConfig", "export_sheets", "import_verdicts", "review_stats"]
+from vilbias.lazy import attach
+
+_import_structure = {
+    "sheets": ["ExportConfig", "ImportConfig", "export_sheets", "import_verdicts"],
+    "stats": ["StatsConfig", "review_stats"],
+}
+__getattr__, __dir__, __all__ = attach(__name__, _import_structure)
+
+if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
+    from vilbias.review.sheets import ExportConfig, ImportConfig, export_sheets, import_verdicts
+    from vilbias.review.stats import StatsConfig, review_stats
