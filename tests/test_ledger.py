@@ -143,3 +143,29 @@ def test_ask_missing_progress_counts_rows_when_jobs_fill_several(monkeypatch):
     handed = ask_missing(jobs, done={("b", 1)}, key=lambda j: j, size=lambda j: j[1],
                          ask=lambda pending, on_result: [on_result(j, None) for j in pending], record=lambda j, r: None)
     assert handed == 2 and (bars[0].total, bars[0].n) == (5, 5)
+
+
+def test_without_a_bar_the_ask_loop_says_every_few_seconds_what_it_stored(tmp_path, monkeypatch, caplog):
+    """--no-progress: a model server that is slow to answer leaves no silence longer than the
+    heartbeat (10 s; 0.1 s here), each line saying how far the loop is."""
+    import logging
+    import time
+
+    from vilbias import progress
+
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.1)
+
+    def ask(jobs, on_result):
+        for job in jobs:
+            time.sleep(0.35)  # the server thinking
+            on_result(job, "x")
+
+    with Ledger(tmp_path / "l.sqlite", [CALLS], version=1) as ledger, caplog.at_level(logging.INFO, logger="vilbias.ledger"):
+        ask_missing([("a", 0), ("b", 0)], ask=ask, record=lambda j, r: ledger.put(CALLS, [(*j, r, None)]), desc="annotate fake",
+                    progress=False)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("annotate fake: ")]
+    assert said[0] == "annotate fake: 0 of 2 calls stored" and "annotate fake: 1 of 2 calls stored" in said and len(said) >= 5
+    caplog.clear()
+    with Ledger(tmp_path / "m.sqlite", [CALLS], version=1) as ledger, caplog.at_level(logging.INFO, logger="vilbias.ledger"):
+        ask_missing([("a", 0)], ask=ask, record=lambda j, r: ledger.put(CALLS, [(*j, r, None)]), desc="annotate fake", progress=True)
+    assert not [r for r in caplog.records if r.getMessage().startswith("annotate fake: ")]  # the bar says it

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vilbias.progress import heartbeat
+
 logger = logging.getLogger(__name__)
 
 J = TypeVar("J")
@@ -260,10 +262,15 @@ def ask_missing(
             handed += 1
             yield j
 
-    with tqdm(total=total, desc=desc, unit=unit, disable=not progress, leave=False) as bar:
+    stored = 0
+    # without a bar (--no-progress), a line every few seconds while the model's server is asked
+    with tqdm(total=total, desc=desc, unit=unit, disable=not progress, leave=False) as bar, \
+            heartbeat(lambda: f"{desc}: {stored} of {total} {unit}s stored", enabled=not progress, log=logger):
 
         def on_result(job: J, result: R) -> Any:
+            nonlocal stored
             out = record(job, result)
+            stored += size(job) if size else 1
             bar.update(size(job) if size else 1)
             return out
 

@@ -317,3 +317,55 @@ def test_an_unexpected_error_on_one_item_does_not_stop_the_run(web, make_config,
     monkeypatch.setattr(pipeline, "analyse_page", real)
     again = ingest(config)  # retried after the "fix"
     assert again.kept == 1 and again.already_done == 1
+
+
+def test_the_summary_is_shown_once(web, tmp_path, capsys, caplog):
+    """The command prints the summary; it is not logged as well (in a terminal both reach the screen)."""
+    import logging
+
+    from vilbias.cli import main
+
+    feed, _ = site.story_feed(web, 2, seed=40)
+    with caplog.at_level(logging.DEBUG, logger="vilbias"), caplog.at_level(logging.INFO):
+        assert main(["ingest", "--feed", feed, "--workdir", str(tmp_path / "w"), "--allow-private-addresses", "--no-progress",
+                     "--rate", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("items seen") == 1
+    assert not [r for r in caplog.records if "items seen" in r.getMessage() and r.levelno >= logging.INFO]
+
+
+def test_without_progress_bars_a_wait_on_the_network_is_said_every_few_seconds(web, make_config, caplog, monkeypatch):
+    """--no-progress: a server that does not answer leaves no silence longer than the heartbeat
+    (10 s; 0.3 s here), each line saying what is done and what the run waits on."""
+    import logging
+
+    from vilbias import progress
+
+    assert progress.HEARTBEAT_S <= 10
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.3)
+    web.add("slow.test", "/story", Page(site.og_page("Slow", site.paragraphs(41), web.url("slow.test", "/i.jpg")), delay=1.6))
+    web.add("slow.test", "/i.jpg", Page(site.jpeg(seed=41), content_type=JPEG))
+    feed = web.add("slow.test", "/feed.xml", Page(site.rss([{"link": web.url("slow.test", "/story")}])))
+    with caplog.at_level(logging.INFO, logger="vilbias.ingest.pipeline"):
+        config = make_config(feed)
+        summary = ingest(dataclasses.replace(config, fetch=dataclasses.replace(config.fetch, timeout=5)))
+    assert summary.kept == 1
+    beats = [r for r in caplog.records if r.getMessage().startswith("ingest: ")]
+    assert len(beats) >= 3
+    assert any(b.getMessage().startswith("ingest: 0 of 1 items done, 0 kept; waiting on 1 request, to slow.test for ") for b in beats)
+    gaps = [b.created - a.created for a, b in zip(beats, beats[1:], strict=False)]
+    assert max(gaps) < 1.0
+
+
+def test_a_page_whose_only_images_are_svg_drawings_says_so(web, make_config):
+    web.add("img.test", "/chart.svg", Page("<svg xmlns='http://www.w3.org/2000/svg'/>", content_type="image/svg+xml"))
+    page = site.og_page("Turnout by district", site.paragraphs(42), web.url("img.test", "/map.svg"),
+                        body_image=web.url("img.test", "/chart.svg"))
+    web.add("news.test", "/charts", Page(page))
+    feed = web.add("news.test", "/feed.xml", Page(site.rss([{"link": web.url("news.test", "/charts")}])))
+    config = make_config(feed)
+    assert ingest(config).dropped == {"no_usable_image": 1}
+    (error,) = read_jsonl(config.workdir / "ingest_errors.jsonl")
+    assert (error["stage"], error["reason"]) == ("image", "no_usable_image")
+    assert error["detail"] == (f"{web.url('img.test', '/chart.svg')}: an SVG drawing, not a photo; "
+                               f"{web.url('img.test', '/map.svg')}: an SVG drawing, not a photo")

@@ -104,6 +104,7 @@ _DATE_METAS = ("article:published_time", "datePublished", "pubdate", "publishdat
 _LINE_BREAK = "\u2028"
 # Elements of trafilatura's output tree that hold paragraphs rather than inline text.
 _BLOCK_TAGS = {"p", "head", "list", "quote", "table", "div", "section", "article", "main", "blockquote"}
+_SVG = re.compile(r"\.svgz?$", re.IGNORECASE)
 _TITLE_SEPARATOR = re.compile(r"\s+[|\-–—»«›‹·•]\s+")
 # A teaser card is a small box (its text under this many characters) a few levels above its excerpt.
 _TEASER_DEPTH, _TEASER_CHARS = 4, 1500
@@ -132,6 +133,9 @@ class Extracted:
     images: list[ImageCandidate] = field(default_factory=list)
     """Image candidates, best first; the ingest stage takes the first that downloads and
     validates."""
+    drawings: list[str] = field(default_factory=list)
+    """SVG images the page names where its candidates are (left out of :attr:`images`: a vector
+    drawing is no photo), so a page that has only these is said to, not to have no image."""
     page_kind: str = "article"
     """``article``, ``multimedia`` or ``non_article``."""
     kind_detail: str = ""
@@ -610,8 +614,9 @@ def _article_root(page: _Page, headings: list):
     return doc.find("body") if doc.find("body") is not None else doc
 
 
-def _image_candidates(page: _Page, article_images: list[ImageCandidate]) -> list[ImageCandidate]:
-    """In-article images, then og:image, then JSON-LD image; de-duplicated, usable URLs only."""
+def _image_candidates(page: _Page, article_images: list[ImageCandidate]) -> tuple[list[ImageCandidate], list[str]]:
+    """In-article images, then og:image, then JSON-LD image; de-duplicated, usable URLs only. Also
+    the SVG drawings among them, which are not candidates."""
     doc, base = page.doc, page.base
     images = list(article_images)
     og_image = _meta(doc, "og:image:secure_url", "og:image", "og:image:url", "twitter:image", "twitter:image:src")
@@ -620,12 +625,16 @@ def _image_candidates(page: _Page, article_images: list[ImageCandidate]) -> list
     if page.ld_article and page.ld_article.get("image"):
         images.extend(ImageCandidate(urljoin(base, u), c, "json-ld") for u, c in _ld_images(page.ld_article["image"]))
     seen: set[str] = set()
-    out = []
+    out, drawings = [], []
     for cand in images:
-        if cand.url not in seen and is_usable_image_url(cand.url):
-            seen.add(cand.url)
+        if cand.url in seen:
+            continue
+        seen.add(cand.url)
+        if is_usable_image_url(cand.url):
             out.append(cand)
-    return out
+        elif _SVG.search(urlsplit(cand.url).path):
+            drawings.append(cand.url)
+    return out, drawings
 
 
 def _outlet(page: _Page, document) -> tuple[str, bool]:
@@ -753,7 +762,7 @@ def extract_article(html: str, url: str) -> Extracted:
     blocks = _drop_chrome_lines(blocks, page.doc, story)
     blocks = _drop_teasers(blocks, page, story, {result.url, canonicalize_url(url)} if is_http_url(url) else {result.url})
     result.text = _story_text(blocks, title_keys, captions, _site_names(page))
-    result.images = _image_candidates(page, article_images)
+    result.images, result.drawings = _image_candidates(page, article_images)
     result.outlet, result.outlet_guessed = _outlet(page, document)
     result.published = _published(page, document)
     result.language = item_language(result.headline, result.text) or _language(page)

@@ -54,9 +54,11 @@ class ItemFetchError(Exception):
 
 
 class NoUsableImage(Exception):
-    """No image candidate downloaded and validated; ``reasons`` says why for each."""
+    """No image candidate downloaded and validated; ``reasons`` says why for each (and for each SVG
+    drawing the page names, which is no candidate)."""
 
-    def __init__(self, reasons: list[str], *, transient: bool):
+    def __init__(self, reasons: list[str], *, transient: bool, drawings: list[str] | None = None):
+        reasons = list(reasons) + [f"{url}: an SVG drawing, not a photo" for url in drawings or []]
         super().__init__("; ".join(reasons) if reasons else "no image candidates on the page")
         self.reasons = reasons
         self.transient = transient
@@ -90,6 +92,8 @@ async def first_usable_image(
     fetcher: Fetcher,
     candidates: list[ImageCandidate],
     validate: Callable[[bytes], Awaitable[ImageInfo]] = _validate_here,
+    *,
+    drawings: list[str] | None = None,
 ) -> ImageDownload:
     """Download the candidates in order and return the first that is an image
     :func:`vilbias.images.validate_image` accepts (not SVG, not text, decodes, not a pixel).
@@ -98,6 +102,7 @@ async def first_usable_image(
         fetcher: The fetcher to download with.
         candidates: Best first (:attr:`Extracted.images`).
         validate: Runs the validation; the ingest stage passes one that uses its worker pool.
+        drawings: SVG images the page names (:attr:`Extracted.drawings`), for the message when none passed.
 
     Raises:
         NoUsableImage: none passed.
@@ -120,7 +125,7 @@ async def first_usable_image(
             reasons.append(f"{candidate.url}: {e.reason}")
             continue
         return ImageDownload(candidate, response.content, info)
-    raise NoUsableImage(reasons, transient=transient)
+    raise NoUsableImage(reasons, transient=transient, drawings=drawings)
 
 
 async def fetch_article(url: str, settings: FetchSettings | None = None) -> Extracted:
@@ -187,7 +192,7 @@ async def fetch_item_async(url: str, settings: FetchSettings | None = None, *, i
         if not image:
             return FetchedItem(article, None, None)
         try:
-            found = await first_usable_image(fetcher, article.images[:MAX_ITEM_IMAGES])
+            found = await first_usable_image(fetcher, article.images[:MAX_ITEM_IMAGES], drawings=article.drawings)
         except NoUsableImage as e:
             tried = f"none of its {len(e.reasons)} image candidates is a usable photo" if e.reasons else "the page names no image"
             raise ItemFetchError(url, "no_usable_image", f"That article has no usable image ({tried}).") from None

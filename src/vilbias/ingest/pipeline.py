@@ -394,7 +394,7 @@ class _Run:
 
     async def _keep(self, item: FeedItem, extracted: Extracted, source_url: str, digest: str) -> None:
         try:
-            found = await first_usable_image(self.fetcher, extracted.images, self._validate_image)
+            found = await first_usable_image(self.fetcher, extracted.images, self._validate_image, drawings=extracted.drawings)
         except NoUsableImage as e:
             # If a candidate only failed transiently the page may still yield an image next run.
             raise _Drop("image", "no_usable_image", str(e), retryable=e.transient) from None

@@ -177,7 +177,7 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
     bold = (lambda t: f"**{t}**") if markdown else (lambda t: t)
     note = ""
     if truncated:
-        note = f"Only the first {len(sentences)} sentences were read ({truncated} more were not)."
+        note = f"Only the first {len(sentences)} sentences were read ({truncated} more {'was' if truncated == 1 else 'were'} not)."
         note = "\n\n" + (f"*{note}*" if markdown else note)
     if label == BIASED_NAME:
         techniques = techniques_shown(flagged)
@@ -188,7 +188,9 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         # plain text names each technique once, with its cues, at the end (not on every line: no repeats)
         lines += [_sentence_line(s, techniques if markdown else None, markdown, seen) for s in flagged[:MAX_CITED]]
         if len(flagged) > MAX_CITED:
-            lines.append(f"- … and {len(flagged) - MAX_CITED} more " + ("in the evidence table." if markdown else "flagged sentences."))
+            more = len(flagged) - MAX_CITED
+            lines.append(f"- … and {more} more " + ("in the evidence table." if markdown else
+                                                    "flagged sentence." if more == 1 else "flagged sentences."))
         if not flagged:
             top = max(sentences, key=lambda s: s.probability)
             lines.append(_sentence_line(top, markdown=markdown))
