@@ -245,6 +245,12 @@ def test_evaluate_and_audit_on_a_full_disk_say_what_their_ledgers_kept(tmp_path,
     with FakeOpenAIServer(lambda body: json.dumps({"answer": body["response_format"]["json_schema"]["schema"]["properties"]
                                                    ["answer"]["enum"][0]}) if "response_format" in body else "Label: biased\n"
                           "Reasoning: loaded words.") as server:
+        ledger_full(ok=0)  # full before the first answer: the folder the command made (to lock it) is removed again
+        assert main(["-q", "evaluate", "--dataset", str(sample_dataset_dir), "--model", f"openai:stub-vlm@{server.base_url}",
+                     "--concurrency", "1", "--output", str(tmp_path / "run0")]) == 1
+        assert one_error_line(capsys, "evaluate").endswith("no answers were stored yet; re-run the same command to start")
+        assert not (tmp_path / "run0").exists()
+
         ledger_full(ok=2)
         run = tmp_path / "run"
         rc = main(["-q", "evaluate", "--dataset", str(sample_dataset_dir), "--model", f"openai:stub-vlm@{server.base_url}",

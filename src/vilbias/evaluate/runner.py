@@ -69,7 +69,7 @@ from vilbias.models.catalogue import (
 from vilbias.models.chat import ChatRequest, chat_jobs
 from vilbias.models.image_encoders import EFFICIENTNET_LITE0
 from vilbias.models.scoring import OptionScorer, choose
-from vilbias.outputs import claim_output
+from vilbias.outputs import claim_output, created_here
 from vilbias.task import FOLDS, Item
 
 logger = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def _identity(cfg: EvaluateConfig) -> dict[str, Any]:
 @contextlib.contextmanager
 def results_store(out: Path, identity: dict[str, Any]) -> Iterator[EvaluationStore]:
     """The run's store in ``out``; a run that fails before storing anything removes the folder it made."""
-    created = not out.exists()
+    created = not out.exists() or created_here(out)  # the claim made it, to hold its lock (vilbias.outputs)
     store = EvaluationStore(out / STORE_FILE)
     try:
         store.check_identity(identity)
