@@ -1,6 +1,6 @@
 """The sentence model's inference settings: the checkpoint's ``inference_precision`` and
-``inference_runtime`` decide how ``from_pretrained`` prepares it, and keywords ask for the exact
-float32 PyTorch path."""
+``inference_runtime`` decide how ``from_pretrained`` prepares it (``auto``: the fastest path that
+answers alike on this CPU, by the checkpoint's evidence), and keywords ask for any path."""
 
 from __future__ import annotations
 
@@ -43,25 +43,22 @@ def test_float32_keyword_is_the_exact_path_and_int8_quantizes_every_encoder_line
 def test_an_unknown_setting_is_one_line():
     from vilbias.models.configs import SentenceBiasConfig
 
-    with pytest.raises(ValueError, match="inference_precision must be one of .*'float32', 'int8'.*not 'fp8'"):
+    with pytest.raises(ValueError, match="inference_precision must be one of .*'float32', 'bfloat16', 'int8'.*not 'fp8'"):
         SentenceBiasConfig(inference_precision="fp8")
-    with pytest.raises(ValueError, match="inference_runtime must be one of .*'torch', 'onnxruntime'.*not 'tvm'"):
+    with pytest.raises(ValueError, match="inference_runtime must be one of .*'auto', 'torch', 'onnxruntime'.*not 'tvm'"):
         SentenceBiasConfig(inference_runtime="tvm")
 
 
-def test_onnxruntime_gives_the_exact_paths_outputs(folder, caplog):
-    import json
-
+def test_onnxruntime_gives_the_exact_paths_outputs(folder):
     import torch
     from transformers import AutoModel
 
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    # the shipped checkpoint runs on ONNX Runtime (benchmarks/bench_sentence_speed.py); the keyword gives the exact torch path
-    assert json.loads((folder / "config.json").read_text())["inference_runtime"] == "onnxruntime"
-    fast = AutoModel.from_pretrained(folder)
-    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
-    assert fast._session is not None and exact._session is None
+    fast = AutoModel.from_pretrained(folder, inference_runtime="onnxruntime", inference_precision="float32")
+    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
+    assert fast.runtime.session is not None and exact.runtime.session is None
+    assert fast.runtime_reason.startswith("float32 on ONNX Runtime: asked for")
     texts = TEXTS + ["Officials said the plan would cost $4 billion over ten years, according to the report."] * 3
     (a, words_a), (b, words_b) = fast.sentence_logits(texts), exact.sentence_logits(texts)
     assert torch.allclose(a, b, atol=1e-4) and a.argmax(-1).tolist() == b.argmax(-1).tolist()
@@ -73,11 +70,10 @@ def test_onnxruntime_gives_the_exact_paths_outputs(folder, caplog):
     original = importlib.util.find_spec
     try:
         importlib.util.find_spec = lambda name, *a: None if name == "onnxruntime" else original(name, *a)
-        with caplog.at_level("WARNING", logger="vilbias.models.sentence_bias"):
-            fallback = SentenceBiasModel.from_pretrained(folder)
+        fallback = SentenceBiasModel.from_pretrained(folder, inference_runtime="onnxruntime", inference_precision="float32")
     finally:
         importlib.util.find_spec = original
-    assert fallback._session is None and "onnxruntime or onnx is not installed" in caplog.text
+    assert fallback.runtime.session is None and "onnxruntime is not installed" in fallback.runtime_reason
     exact._cache.clear()  # it holds TEXTS as scored in the batch above; scored alone, they match to the bit
     assert torch.equal(fallback.sentence_logits(TEXTS)[0], exact.sentence_logits(TEXTS)[0])
 
@@ -93,10 +89,10 @@ def test_passes_side_by_side_give_the_one_pass_outputs(folder):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        parallel = SentenceBiasModel.from_pretrained(folder)
+        parallel = SentenceBiasModel.from_pretrained(folder, inference_runtime="onnxruntime", inference_precision="float32")
     finally:
         torch.set_num_threads(before)
-    single = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
+    single = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
     assert parallel.passes_at_once == 2 and single.passes_at_once == 1 and single._workers is None
     (a, words_a), (b, words_b) = parallel.sentence_logits(texts), single.sentence_logits(texts)
     assert torch.allclose(a, b, atol=1e-4) and [w[0] for w in words_a] == [w[0] for w in words_b]
@@ -108,7 +104,7 @@ def test_a_sentence_read_again_comes_from_the_cache(folder):
     from vilbias.models.sentence_bias import SentenceBiasModel
     from vilbias.models.sentence_runtime import SentenceCache
 
-    model = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch")
+    model = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
     texts = TEXTS + [TEXTS[0]]  # a repeat within one call is scored once
     logits, words = model.sentence_logits(texts)
     assert torch.equal(logits[0], logits[2]) and words[0] == words[2]
@@ -131,40 +127,43 @@ def test_the_exported_graph_is_kept_and_reused(folder, monkeypatch):
     from vilbias.models import sentence_runtime
     from vilbias.models.sentence_bias import SentenceBiasModel
 
-    first = SentenceBiasModel.from_pretrained(folder)
+    first = SentenceBiasModel.from_pretrained(folder, inference_runtime="onnxruntime", inference_precision="float32")
     path = sentence_runtime.onnx_graph(first)
     assert path.parent == Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" and path.stat().st_size > 1e6
-    other = SentenceBiasModel.from_pretrained(folder, temperature=2.0)  # another config: another graph
+    other = SentenceBiasModel.from_pretrained(folder, temperature=2.0, inference_precision="float32")  # another config: another graph
     assert sentence_runtime.onnx_graph(other) != path
 
     def no_export(model):
         raise AssertionError("exported again")
 
     monkeypatch.setattr(sentence_runtime, "_export_onnx", no_export)
-    again = SentenceBiasModel.from_pretrained(folder)
+    again = SentenceBiasModel.from_pretrained(folder, inference_runtime="onnxruntime", inference_precision="float32")
     assert again.sentence_logits(TEXTS)[0].argmax(-1).tolist() == [1, 0]
 
 
-def test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch(folder, tmp_path):
+def test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch(folder, tmp_path, monkeypatch):
     """int8 on ONNX Runtime: the attention projections and feed-forward inputs in int8, their
-    activation scales fixed by the checkpoint's calibration sentences, so a sentence's logits do not
-    depend on what shares its batch; without the calibration file, one line."""
+    activation scales fixed by the ranges the checkpoint's evidence carries (else by its calibration
+    sentences), so a sentence's logits do not depend on what shares its batch; without either, one line."""
     import json
     import shutil
 
     import torch
 
+    from vilbias.models import sentence_runtime
     from vilbias.models.sentence_bias import SentenceBiasModel
-    from vilbias.models.sentence_runtime import CALIBRATION_FILE
+    from vilbias.models.sentence_runtime import CALIBRATION_FILE, EVIDENCE_FILE
 
     small = tmp_path / "model"
     shutil.copytree(folder, small)
+    (small / EVIDENCE_FILE).unlink()  # no saved ranges: calibrated on the checkpoint's sentences
     saved = json.loads((small / CALIBRATION_FILE).read_text(encoding="utf-8"))
     assert saved["split"] == "train" and len(saved["sentences"]) == 256
     saved["sentences"] = saved["sentences"][:16]  # enough to check the mechanism quickly
     (small / CALIBRATION_FILE).write_text(json.dumps(saved), encoding="utf-8")
     int8 = SentenceBiasModel.from_pretrained(small, inference_precision="int8")
-    exact = SentenceBiasModel.from_pretrained(small, inference_runtime="torch")
+    assert int8.runtime.choice.path == "onnxruntime/int8"
+    exact = SentenceBiasModel.from_pretrained(small, inference_runtime="torch", inference_precision="float32")
     texts = TEXTS + [f"Officials said the plan would cost ${i} billion over ten years." for i in range(20)]
     alone = int8.sentence_logits(TEXTS)[0]
     int8._cache.clear()
@@ -174,5 +173,67 @@ def test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch(folder, 
     assert not torch.equal(together, reference) and (together - reference).abs().max() < 0.5
     assert together.argmax(-1).tolist()[:2] == [1, 0]
     (small / CALIBRATION_FILE).unlink()
-    with pytest.raises(ValueError, match="int8 on onnxruntime needs the checkpoint's int8_calibration.json"):
+    with pytest.raises(ValueError, match="int8 on onnxruntime needs the checkpoint's runtime_evidence.json or int8_calibration.json"):
         SentenceBiasModel.from_pretrained(small, inference_precision="int8")
+    # the shipped checkpoint's evidence carries the ranges: its int8 graph is made without calibrating
+
+    def no_calibration():
+        raise AssertionError("calibrated")
+
+    monkeypatch.setattr(sentence_runtime, "calibration_sentences", lambda *a, **k: no_calibration())
+    shipped = SentenceBiasModel.from_pretrained(folder, inference_precision="int8")
+    assert shipped.sentence_logits(TEXTS)[0].argmax(-1).tolist() == [1, 0]
+
+
+def test_bfloat16_runs_on_torch_and_answers_alike(folder):
+    import torch
+
+    from vilbias.models.sentence_bias import SentenceBiasModel
+
+    bf16 = SentenceBiasModel.from_pretrained(folder, inference_precision="bfloat16")
+    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
+    assert bf16.runtime.choice.path == "torch/bfloat16" and next(bf16.bert.parameters()).dtype == torch.bfloat16
+    fast, slow = bf16.sentence_logits(TEXTS)[0], exact.sentence_logits(TEXTS)[0]
+    assert fast.dtype == torch.float32 and (fast - slow).abs().max() < 0.2
+    assert fast.argmax(-1).tolist() == slow.argmax(-1).tolist() == [1, 0]
+    with pytest.raises(ValueError, match="bfloat16 runs on PyTorch"):
+        SentenceBiasModel.from_pretrained(folder, inference_precision="bfloat16", inference_runtime="onnxruntime")
+
+
+EVIDENCE = {"split": "test", "rows": 300, "reference": {"path": "torch/float32", "macro_f1": 0.80},
+            "paths": {"torch/bfloat16": {"macro_f1": 0.80, "flipped": 0}, "onnxruntime/int8": {"macro_f1": 0.798, "flipped": 3}}}
+AMX = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_int8", "amx_bf16"})
+VNNI = frozenset({"avx2", "avx512f", "avx512_vnni"})
+
+
+def test_auto_chooses_the_fastest_path_that_answers_alike_on_this_cpu():
+    from vilbias.models.sentence_runtime import choose_runtime
+
+    chosen = choose_runtime("auto", "auto", AMX, EVIDENCE)
+    assert chosen.path == "torch/bfloat16" and "amx_bf16" in chosen.reason and "0 flagged otherwise" in chosen.reason
+    assert choose_runtime("auto", "auto", VNNI, EVIDENCE).path == "onnxruntime/int8"
+    assert choose_runtime("onnxruntime", "auto", AMX, EVIDENCE).path == "onnxruntime/int8"  # a runtime asked for, its fastest
+    assert choose_runtime("auto", "auto", frozenset({"avx2"}), EVIDENCE).path == "onnxruntime/float32"
+    assert choose_runtime("auto", "auto", VNNI, EVIDENCE, onnxruntime_installed=False).path == "torch/float32"
+    # int8 that flips more than 1 % of the sentences, or drops macro-F1 by more than 0.005, is not chosen
+    worse = {**EVIDENCE, "paths": {"onnxruntime/int8": {"macro_f1": 0.80, "flipped": 4}}}
+    refused = choose_runtime("auto", "auto", VNNI, worse)
+    assert refused.path == "onnxruntime/float32" and "int8 does not answer as float32 does" in refused.reason
+    assert choose_runtime("auto", "auto", VNNI, {**EVIDENCE, "paths": {"onnxruntime/int8": {"macro_f1": 0.794, "flipped": 0}}}).precision == "float32"
+    assert "no runtime_evidence.json" in choose_runtime("auto", "auto", AMX, None).reason
+    # asked for, a path runs whatever the CPU or the evidence
+    assert choose_runtime("torch", "float32", AMX, EVIDENCE).reason.startswith("float32 on PyTorch: asked for")
+    assert choose_runtime("auto", "int8", frozenset(), None).path == "onnxruntime/int8"
+    assert choose_runtime("auto", "bfloat16", VNNI, None).path == "torch/bfloat16"
+
+
+def test_the_shipped_model_says_what_runs_it_and_why(folder):
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.models.sentence_runtime import choose_runtime, cpu_flags, read_evidence
+
+    model = SentenceBiasModel.from_pretrained(folder)
+    expected = choose_runtime("auto", "auto", cpu_flags(), read_evidence(folder))
+    assert model.runtime.choice == expected and model.runtime_reason == expected.reason
+    evidence = read_evidence(folder)  # computed by runtime_evidence on the test split the card reports
+    assert evidence["rows"] == 308 and evidence["reference"]["macro_f1"] > 0.79
+    assert {"torch/bfloat16", "onnxruntime/int8"} <= set(evidence["paths"])

@@ -27,8 +27,7 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -54,12 +53,7 @@ from vilbias.models.custom_code.modeling_sentence_bias import (
     word_spans,
 )
 from vilbias.models.fusion import building_on_meta
-from vilbias.models.sentence_runtime import (
-    CALIBRATION_FILE,
-    SentenceCache,
-    calibration_sentences,
-    onnx_session,
-)
+from vilbias.models.sentence_runtime import SentenceCache, prepare_runtime
 
 # peft is imported inside the training form's constructor: serving folds the adapter into the
 # encoder and never needs it.
@@ -179,28 +173,21 @@ class SentenceBiasModel(base.SentenceBiasModel):
         kwargs.setdefault("adapter", False)
         loaded = super().from_pretrained(*args, **kwargs)
         source = args[0] if args else kwargs.get("pretrained_model_name_or_path")
-        (loaded[0] if isinstance(loaded, tuple) else loaded)._prepare_runtime(
-            calibration=lambda: calibration_sentences(source, kwargs.get("revision")))
+        (loaded[0] if isinstance(loaded, tuple) else loaded)._prepare_runtime(source, kwargs.get("revision"))
         return loaded
 
-    def _prepare_runtime(self, calibration: Callable[[], list[str] | None] | None = None) -> None:
-        onnx = self.config.inference_runtime == "onnxruntime"
-        if self.config.inference_precision == "int8" and not onnx:
-            self._quantize_int8()
-        sentences = None
-        if onnx and self.config.inference_precision == "int8":
-            sentences = calibration() if calibration is not None else None
-            if not sentences:
-                raise ValueError(f"inference_precision int8 on onnxruntime needs the checkpoint's {CALIBRATION_FILE} (written by "
-                                 "vilbias train sentence); load it with inference_precision='float32' instead")
-        self._session = onnx_session(self, sentences) if onnx else None
-        # ONNX Runtime releases the GIL for a whole pass, so its slices run side by side, one core
-        # each (on this encoder's small matrices that beats one pass on all cores); torch keeps
-        # its own intra-op threads.
-        self.passes_at_once = torch.get_num_threads() if self._session is not None else 1
-        self._workers = (ThreadPoolExecutor(self.passes_at_once, thread_name_prefix="vilbias-sentence-pass")
-                         if self.passes_at_once > 1 else None)
+    def _prepare_runtime(self, source=None, revision: str | None = None) -> None:
+        # what runs the passes, chosen for this CPU where the config says auto (sentence_runtime.choose_runtime)
+        self.runtime = prepare_runtime(self, source, revision)
+        self.passes_at_once = self.runtime.passes_at_once
+        self._workers = self.runtime.workers()
         self._cache = SentenceCache()
+
+    @property
+    def runtime_reason(self) -> str:
+        """What runs this model's passes and why, in one sentence (logged once at load)."""
+        runtime = getattr(self, "runtime", None)
+        return runtime.reason if runtime is not None else "float32 on PyTorch: the model as built, not loaded by from_pretrained"
 
     def _quantize_int8(self) -> None:
         """Swap the encoder's linear layers (the members' copies too, LoRA already folded in) for
@@ -259,8 +246,7 @@ class SentenceBiasModel(base.SentenceBiasModel):
 
     def _pass(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
         """Sentence and word logits of one batch, by the runtime the config names."""
-        session = getattr(self, "_session", None)
-        if session is None:
+        runtime = getattr(self, "runtime", None)
+        if runtime is None:
             return super()._pass(input_ids, attention_mask)
-        logits, word_logits = session.run(None, {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()})
-        return torch.from_numpy(logits), torch.from_numpy(word_logits)
+        return runtime.run(super()._pass, input_ids, attention_mask)

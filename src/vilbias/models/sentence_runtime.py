@@ -1,21 +1,36 @@
-"""How a loaded sentence model runs: its ONNX Runtime graph (exported once and kept in the Hugging
-Face cache, float32 or static int8) and the cache of the sentences it has read.
+"""How a loaded sentence model runs: the path chosen for the CPU it finds (:func:`choose_runtime`),
+its ONNX Runtime graph (exported once and kept in the Hugging Face cache, float32 or static int8),
+its bfloat16 form, and the cache of the sentences it has read.
 
 :class:`vilbias.models.sentence_bias.SentenceBiasModel` uses these when ``from_pretrained``
-prepares it (``inference_runtime``, ``inference_precision`` in its config); nothing here imports
-that module (the model is passed in: ``model`` below is always a loaded ``SentenceBiasModel``)::
+prepares it (``inference_runtime`` and ``inference_precision`` in its config; ``auto``, the shipped
+setting, lets :func:`choose_runtime` pick); nothing here imports that module (the model is passed
+in: ``model`` below is always a loaded ``SentenceBiasModel``)::
 
-    from vilbias.models.sentence_runtime import onnx_graph
-    onnx_graph(model)   # Path to $HF_HOME/vilbias/onnx/<digest>.onnx (exported on first use)
+    from vilbias.models.sentence_runtime import onnx_graph, runtime_evidence
+    model.runtime_reason  # what runs and why: "bfloat16 on PyTorch: this CPU has AMX (amx_bf16) ..."
+    onnx_graph(model)     # Path to $HF_HOME/vilbias/onnx/<digest>.onnx (exported on first use)
+    runtime_evidence("out/model", texts, labels)  # what train sentence writes: runtime_evidence.json
+
+A path faster than float32 runs only where the CPU has the instructions that make it fast and
+the checkpoint carries evidence (:data:`EVIDENCE_FILE`) that it answers as float32 does on
+held-out sentences: test-split macro-F1 within :data:`ALIKE_MACRO_F1` and at most
+:data:`ALIKE_FLIPPED` of the sentences flagged differently.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 import logging
+import os
 import re
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -62,6 +77,234 @@ class SentenceCache:
         return len(self._items)
 
 
+# -- which path: the CPU, the checkpoint's evidence, the choice ---------------------------------
+
+EVIDENCE_FILE = "runtime_evidence.json"
+"""Saved with a checkpoint by :func:`runtime_evidence`: how each faster path answered its held-out
+sentences next to the float32 torch call, and the int8 graph's activation ranges."""
+ALIKE_MACRO_F1 = 0.005
+"""A faster path answers alike when its macro-F1 on the held-out sentences is within this of float32's ..."""
+ALIKE_FLIPPED = 0.01
+"""... and at most this share of the sentences are flagged otherwise than float32 flags them."""
+
+FASTER_PATHS = (
+    ("torch", "bfloat16", ("amx_bf16",)),
+    ("onnxruntime", "int8", ("amx_int8", "avx512_vnni", "avx_vnni")),
+)
+"""The paths faster than float32, fastest first, each with the CPU instructions that make it fast
+(any one of them). With AMX, bfloat16 matrix products on PyTorch (oneDNN) beat ONNX Runtime's int8
+on this model: its int8 graph keeps the feed-forward output in float32, which in int8 changes
+answers; with VNNI alone bfloat16 would be emulated and int8 runs its products 4 to a
+float32's one. Without either, float32 (``benchmarks/bench_sentence_int8.py``)."""
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this machine's CPU, as Linux lists them in ``/proc/cpuinfo``
+    (``avx512_vnni``, ``amx_bf16``, …); empty where that file is not (then only float32 is chosen)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """What runs a loaded model's passes, and why (what ``model.runtime_reason`` says)."""
+
+    runtime: str
+    """``torch`` or ``onnxruntime``."""
+    precision: str
+    """``float32``, ``bfloat16`` or ``int8``."""
+    reason: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.runtime}/{self.precision}"
+
+
+RUNTIME_NAMES = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime"}
+
+
+def alike(evidence: dict, path: str) -> tuple[bool, str]:
+    """Whether ``evidence`` (:data:`EVIDENCE_FILE`'s content) shows ``path`` (``onnxruntime/int8``)
+    answering as float32 does, and the figures that say so, in words."""
+    got, reference = evidence["paths"][path], evidence["reference"]
+    figures = (f"on its {evidence['rows']} {evidence['split']} sentences macro-F1 {got['macro_f1']:.4f} vs float32's "
+               f"{reference['macro_f1']:.4f}, {got['flipped']} flagged otherwise")
+    ok = reference["macro_f1"] - got["macro_f1"] <= ALIKE_MACRO_F1 and got["flipped"] <= ALIKE_FLIPPED * evidence["rows"]
+    return ok, figures
+
+
+def choose_runtime(runtime: str, precision: str, flags: frozenset[str], evidence: dict | None,
+                   onnxruntime_installed: bool = True) -> RuntimeChoice:
+    """The path a model runs on this CPU: what the config asks (``runtime``, ``precision``), with
+    ``auto`` resolved to the fastest path that answers as float32 does here (:data:`FASTER_PATHS`).
+
+    Args:
+        runtime: ``torch``, ``onnxruntime`` or ``auto``.
+        precision: ``float32``, ``bfloat16``, ``int8`` or ``auto``.
+        flags: the CPU's instruction-set flags (:func:`cpu_flags`).
+        evidence: the checkpoint's :data:`EVIDENCE_FILE`, or None.
+        onnxruntime_installed: whether ``onnxruntime`` and ``onnx`` can be imported.
+    """
+    if precision == "bfloat16" and runtime == "onnxruntime":
+        raise ValueError("inference_precision bfloat16 runs on PyTorch (ONNX Runtime has no bfloat16 kernels for CPUs): "
+                         "use inference_runtime='torch' or 'auto'")
+    missing = "" if onnxruntime_installed else " (onnxruntime is not installed, so PyTorch runs it)"
+    if precision != "auto":
+        chosen = runtime if runtime != "auto" else ("torch" if precision == "bfloat16" else "onnxruntime")
+        if chosen == "onnxruntime" and not onnxruntime_installed:
+            chosen = "torch"
+        return RuntimeChoice(chosen, precision, f"{precision} on {RUNTIME_NAMES[chosen]}: asked for (inference_precision"
+                                                f"{'' if runtime == 'auto' else ', inference_runtime'}){missing}")
+    fallback = runtime if runtime != "auto" and onnxruntime_installed else ("onnxruntime" if onnxruntime_installed else "torch")
+    reasons, unproven = [], []
+    for path_runtime, path_precision, instructions in FASTER_PATHS:
+        if runtime not in ("auto", path_runtime) or (path_runtime == "onnxruntime" and not onnxruntime_installed):
+            continue
+        has = sorted(flags & set(instructions))
+        if not has:
+            reasons.append(f"this CPU has no {'/'.join(instructions)} for {path_precision}")
+        elif not evidence or f"{path_runtime}/{path_precision}" not in evidence.get("paths", {}):
+            unproven.append(f"{path_precision} ({', '.join(has)})")
+        else:
+            ok, figures = alike(evidence, f"{path_runtime}/{path_precision}")
+            if ok:
+                return RuntimeChoice(path_runtime, path_precision,
+                                     f"{path_precision} on {RUNTIME_NAMES[path_runtime]}: this CPU has {', '.join(has)}, and "
+                                     f"{path_precision} answers as float32 does ({figures})")
+            reasons.append(f"{path_precision} does not answer as float32 does ({figures})")
+    if unproven:
+        reasons.append(f"this CPU could run {' and '.join(unproven)}, but the checkpoint has no {EVIDENCE_FILE} "
+                       "showing the answers stay alike (vilbias train sentence writes it)")
+    return RuntimeChoice(fallback, "float32", f"float32 on {RUNTIME_NAMES[fallback]}: {'; '.join(reasons) or 'asked for'}{missing}")
+
+
+def read_evidence(source, revision: str | None = None) -> dict | None:
+    """``source``'s :data:`EVIDENCE_FILE` (a folder or a Hub repo), or None."""
+    return _checkpoint_json(source, EVIDENCE_FILE, revision)
+
+
+def _checkpoint_json(source, filename: str, revision: str | None) -> dict | None:
+    from transformers.utils import cached_file
+
+    if source is None:
+        return None
+    path = cached_file(str(source), filename, revision=revision, _raise_exceptions_for_missing_entries=False,
+                       _raise_exceptions_for_connection_errors=False)
+    return json.loads(Path(path).read_text(encoding="utf-8")) if path else None
+
+
+# -- a loaded model's runtime -------------------------------------------------------------------
+
+
+class Runtime:
+    """How a loaded model runs its passes: the :class:`RuntimeChoice` made at load, and its
+    ONNX Runtime session (``onnxruntime``) or its autocast (``bfloat16``).
+
+    Passes run side by side, one core each, as many as torch had threads at load time (the Space
+    sets them before loading), on ONNX Runtime (it releases the GIL for a whole pass) and in
+    bfloat16 (each worker runs PyTorch's kernels on one thread); on this encoder's small matrices
+    that beats one pass on all cores, and a busy machine does not stall a pass's threads on each
+    other. The float32 and int8 torch paths run one pass at a time on torch's own threads.
+    """
+
+    def __init__(self, choice: RuntimeChoice, session=None):
+        self.choice, self.session = choice, session
+        side_by_side = session is not None or (choice.precision == "bfloat16" and _one_thread_per_worker() is not None)
+        self.passes_at_once = torch.get_num_threads() if side_by_side else 1
+
+    @property
+    def reason(self) -> str:
+        return self.choice.reason
+
+    def workers(self) -> ThreadPoolExecutor | None:
+        """The threads that run passes side by side, or None (one pass at a time)."""
+        if self.passes_at_once < 2:
+            return None
+        initializer = _one_thread_per_worker() if self.session is None else None
+        return ThreadPoolExecutor(self.passes_at_once, thread_name_prefix="vilbias-sentence-pass", initializer=initializer)
+
+    def run(self, torch_pass: Callable, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sentence and word logits of one batch: ``torch_pass`` (the model's own pass) on PyTorch."""
+        if self.session is not None:
+            logits, word_logits = self.session.run(None, {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()})
+            return torch.from_numpy(logits), torch.from_numpy(word_logits)
+        if self.choice.precision == "bfloat16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                logits, word_logits = torch_pass(input_ids, attention_mask)
+            return logits.float(), word_logits.float()
+        return torch_pass(input_ids, attention_mask)
+
+
+def prepare_runtime(model: nn.Module, source=None, revision: str | None = None) -> Runtime:
+    """Choose how ``model`` (loaded from ``source``) runs on this CPU (:func:`choose_runtime`, from
+    its config's ``inference_runtime`` and ``inference_precision``), prepare it, and say so once
+    (logging); the returned :class:`Runtime` runs its passes."""
+    import importlib.util
+
+    config = model.config
+    installed = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnx") is not None
+    needs_evidence = "auto" in (config.inference_precision, config.inference_runtime)
+    evidence = read_evidence(source, revision) if needs_evidence or config.inference_precision == "int8" else None
+    choice = choose_runtime(config.inference_runtime, config.inference_precision, cpu_flags(), evidence, installed)
+    session = None
+    if choice.runtime == "onnxruntime":
+        int8 = (Int8Scales((evidence or {}).get("int8_ranges"), lambda: calibration_sentences(source, revision))
+                if choice.precision == "int8" else None)
+        session = onnx_session(model, int8)
+    elif choice.precision == "bfloat16":
+        _to_bfloat16(model)
+    elif choice.precision == "int8":
+        model._quantize_int8()
+    runtime = Runtime(choice, session)
+    logger.info("sentence model %s runs %s", getattr(source, "name", None) or source or "", choice.reason)
+    return runtime
+
+
+def _to_bfloat16(model: nn.Module) -> None:
+    """The encoder's weights (the members' layers too) in bfloat16, so that under autocast its
+    matrix products run in bfloat16 (AMX) without casting the weights at every pass; the heads
+    stay float32 (autocast runs their products in bfloat16, from float32 weights)."""
+    model.encoder.to(torch.bfloat16)
+    for member in getattr(model, "members", None) or []:
+        member.layers.to(torch.bfloat16)
+
+
+_OMP = None
+
+
+def _one_thread_per_worker() -> Callable[[], None] | None:
+    """An initializer that makes a worker thread run PyTorch's kernels on one thread, or None
+    where it cannot. ``torch.set_num_threads`` sets the whole process's count; OpenMP's own
+    ``omp_set_num_threads`` sets the calling thread's, which PyTorch and oneDNN read in that
+    thread (after PyTorch's first call there has set it from the process's count)."""
+    global _OMP
+    if _OMP is None:
+        _OMP = False
+        if "parallel backend: OpenMP" in torch.__config__.parallel_info():
+            lib = Path(torch.__file__).parent / "lib" / "libgomp.so.1"
+            try:
+                _OMP = ctypes.CDLL(str(lib) if lib.is_file() else "libgomp.so.1").omp_set_num_threads
+            except (OSError, AttributeError):  # another OpenMP (Intel's, LLVM's): one pass at a time
+                pass
+    if not _OMP:
+        return None
+
+    def one_thread() -> None:
+        torch.get_num_threads()  # PyTorch's per-thread setup first, or it would undo ours
+        _OMP(1)
+
+    return one_thread
+
+
+# -- the ONNX Runtime graph ---------------------------------------------------------------------
+
+
 class _Logits(nn.Module):
     """The model's inference pass as the ONNX exporter wants it: tensors in, a tuple out."""
 
@@ -76,34 +319,25 @@ class _Logits(nn.Module):
 
 CALIBRATION_FILE = "int8_calibration.json"
 """Training sentences saved with a checkpoint (``{"sentences": [...], ...}``) that fix the activation
-scales of its int8 graph on ONNX Runtime (``inference_precision: int8``)."""
+scales of its int8 graph on ONNX Runtime (``inference_precision: int8``) where its
+:data:`EVIDENCE_FILE` does not carry them already."""
 
 
 def calibration_sentences(source, revision: str | None = None) -> list[str] | None:
     """The sentences of ``source``'s :data:`CALIBRATION_FILE` (a folder or a Hub repo), or None."""
-    import json
-
-    from transformers.utils import cached_file
-
-    if source is None:
-        return None
-    path = cached_file(str(source), CALIBRATION_FILE, revision=revision, _raise_exceptions_for_missing_entries=False,
-                       _raise_exceptions_for_connection_errors=False)
-    return json.loads(Path(path).read_text(encoding="utf-8"))["sentences"] if path else None
+    saved = _checkpoint_json(source, CALIBRATION_FILE, revision)
+    return saved["sentences"] if saved else None
 
 
 INT8_LAYERS_PATTERN = r".*/(attention/self/(query|key|value)|attention/output/dense|intermediate/dense)/MatMul"
 
 
-def onnx_session(model: nn.Module, calibration: list[str] | None = None):
-    """An ONNX Runtime session of ``model``'s float32 inference pass (LoRA folded in, every member
-    and both heads) with dynamic batch and length; None, with a warning, when onnxruntime or onnx
-    is not installed (the torch path then runs: the same outputs).
-
-    ONNX Runtime runs this small encoder's passes with less per-operator overhead than eager
-    PyTorch, one core per pass; the model runs as many passes at once as torch had threads at load
-    time (the Space sets them before loading). The exported graph is kept in the Hugging Face
-    cache folder (:func:`onnx_graph`), so a model loads without exporting it again."""
+def onnx_session(model: nn.Module, int8: Int8Scales | None = None):
+    """An ONNX Runtime session of ``model``'s inference pass (LoRA folded in, every member and both
+    heads) with dynamic batch and length, float32 or, with ``int8``, static int8
+    (:func:`onnx_graph`); None, with a warning, when onnxruntime or onnx is not installed (the
+    torch path then runs: the same outputs). One core per pass: passes run side by side
+    (:class:`Runtime`)."""
     import importlib.util
 
     if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
@@ -113,36 +347,47 @@ def onnx_session(model: nn.Module, calibration: list[str] | None = None):
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1  # one core per pass: passes run side by side (SentenceBiasModel._workers)
+    options.intra_op_num_threads = 1  # one core per pass: passes run side by side
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # its graph notes are not the user's business
-    graph = onnx_graph(model, calibration)
+    graph = onnx_graph(model, int8)
     return onnxruntime.InferenceSession(str(graph) if isinstance(graph, Path) else graph, options, providers=["CPUExecutionProvider"])
 
 
-GRAPH_RECIPE = ("export: torch.onnx TorchScript, opset 17; int8: static QOperator, MinMax, per channel, "
-                "length-sorted calibration batches of 16, layers " + INT8_LAYERS_PATTERN)
+GRAPH_RECIPE = ("export: torch.onnx TorchScript, opset 17; int8: static QOperator, MinMax ranges (saved or from "
+                "length-sorted calibration batches of 16), per channel, layers " + INT8_LAYERS_PATTERN)
 """How a graph is made, part of its cache key: change it with the code, and graphs kept from before are not read."""
 
 
-def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path | bytes:
-    """``model``'s inference pass as an ONNX graph — float32, or with ``calibration`` sentences its
-    static int8 form (:func:`_quantize_static`): the file in ``$HF_HOME/vilbias/onnx/<digest>.onnx``
-    when one was made before for the same weights, config, calibration and library versions (the
-    digest covers all of them), else made now and stored there (atomically); the bytes themselves
-    when the cache folder cannot be written."""
+@dataclass
+class Int8Scales:
+    """What fixes a static int8 graph's activation scales: the MinMax ranges saved in the
+    checkpoint's :data:`EVIDENCE_FILE` (``ranges``, ONNX Runtime's calibration-cache form), else
+    ``sentences`` to calibrate on (:data:`CALIBRATION_FILE`'s, read only when needed)."""
+
+    ranges: dict | None = None
+    sentences: Callable[[], list[str] | None] | None = None
+
+    def key(self) -> str:
+        return json.dumps(self.ranges, sort_keys=True) if self.ranges else repr(self.sentences() if self.sentences else None)
+
+
+def onnx_graph(model: nn.Module, int8: Int8Scales | None = None) -> Path | bytes:
+    """``model``'s inference pass as an ONNX graph — float32, or with ``int8`` its static int8 form
+    (:func:`quantize_static`): the file in ``$HF_HOME/vilbias/onnx/<digest>.onnx`` when one was
+    made before for the same weights, config, int8 scales and library versions (the digest covers
+    all of them), else made now and stored there (atomically); the bytes themselves when the cache
+    folder cannot be written."""
     import hashlib
-    import os
     import tempfile
 
     import huggingface_hub
     import onnx
-
-    digest = hashlib.blake2b(digest_size=16)
     import onnxruntime
 
+    digest = hashlib.blake2b(digest_size=16)
     digest.update(f"{GRAPH_RECIPE}|{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}|"
-                  f"onnxruntime {onnxruntime.__version__}|{calibration!r}".encode())
+                  f"onnxruntime {onnxruntime.__version__}|{int8.key() if int8 else None}".encode())
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
@@ -150,8 +395,8 @@ def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path |
     if path.is_file():
         return path
     graph = _export_onnx(model)
-    if calibration:
-        graph = _quantize_static(graph, model, calibration)
+    if int8:
+        graph = quantize_static(graph, model, int8)[0]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as f:
@@ -169,32 +414,33 @@ def onnx_graph(model: nn.Module, calibration: list[str] | None = None) -> Path |
 INT8_LAYERS = re.compile(INT8_LAYERS_PATTERN)
 """The matrix products the int8 graph runs in int8: each layer's attention projections and the
 feed-forward input. The feed-forward output (its input carries the GELU's outliers), the attention
-scores and the heads stay float32: quantised too, they cost macro-F1 (benchmarks/bench_sentence_int8.py)."""
+scores and the heads stay float32: quantised too, they flip 12 of the shipped model's 308 test
+sentences (benchmarks/bench_sentence_int8.py)."""
 
 
-def _quantize_static(graph: bytes, model: nn.Module, sentences: list[str]) -> bytes:
+def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales) -> tuple[bytes, dict | None]:
     """``graph`` with :data:`INT8_LAYERS` in int8 (ONNX Runtime's static quantisation: weights per
-    channel, activation scales fixed by MinMax calibration on ``sentences``), so a sentence gets the
-    same answer whatever shares its batch, unlike dynamic quantisation's per-batch scales."""
+    channel, activation scales fixed by MinMax ranges), so a sentence gets the same answer whatever
+    shares its batch, unlike dynamic quantisation's per-batch scales; and the ranges it used.
+
+    The ranges are ``int8.ranges`` when they name every tensor the graph needs (an export by
+    another torch may name them otherwise), else calibrated now on ``int8.sentences`` (~10 s).
+    """
     import tempfile
 
     import numpy as np
     import onnx
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
+    from onnxruntime.quantization import quantize_static as ort_quantize_static
 
     nodes = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
     keep = [n for n in nodes if not INT8_LAYERS.fullmatch(n)]
     if len(keep) == len(nodes):
         raise ValueError("the exported graph has none of the layers int8 quantises (INT8_LAYERS): load with inference_precision='float32'")
-    ordered = sorted(sentences, key=len)  # length-sorted batches, each padded to its longest
 
     class Sentences(CalibrationDataReader):
-        def __init__(self):
+        def __init__(self, sentences: list[str]):
+            ordered = sorted(sentences, key=len)  # length-sorted batches, each padded to its longest
             batches = (model.tokenizer(ordered[i:i + 16], truncation=True, max_length=model.config.max_length, padding=True,
                                        return_tensors="np") for i in range(0, len(ordered), 16))
             self.batches = ({k: b[k].astype(np.int64) for k in ("input_ids", "attention_mask")} for b in batches)
@@ -202,13 +448,37 @@ def _quantize_static(graph: bytes, model: nn.Module, sentences: list[str]) -> by
         def get_next(self):
             return next(self.batches, None)
 
+    options = dict(quant_format=QuantFormat.QOperator, per_channel=True, weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8,
+                   op_types_to_quantize=["MatMul"], nodes_to_exclude=keep, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     with tempfile.TemporaryDirectory(prefix="vilbias-int8-") as tmp:
-        source, target = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx"
+        source, target, cache = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx", Path(tmp) / "ranges.json"
         source.write_bytes(graph)
-        quantize_static(source, target, Sentences(), quant_format=QuantFormat.QOperator, per_channel=True,
-                        weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, op_types_to_quantize=["MatMul"],
-                        nodes_to_exclude=keep, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-        return target.read_bytes()
+        if int8.ranges:
+            cache.write_text(json.dumps(int8.ranges), encoding="utf-8")
+            try:
+                ort_quantize_static(source, target, None, calibration_cache_path=cache, **options)
+                quantized = target.read_bytes()
+                if _int8_products(quantized) == len(nodes) - len(keep):
+                    return quantized, int8.ranges
+            except (TypeError, KeyError, ValueError) as e:  # an older onnxruntime, or ranges of another export
+                logger.debug("the saved int8 ranges do not fit this graph (%s): calibrating", e)
+            cache.unlink(missing_ok=True)
+        sentences = int8.sentences() if int8.sentences else None
+        if not sentences:
+            raise ValueError(f"inference_precision int8 on onnxruntime needs the checkpoint's {EVIDENCE_FILE} or {CALIBRATION_FILE} "
+                             "(written by vilbias train sentence); load it with inference_precision='float32' instead")
+        try:
+            ort_quantize_static(source, target, Sentences(sentences), calibration_cache_path=cache, **options)
+        except TypeError:  # onnxruntime < 1.24 keeps no calibration cache
+            ort_quantize_static(source, target, Sentences(sentences), **options)
+        ranges = json.loads(cache.read_text(encoding="utf-8")) if cache.is_file() else None
+        return target.read_bytes(), ranges
+
+
+def _int8_products(graph: bytes) -> int:
+    import onnx
+
+    return sum(n.op_type == "QLinearMatMul" for n in onnx.load_from_string(graph).graph.node)
 
 
 def _export_onnx(model: nn.Module) -> bytes:
@@ -228,3 +498,74 @@ def _export_onnx(model: nn.Module) -> bytes:
                                         "logits": {0: "batch"}, "word_logits": {0: "batch", 1: "tokens"}},
                           dynamo=False, opset_version=17)
     return buffer.getvalue()
+
+
+# -- the evidence a checkpoint carries ----------------------------------------------------------
+
+
+def describe_cpu() -> str:
+    """This machine's CPU in one line: its model name, cores and the instructions the paths use."""
+    name = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            name = next((line.partition(":")[2].strip() for line in f if line.startswith("model name")), name)
+    except OSError:
+        pass
+    wanted = ("avx2", "avx512f", "avx_vnni", "avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16")
+    flags = cpu_flags()
+    return f"{name}, {os.cpu_count()} cores, {' '.join(f for f in wanted if f in flags) or 'no AVX2'}"
+
+
+def runtime_evidence(folder: str | os.PathLike, texts: Sequence[str], labels: Sequence[int], *,
+                     ids: Sequence[str] | None = None, split: str = "test") -> dict:
+    """How each path faster than float32 answers held-out sentences, next to the float32 torch call,
+    for the checkpoint saved in ``folder``: written there as :data:`EVIDENCE_FILE` (what loading
+    reads to choose a path, :func:`choose_runtime`) and returned. ``vilbias train sentence`` calls
+    it after saving the model, with its test split.
+
+    Args:
+        folder: a saved sentence checkpoint (``save_pretrained``'s folder, with its
+            :data:`CALIBRATION_FILE`).
+        texts: the held-out sentences.
+        labels: their gold labels (1 = biased).
+        ids: their row ids, recorded as a sha256 (:func:`vilbias.provenance.ids_digest`).
+        split: the split's name, recorded.
+
+    Returns:
+        ``{"split", "rows", "ids_sha256", "reference": {"path", "macro_f1"}, "paths": {"onnxruntime/int8":
+        {"macro_f1", "flipped", "max_probability_change"}, ...}, "measured_on", "int8_ranges"}``.
+    """
+    import onnxruntime
+    from transformers import AutoModel
+
+    from vilbias.metrics.scores import closed_metrics
+    from vilbias.provenance import ids_digest
+
+    folder, labels = Path(folder), [int(y) for y in labels]
+    if len(texts) != len(labels) or not texts:
+        raise ValueError(f"runtime_evidence needs held-out sentences and as many labels (got {len(texts)} and {len(labels)})")
+    reference = AutoModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
+    ranges = quantize_static(_export_onnx(reference), reference, Int8Scales(sentences=lambda: calibration_sentences(folder)))[1]
+    evidence = {"purpose": "how each path faster than float32 answers the held-out sentences, and the int8 graph's activation "
+                           "ranges; vilbias reads it at load to choose the path (sentence_runtime.choose_runtime)",
+                "split": split, "rows": len(texts), "ids_sha256": ids_digest(list(ids)) if ids is not None else None,
+                "measured_on": {"cpu": describe_cpu(), "torch": torch.__version__, "onnxruntime": onnxruntime.__version__},
+                "int8_ranges": ranges}
+    (folder / EVIDENCE_FILE).write_text(json.dumps(evidence, indent=1) + "\n", encoding="utf-8")  # the int8 load reads the ranges
+
+    def answers(model) -> tuple[torch.Tensor, list[int]]:
+        probs = model.biased_probability(model.sentence_logits(list(texts))[0])
+        return probs, [int(p >= 0.5) for p in probs.tolist()]
+
+    base_probs, base_flags = answers(reference)
+    evidence["reference"] = {"path": "torch/float32", "macro_f1": round(closed_metrics(labels, base_flags)["f1_macro"], 6)}
+    evidence["paths"] = {}
+    for runtime, precision in (("onnxruntime", "float32"), ("onnxruntime", "int8"), ("torch", "bfloat16")):
+        probs, flags = answers(AutoModel.from_pretrained(folder, inference_runtime=runtime, inference_precision=precision))
+        evidence["paths"][f"{runtime}/{precision}"] = {
+            "macro_f1": round(closed_metrics(labels, flags)["f1_macro"], 6),
+            "flipped": sum(a != b for a, b in zip(flags, base_flags, strict=True)),
+            "max_probability_change": round(float((probs - base_probs).abs().max()), 6)}
+    ordered = {k: evidence[k] for k in ("purpose", "split", "rows", "ids_sha256", "reference", "paths", "measured_on", "int8_ranges")}
+    (folder / EVIDENCE_FILE).write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
+    return ordered

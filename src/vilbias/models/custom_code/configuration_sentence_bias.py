@@ -20,9 +20,9 @@ LABELS = ["not_biased", "biased"]
 """The sentence head's classes in order (vilbias.task.LABEL_NAMES; a test keeps them equal)."""
 SENTENCE_FLAG = 0.5
 """A sentence whose calibrated probability of being biased is at least this is *flagged*."""
-INFERENCE_PRECISIONS = ("float32", "int8")
+INFERENCE_PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 """How a loaded sentence model runs its encoder (:attr:`SentenceBiasConfig.inference_precision`)."""
-INFERENCE_RUNTIMES = ("torch", "onnxruntime")
+INFERENCE_RUNTIMES = ("auto", "torch", "onnxruntime")
 """What runs a loaded sentence model's passes (:attr:`SentenceBiasConfig.inference_runtime`)."""
 ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 """The encoder the adapter and heads were trained on, by its Hub id."""
@@ -125,28 +125,31 @@ class SentenceBiasConfig(PretrainedConfig):
         article_rule: an :class:`ArticleRule` (or its dict, as ``config.json`` holds it).
         labels: the sentence head's class names, in order.
         inference_precision: how vilbias's loader prepares the encoder for inference (one of
-            :data:`INFERENCE_PRECISIONS`): ``float32``, the exact path, or ``int8``. On ONNX Runtime,
-            int8 is static quantisation of each layer's attention projections and feed-forward
-            input (the feed-forward output, attention scores and heads stay float32), its activation
-            scales calibrated on the training sentences saved beside the checkpoint
-            (``int8_calibration.json``): a sentence's answer does not depend on its batch. On the
-            shipped model: 1.35-1.37x the float32 torch call per core on this AVX2 CPU (1.17-1.25x its
-            ONNX Runtime float32 pass), macro-F1 on the held-out test split 0.8003 with the 256
-            sentences saved (0.787-0.8035 with other draws), a first load of ~15 s to calibrate,
-            then read from the cache; not the shipped setting. On torch, int8
-            is PyTorch's dynamic quantisation of every linear layer (per-batch activation scales;
-            on the shipped model it costs macro-F1, see ``docs/space.md``). Training ignores it;
-            ``from_pretrained(..., inference_precision="float32")`` asks for the float32 path
-            whatever the checkpoint says. The checkpoint's own code (``trust_remote_code``, without
-            vilbias) always runs the float32 torch path.
+            :data:`INFERENCE_PRECISIONS`). ``auto`` (what ``train sentence`` writes): the fastest
+            path that answers as float32 does on this CPU, chosen at load from the CPU's
+            instructions and the checkpoint's ``runtime_evidence.json`` (held-out macro-F1 within
+            0.005 and at most 1 % of sentences flagged otherwise): ``bfloat16`` on PyTorch where
+            the CPU has AMX, static ``int8`` on ONNX Runtime where it has VNNI, else ``float32``
+            (``vilbias.models.sentence_runtime.choose_runtime``; ``model.runtime_reason`` says
+            which and why). ``float32`` is the exact path. ``bfloat16``: the encoder's weights in
+            bfloat16 and its passes under PyTorch's autocast. ``int8`` on ONNX Runtime: static
+            quantisation of each layer's attention projections and feed-forward input (the
+            feed-forward output, attention scores and heads stay float32), its activation ranges
+            saved in ``runtime_evidence.json`` (or calibrated on the training sentences of
+            ``int8_calibration.json``): a sentence's answer does not depend on its batch. On
+            torch, ``int8`` is PyTorch's dynamic quantisation of every linear layer (per-batch
+            activation scales; on the shipped model it costs macro-F1, see ``docs/space.md``).
+            Training ignores it; ``from_pretrained(..., inference_precision="float32")`` asks for
+            the float32 path whatever the checkpoint says. The checkpoint's own code
+            (``trust_remote_code``, without vilbias) always runs the float32 torch path.
         inference_runtime: what runs vilbias's inference passes (one of :data:`INFERENCE_RUNTIMES`):
-            ``torch``, the model's own forward (the exact path), or ``onnxruntime``, the same
-            graph (LoRA folded in, heads included) exported to ONNX once (kept in the Hugging
-            Face cache) and run by ONNX Runtime, one core per pass with passes side by side
-            (float32: same labels, logits within ~1e-5). Without ``onnxruntime`` installed the
-            float32 torch path runs, with a warning. ``from_pretrained(...,
-            inference_runtime="torch", inference_precision="float32")`` asks for the exact path.
-            The checkpoint's own code runs torch.
+            ``auto`` (what the precision needs: PyTorch for bfloat16, else ONNX Runtime when it is
+            installed), ``torch``, the model's own forward, or ``onnxruntime``, the same graph
+            (LoRA folded in, heads included) exported to ONNX once (kept in the Hugging Face cache)
+            and run by ONNX Runtime, one core per pass with passes side by side (float32: same
+            labels, logits within ~1e-5). Without ``onnxruntime`` installed PyTorch runs it.
+            ``from_pretrained(..., inference_runtime="torch", inference_precision="float32")`` asks
+            for the exact path. The checkpoint's own code runs torch.
     """
 
     model_type = "vilbias-sentence-bias"
