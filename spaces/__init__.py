@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from vilbias.lazy import attach
 
 _import_structure = {
-    "config": ["DemoConfig"],  # light
-    "app": ["SpaceConfig", "serve"],  # the app: gradio and torch inside its functions
+    "config": ["DemoConfig", "SpaceConfig"],  # light
+    "app": ["serve"],  # the app: gradio and torch inside its functions
     "inputs": ["Limits"],  # httpx, PIL
 }
 __getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 
 if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
-    from vilbias.spaces.app import SpaceConfig, serve
-    from vilbias.spaces.config import DemoConfig
+    from vilbias.spaces.app import serve
+    from vilbias.spaces.config import DemoConfig, SpaceConfig
     from vilbias.spaces.inputs import Limits

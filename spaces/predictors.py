@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from vilbias.spaces.config import MODELS_YAML
 from vilbias.spaces.explain import (
     Evidence,
     Explanation,
@@ -60,7 +61,6 @@ from vilbias.models.predictors import item_sentences as sentences_read
 
 logger = logging.getLogger(__name__)
 
-MODELS_YAML = Path(__file__).with_name("models.yaml")
 OFFLINE_DEFAULT = "offline-default"
 """The ``path`` that names the sentence-level model shipped in the package (``training/default_model``)."""
 MAX_SENTENCES = 500

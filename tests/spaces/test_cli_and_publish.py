@@ -29,7 +29,7 @@ def test_demo_flags_build_the_config():
 
 
 def test_space_from_env_test_mode(monkeypatch):
-    from vilbias.spaces.app import ALLOW_PRIVATE_ENV, SpaceConfig
+    from vilbias.spaces.config import ALLOW_PRIVATE_ENV, SpaceConfig
 
     monkeypatch.delenv(ALLOW_PRIVATE_ENV, raising=False)
     assert not SpaceConfig.from_env().limits.allow_private_addresses

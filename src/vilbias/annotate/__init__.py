@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 from vilbias.lazy import attach
 
 _import_structure = {
-    "pipeline": ["AnnotateConfig", "annotate"],  # the models, the store
+    "config": ["AnnotateConfig"],
+    "pipeline": ["annotate"],  # the models, the store
     "specs": ["DEFAULT_ANNOTATORS", "AnnotatorSpec", "load_annotators"],
 }
 __getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 
 if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
-    from vilbias.annotate.pipeline import AnnotateConfig, annotate
+    from vilbias.annotate.config import AnnotateConfig
+    from vilbias.annotate.pipeline import annotate
     from vilbias.annotate.specs import DEFAULT_ANNOTATORS, AnnotatorSpec, load_annotators

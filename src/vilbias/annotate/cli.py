@@ -30,7 +30,8 @@ class SummaryPrint:
 
 
 def main(argv: list[str], prog: str = "vilbias annotate") -> int:
-    from vilbias.annotate.pipeline import AnnotateConfig, annotate
+    from vilbias.annotate.config import AnnotateConfig
+    from vilbias.annotate.pipeline import annotate
     from vilbias.annotate.summary import format_summary
 
     config, shown = ConfigParser([AnnotateConfig, SummaryPrint], prog=prog,

@@ -16,14 +16,16 @@ from vilbias.lazy import attach
 # --help` need not import the annotation stage)
 _import_structure = {
     "annotators": ["audit_annotators"],
+    "config": ["AnnotatorAuditConfig", "AuditConfig"],  # light: what the commands' --help parses
     "metrics": ["MetricOptions", "compute_metrics"],
     "responses": ["read_responses"],
-    "runner": ["AuditConfig", "run_audit"],
+    "runner": ["run_audit"],
 }
 __getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 
 if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
     from vilbias.audit.annotators import audit_annotators
+    from vilbias.audit.config import AnnotatorAuditConfig, AuditConfig
     from vilbias.audit.metrics import MetricOptions, compute_metrics
     from vilbias.audit.responses import read_responses
-    from vilbias.audit.runner import AuditConfig, run_audit
+    from vilbias.audit.runner import run_audit

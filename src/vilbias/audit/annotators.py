@@ -20,17 +20,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vilbias.annotate.specs import AnnotatorSpec, load_annotators, smollm2_annotator
 from vilbias.annotate.store import AnnotationStore
+from vilbias.audit.config import AnnotatorAuditConfig
 from vilbias.audit.questions import PARADIGMS, all_questions, prompt_version
 from vilbias.audit.runner import (
     MODALITY_WORDS,
     AuditConfig,
-    command_line_modalities,
     load_pairs,
     run_audit,
 )
@@ -82,30 +81,6 @@ def card_summary(summary: dict[str, Any], modality: str = "text") -> dict[str, A
         "headline": headline(summary, modality),
         "seconds_per_question": summary.get("mean_latency_s"),
     }
-
-
-@dataclass
-class AnnotatorAuditConfig:
-    workdir: Path = field(metadata={"help": "The annotation workdir; results go to <workdir>/audit/ and annotations.sqlite."})
-    annotators: Path | None = field(default=None, metadata={
-        "help": "The annotators file of `vilbias annotate` (default: the embedded SmolLM2-135M-Instruct)."})
-    paradigms: list[str] = field(default_factory=lambda: list(PARADIGMS), metadata={
-        "help": "Paradigms to ask.", "choices": list(PARADIGMS)})
-    modalities: list[str] = field(default_factory=lambda: ["text"], metadata={
-        "help": "text for every annotator; text+image too for vision annotators.", "metavar": "{text+image,text}"})
-    limit: int | None = field(default=None, metadata={"help": "Only the first N pairs of the probe set (a quick check)."})
-    choice: str = field(default="json_schema", metadata={
-        "help": "How chat servers are constrained to the options (see `vilbias audit run --help`).",
-        "choices": ["json_schema", "structured_outputs", "guided_choice", "none"]})
-    metrics: bool = field(default=True, metadata={"help": "Write each annotator's metrics and plots."})
-    progress: bool = field(default=True, metadata={"help": "Progress bars on stderr: on unless --no-progress is given."})
-    annotator_specs: list[Any] | None = field(default=None, metadata={"cli": False, "help": "AnnotatorSpecs given from Python."})
-    backends: dict[str, Any] | None = field(default=None, metadata={"cli": False, "help": "Ready backends by annotator name."})
-
-    def __post_init__(self):
-        self.modalities = command_line_modalities(self.modalities)
-        if not self.modalities or set(self.modalities) - set(MODALITY_WORDS):
-            raise ValueError(f"--modalities must name some of {', '.join(MODALITY_WORDS)}")
 
 
 def _specs(annotators_spec: Any) -> list[Any]:

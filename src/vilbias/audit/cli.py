@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.argparser import ConfigParser
+from vilbias.audit.config import AuditSpaceConfig, MetricsConfig, ProbesetConfig
 from vilbias.audit.statistics import MetricOptions
 from vilbias.cli import run_subcommand
 from vilbias.config import save_config
@@ -33,32 +34,6 @@ METRICS_HELP = "Score a responses file: tables and plots."
 ANNOTATORS_HELP = "Audit each annotator of an annotators file (text variant)."
 SPACE_HELP = "Build a question space from VIGNETTE's published lists."
 PROBESET_HELP = "Render the embedded probe set (images + manifest)."
-
-
-@dataclass
-class MetricsConfig:
-    responses: Path = field(metadata={"help": "A responses file (JSON Lines or CSV; format in docs/audit.md)."})
-    output: Path = field(metadata={"help": "Folder for the metric tables (CSV, metrics.json) and plots: new, empty or earlier metrics "
-                                         "(rewritten); a folder of other files is refused.", "deprecated": ["--out"]})
-    plots: bool = field(default=True, metadata={"help": "Draw the figures too."})
-    # Its field (--alpha) is a flag of its own: `audit metrics` parses MetricOptions beside this config.
-    statistics: MetricOptions = field(default_factory=MetricOptions, metadata={"cli": False, "help": "Significance and intervals"})
-
-
-@dataclass
-class SpaceConfig:
-    vignette: Path = field(metadata={"help": "Folder with VIGNETTE's activities.json, roles.json, sscm_dictionary.csv, "
-                                             "merged_descriptors_visibility.csv."})
-    output: Path = field(metadata={"help": "Where to write the question space JSON (for --space); an existing file is replaced only "
-                                         "when it is a question space.", "deprecated": ["--out"]})
-    subset: bool = field(default=False, metadata={"help": "Write the embedded stratified subset instead of the full space."})
-
-
-@dataclass
-class ProbesetConfig:
-    output: Path = field(metadata={"help": "Folder for the rendered probe set (manifest.jsonl + images/): new, empty or an earlier probe "
-                                         "set (its images are kept); a folder of other files is refused.", "deprecated": ["--out"]})
-    limit: int | None = field(default=None, metadata={"help": "Only the first N pairs."})
 
 
 @dataclass
@@ -137,7 +112,7 @@ def _annotators(argv: list[str], prog: str) -> int:
 def _space(argv: list[str], prog: str) -> int:
     from vilbias.audit.space import space_from_vignette, stratified_subset
 
-    (config,) = ConfigParser([SpaceConfig], prog=prog, description=SPACE_HELP).parse(argv)
+    (config,) = ConfigParser([AuditSpaceConfig], prog=prog, description=SPACE_HELP).parse(argv)
     claim_file(config.output, prog, written_by=_is_space)
     space = space_from_vignette(config.vignette)
     if config.subset:

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 from vilbias.lazy import attach
 
 _import_structure = {
-    "sheets": ["ExportConfig", "ImportConfig", "export_sheets", "import_verdicts"],
-    "stats": ["StatsConfig", "review_stats"],
+    "config": ["ExportConfig", "ImportConfig", "StatsConfig"],  # light: what the commands' --help parses
+    "sheets": ["export_sheets", "import_verdicts"],
+    "stats": ["review_stats"],
 }
 __getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 
 if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
-    from vilbias.review.sheets import ExportConfig, ImportConfig, export_sheets, import_verdicts
-    from vilbias.review.stats import StatsConfig, review_stats
+    from vilbias.review.config import ExportConfig, ImportConfig, StatsConfig
+    from vilbias.review.sheets import export_sheets, import_verdicts
+    from vilbias.review.stats import review_stats

@@ -54,7 +54,6 @@ import logging
 import mimetypes
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +61,7 @@ from vilbias.annotate.voting import Vote
 from vilbias.languages import describe_languages, detect_language
 from vilbias.outputs import hold, writing
 from vilbias.rationale import Problem, check_rationale, codes, describe
+from vilbias.review.config import ExportConfig, ImportConfig
 from vilbias.review.outcome import ItemVotes, automated_results, unread_by
 from vilbias.review.spreadsheets import UnreadableSheet, read_sheet
 from vilbias.review.verdicts import VERDICTS, VERDICTS_FILE, Verdict, load_verdicts
@@ -110,20 +110,6 @@ def assign(item_ids: list[str], reviewers: list[str], overlap: int) -> dict[str,
     for i, item_id in enumerate(rest):
         sheets[reviewers[i % len(reviewers)]].append(item_id)
     return sheets
-
-
-@dataclass
-class ExportConfig:
-    workdir: Path = field(metadata={"help": "The annotated workdir."})
-    output: Path = field(metadata={"help": "Folder for the sheets (CSV + HTML per reviewer). A sheet already there that "
-                                           "holds filled-in verdicts, or a file of that name that is not a review sheet, "
-                                           "is kept: the new sheet goes beside it (sheet_<reviewer>.2.csv ...).",
-                                   "deprecated": ["--out"]})
-    reviewers: int = field(default=1, metadata={"help": "Number of reviewers, one sheet each."})
-    reviewer_names: list[str] = field(default_factory=list, metadata={"help": "Names for the reviewers (default reviewer_1 ...)."})
-    overlap: int = field(default=20, metadata={"help": "Items every reviewer gets, for inter-reviewer agreement."})
-    only_unreviewed: bool = field(default=False, metadata={"help": "Leave out items that already have a verdict."})
-    max_text_chars: int = field(default=4000, metadata={"help": "Article text shown in the HTML page beyond this is cut."})
 
 
 def parse_techniques(value: str) -> tuple[list[str] | None, list[str]]:
@@ -415,12 +401,6 @@ def _html(reviewer: str, csv_name: str, rows: list[dict[str, Any]], articles: li
         )
     parts.append("</body></html>\n")
     return "".join(parts)
-
-
-@dataclass
-class ImportConfig:
-    workdir: Path = field(metadata={"help": "The annotated workdir."})
-    files: list[Path] = field(default_factory=list, metadata={"positional": True, "help": "Filled-in sheet CSV files."})
 
 
 def _norm_verdict(value: str) -> str | None:

@@ -29,7 +29,6 @@ import json
 import logging
 import math
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +36,12 @@ from vilbias.annotate.store import AnnotationStore
 from vilbias.annotate.summary import call_rates, item_rates
 from vilbias.metrics.agreement import krippendorff_alpha_nominal
 from vilbias.outputs import writing
+from vilbias.review.config import StatsConfig
 from vilbias.review.outcome import AgreementTally, automated_results
 from vilbias.review.verdicts import VERDICTS, load_verdicts, resolve_review
 from vilbias.workdir import REVIEWS, atomic_write, claim_workdir, read_articles
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class StatsConfig:
-    workdir: Path = field(metadata={"help": "The annotated (and reviewed) workdir."})
-    plot: bool = field(default=True, metadata={"help": "Write reviews/stats.png."})
 
 
 def _clean(x: float | None) -> float | None:

@@ -1,0 +1,34 @@
+"""The house's conventions that a reader relies on (CONTRIBUTING.md): every stage's configs in its
+``config.py`` under names that are unique."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def config_classes() -> list[tuple[str, Path]]:
+    """``(name, file)`` of every ``*Config`` class of the library and the Space (the model configs,
+    ``PretrainedConfig`` subclasses in ``configs.py`` and the checkpoint's own code, aside)."""
+    found = []
+    for root in ("src/vilbias", "spaces"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            if path.name == "configs.py" or "custom_code" in path.parts:
+                continue
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ClassDef) and node.name.endswith("Config"):
+                    found.append((node.name, path))
+    return found
+
+
+def test_every_stage_keeps_its_configs_in_its_config_py():
+    outside = [f"{name} in {path.relative_to(ROOT)}" for name, path in config_classes() if path.name != "config.py"]
+    assert not outside, outside
+
+
+def test_config_names_are_unique():
+    twice = [name for name, n in Counter(name for name, _ in config_classes()).items() if n > 1]
+    assert not twice, twice
