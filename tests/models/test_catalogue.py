@@ -83,3 +83,20 @@ def test_the_sentence_model_loads_from_its_folder_and_a_bad_path_is_one_sentence
     assert 0.0 <= article.probability <= 1.0 and len(article.sentences) == 2
     with pytest.raises(FileNotFoundError, match=r"nope does not exist \(taken for a local folder\)"):
         load_sentence_model(str(tmp_path / "nope"))
+
+
+def test_a_sentence_checkpoint_spec_can_ask_for_its_inference_path():
+    import importlib.resources
+
+    from vilbias.models.catalogue import load_predictor
+
+    folder = str(importlib.resources.files("vilbias.training") / "default_model")
+    spec = ModelSpec.parse(f"{folder}?inference_precision=float32&inference_runtime=torch")
+    assert spec.model == folder and spec.inference == {"inference_precision": "float32", "inference_runtime": "torch"}
+    assert ModelSpec.parse(str(spec)) == spec == ModelSpec.parse({"model": folder, "inference_precision": "float32",
+                                                                  "inference_runtime": "torch"})
+    assert load_predictor(spec).model.runtime.choice.path == "torch/float32"
+    with pytest.raises(ValueError, match="inference_precision must be one of auto, float32, bfloat16, int8, not 'fp8'"):
+        ModelSpec.parse(f"{folder}?inference_precision=fp8")
+    with pytest.raises(ValueError, match="takes inference_precision and inference_runtime after '\\?'"):
+        ModelSpec.parse(f"{folder}?precision=int8")

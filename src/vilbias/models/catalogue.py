@@ -20,7 +20,11 @@ string                     YAML (``kind:`` or its older name ``backend:``)      
 The YAML form carries the options a string cannot: ``params`` (sampling parameters sent with
 every request), ``vision``, ``api_key_env`` (default ``OPENAI_API_KEY``; the key is read from the
 environment, never stored), ``concurrency``, ``timeout_s``, ``max_retries``, ``batch_size``,
-``gguf_file``, ``revision``, ``languages`` (what the model reads; :func:`declared_languages`).
+``gguf_file``, ``revision``, ``languages`` (what the model reads; :func:`declared_languages`),
+``inference_precision`` and ``inference_runtime`` (how a sentence checkpoint runs; its config's
+when unset, ``auto`` in the shipped one: the fastest path that answers alike on this CPU). A
+checkpoint's string form carries these two as a query: ``PATH?inference_precision=float32`` (or
+``...?inference_precision=int8&inference_runtime=onnxruntime``).
 
 A checkpoint is recognised from its files: ``adapter_config.json`` → a PEFT adapter on a VLM
 (its base found from the adapter); ``config.json`` with ``model_type: vilbias-fusion`` → the
@@ -58,6 +62,7 @@ from vilbias.languages import ANY, normalize_languages
 from vilbias.models.chat import ChatBackend
 from vilbias.models.chat_local import SmolLM2Kind, TransformersBackend, TransformersKind
 from vilbias.models.chat_openai import OpenAIKind
+from vilbias.models.configs import INFERENCE_PRECISIONS, INFERENCE_RUNTIMES
 from vilbias.models.kinds import (
     KINDS,
     ClassifierModel,
@@ -187,6 +192,11 @@ class ModelSpec:
     languages: list[str] | None = None
     """The languages the model reads (ISO 639-1 codes, or ``[any]``); on an item in another it
     abstains instead of labelling. None: what the checkpoint declares (:func:`declared_languages`)."""
+    inference_precision: str | None = None
+    """How a sentence checkpoint runs its encoder (``auto``, ``float32``, ``bfloat16``, ``int8``:
+    :attr:`~vilbias.models.configs.SentenceBiasConfig.inference_precision`). None: its config's."""
+    inference_runtime: str | None = None
+    """What runs a sentence checkpoint's passes (``auto``, ``torch``, ``onnxruntime``). None: its config's."""
 
     @classmethod
     def parse(cls, spec: str | Mapping[str, Any] | ModelSpec) -> ModelSpec:
@@ -225,6 +235,14 @@ class ModelSpec:
             normalize_languages(self.languages)
         except ValueError as e:
             raise ValueError(f"model {self.model or self.kind!r}: {e}") from None
+        for name, allowed in (("inference_precision", INFERENCE_PRECISIONS), ("inference_runtime", INFERENCE_RUNTIMES)):
+            if getattr(self, name) not in (None, *allowed):
+                raise ValueError(f"model {self.model or self.kind!r}: {name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
+
+    @property
+    def inference(self) -> dict[str, str]:
+        """The inference settings the spec asks for, as ``from_pretrained`` keywords."""
+        return {k: v for k, v in (("inference_precision", self.inference_precision), ("inference_runtime", self.inference_runtime)) if v}
 
     def __str__(self) -> str:
         """The string form (options the string cannot carry are left out)."""
@@ -280,7 +298,22 @@ class CheckpointKind(ModelKind):
 
     @classmethod
     def parse(cls, text: str) -> dict[str, Any] | None:
-        return None  # the default: what no other kind claims (ModelSpec.parse)
+        """A checkpoint with its inference settings as a query (``PATH?inference_precision=int8``);
+        a plain path or Hub id is what no other kind claims (ModelSpec.parse's default)."""
+        model, sep, query = text.partition("?")
+        if not sep:
+            return None
+        settings = dict(part.partition("=")[::2] for part in query.split("&") if part)
+        unknown = set(settings) - {"inference_precision", "inference_runtime"}
+        if unknown or not model:
+            raise ValueError(f"{text!r}: a checkpoint's string form takes inference_precision and inference_runtime after '?', "
+                             "e.g. training/default_model?inference_precision=float32")
+        return {"kind": cls.name, "model": model, **settings}
+
+    @classmethod
+    def to_string(cls, spec: ModelSpec) -> str:
+        query = "&".join(f"{k}={v}" for k, v in spec.inference.items())
+        return f"{spec.model}?{query}" if query else spec.model
 
     @classmethod
     def load(cls, spec: ModelSpec, options: LoadOptions) -> Model:
@@ -328,9 +361,10 @@ def load_fusion(name_or_path: str, *, revision: str | None = None) -> Any:
     return models.FusionForClassification.from_pretrained(name_or_path, revision=revision)
 
 
-def load_sentence_model(name_or_path: str, *, revision: str | None = None) -> tuple[Any, Path]:
+def load_sentence_model(name_or_path: str, *, revision: str | None = None, **inference: str) -> tuple[Any, Path]:
     """The sentence-level bias model (:class:`vilbias.models.sentence_bias.SentenceBiasModel`) of
-    a folder or Hub repo, and the local folder it was read from (its metrics and card live there)."""
+    a folder or Hub repo, and the local folder it was read from (its metrics and card live there);
+    ``inference`` (``inference_precision``, ``inference_runtime``) overrides its config's."""
     folder = local_folder(name_or_path)
     if folder is None:
         from huggingface_hub import snapshot_download
@@ -338,7 +372,7 @@ def load_sentence_model(name_or_path: str, *, revision: str | None = None) -> tu
         if hub_file(name_or_path, "config.json", revision) is None:  # fails fast when unreachable
             raise FileNotFoundError(f"{name_or_path} has no config.json: not a sentence model")
         folder = Path(snapshot_download(name_or_path, revision=revision))
-    return models.SentenceBiasModel.from_pretrained(folder), folder
+    return models.SentenceBiasModel.from_pretrained(folder, **inference), folder
 
 
 def _label_order(id2label: dict) -> list[int]:
@@ -387,7 +421,7 @@ def _text_classifier(spec: ModelSpec, batch_size: int) -> ClassifierModel:
 
 def _sentence_predictor(spec: ModelSpec, *, split_sentences: Callable[[str], list[str]] | None = None,
                         max_sentences: int | None = None) -> SentencePredictor:
-    model, folder = load_sentence_model(spec.model, revision=spec.revision)
+    model, folder = load_sentence_model(spec.model, revision=spec.revision, **spec.inference)
     return SentencePredictor(model, folder, split_sentences=split_sentences, max_sentences=max_sentences)
 
 
