@@ -209,10 +209,12 @@ def _sentence_section(results: dict) -> list[str]:
     protocols = [(e["view"], e["sentence_protocol"]) for e in results["evaluations"] if e.get("sentence_protocol")]
     if not protocols:
         return []
+    runtime = results["model"].get("runtime")
     lines = ["## Sentence-level protocol", "",
              "The sentence model scored as `vilbias train sentence` scores its test split: each row's calibrated P(biased) "
              "(biased at 0.5), its expected calibration error (10 bins), and articles (sentences grouped by link, an "
-             "article's label the majority of its expert labels, ties left out) labelled by the model's article rule.", "",
+             "article's label the majority of its expert labels, ties left out) labelled by the model's article rule."
+             + (f" It ran here as: {runtime}." if runtime else ""), "",
              "| view | sentences | macro-F1 | accuracy | ECE | articles | article macro-F1 |", "|---|---|---|---|---|---|---|"]
     for view, p in protocols:
         a = p.get("article")

@@ -402,7 +402,8 @@ class _Run:
             "dataset": {"id": cfg.dataset, "config": "fold_0..fold_4" if cfg.cv else cfg.dataset_config, "split": cfg.split,
                         "revision": cfg.dataset_revision},
             "model": {"id": cfg.model, "revision": cfg.model_revision, "kind": model.kind, "modality": modality,
-                      "architecture": architecture, "title": f"{name} ({architecture})"},
+                      "architecture": architecture, "title": f"{name} ({architecture})",
+                      "runtime": getattr(model, "runtime", None)},
             "training_data": [v.seen.as_dict(cfg.allow_overlap) for v in views],
             "circularity": [dataclasses.asdict(v.circular) | {"sentence": v.circular.sentence()} for v in views if v.circular],
             "judge": {"id": cfg.judge or self.judge.name, "revision": cfg.judge_revision, "retries": cfg.judge_retries}

@@ -390,7 +390,8 @@ def _classifier(predictor: Predictor, name: str) -> ClassifierModel:
     return ClassifierModel(lambda items: [out.label_id for out in predict_batch(predictor, items)], name=name,
                            uses_text=predictor.reads_text, uses_image=predictor.reads_image,
                            sentence_probabilities=(lambda texts: sentences(texts)[1]) if sentences else None,
-                           article_rule=getattr(config, "article_rule", None))
+                           article_rule=getattr(config, "article_rule", None),
+                           runtime=getattr(getattr(predictor, "model", None), "runtime_reason", None))
 
 
 def _text_classifier(spec: ModelSpec, batch_size: int) -> ClassifierModel:

@@ -66,6 +66,8 @@ class ClassifierModel:
     article_rule: Any = None
     """Sentence models: how an article's label follows from its sentences' probabilities
     (:class:`vilbias.models.sentence_bias.ArticleRule`); None otherwise."""
+    runtime: str | None = None
+    """How the model runs on this machine and why (a sentence model's ``runtime_reason``), for the report."""
 
 
 Model = GenerativeModel | ClassifierModel
