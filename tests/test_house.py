@@ -32,3 +32,23 @@ def test_every_stage_keeps_its_configs_in_its_config_py():
 def test_config_names_are_unique():
     twice = [name for name, n in Counter(name for name, _ in config_classes()).items() if n > 1]
     assert not twice, twice
+
+
+LABEL_SPELLINGS = {"biased", "not_biased", "not biased", "Biased", "Not biased", "Not Biased"}
+"""The task's labels as code might spell them."""
+
+
+def test_the_task_s_labels_are_spelled_only_in_task_py():
+    """Code reads the labels from vilbias.task (LABEL_NAMES, BIASED_NAME, ANSWER_LABELS); docstrings may
+    name them. Exempt: the checkpoint's own code (it runs without vilbias) and the import presets (a
+    published release's own label strings, mapped to ours)."""
+    spelled = []
+    for path in sorted((ROOT / "src/vilbias").rglob("*.py")):
+        if path.name in ("task.py", "presets.py") or "custom_code" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in LABEL_SPELLINGS and id(node) not in docstrings:
+                spelled.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
+    assert not spelled, spelled

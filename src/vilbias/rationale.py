@@ -23,7 +23,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from vilbias.task import ALL_NAMES, BIASED_NAME, LABEL_NAMES, TECHNIQUES, label_name, read_label
+from vilbias.task import (
+    ALL_NAMES,
+    ANSWER_LABELS,
+    BIASED,
+    BIASED_NAME,
+    LABEL_NAMES,
+    TECHNIQUES,
+    label_name,
+    read_label,
+)
 
 EMPTY = "empty"
 """No rationale, or fewer than :data:`MIN_WORDS` words."""
@@ -144,7 +153,7 @@ def _arguments(text: str, label: str) -> list[tuple[int, int]]:
 _QUOTED = re.compile(r"“([^“”]{3,300}?)”|\"([^\"]{3,300}?)\"|„([^„“”]{3,300}?)[“”]"
                      r"|(?<!\w)'([^'\n]{3,300}?)'(?!\w)|(?<!\w)‘([^‘’\n]{3,300}?)’(?!\w)")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…|\[\s*(?:\.\.\.|…)\s*\])\s*")
-_NOT_QUOTATIONS = {normalise(n) for n in (*ALL_NAMES.values(), *LABEL_NAMES, "not biased")}
+_NOT_QUOTATIONS = {normalise(n) for n in (*ALL_NAMES.values(), *LABEL_NAMES, *ANSWER_LABELS.values())}
 """Quoted words that name a technique or a label are not quotations of the article."""
 
 
@@ -322,7 +331,7 @@ def check_wording(text: str, label: str, item_text: str, allowed_techniques: lis
         return None
     first = problems[0]
     if first.code == ARGUES_OTHER_LABEL:
-        return "argues that the article is " + ("not biased" if label == BIASED_NAME else "biased")
+        return "argues that the article is " + ANSWER_LABELS[1 - BIASED if label == BIASED_NAME else BIASED]
     if first.code == ABSENT_TECHNIQUE:
         return f"names a technique the evidence does not show ({first.passage})"
     return _REASONS[first.code]

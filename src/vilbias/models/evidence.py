@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from vilbias.task import BIASED_NAME, TECHNIQUES
+from vilbias.task import ANSWER_LABELS, BIASED, BIASED_NAME, TECHNIQUES
 
 MAX_CITED = 3
 """Flagged sentences quoted in the explanation (the evidence table lists them all)."""
@@ -181,8 +181,8 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
         note = "\n\n" + (f"*{note}*" if markdown else note)
     if label == BIASED_NAME:
         techniques = techniques_shown(flagged)
-        lines = [f"{bold('Biased')} ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
-                 *([_how_they_relate(probability, "biased", value, threshold)] if markdown else []),
+        lines = [f"{bold(ANSWER_LABELS[BIASED].capitalize())} ({probability:.0%}): {figure}, at or above the {threshold:.0%} the rule needs.",
+                 *([_how_they_relate(probability, ANSWER_LABELS[BIASED], value, threshold)] if markdown else []),
                  "", "The sentences that drive the label:"]
         seen: set[str] | None = None if markdown else set()
         # plain text names each technique once, with its cues, at the end (not on every line: no repeats)
@@ -200,9 +200,9 @@ def evidence_rationale(label: str, probability: float, sentences: list[Evidence]
             named = ", ".join(TECHNIQUES[t] + _cues(t, cues) for t, cues in techniques.items()) or "none with a surface cue"
         lines += ["", f"Techniques these sentences show: {named}."]
         return Explanation("\n".join(lines) + note, techniques)
-    lines = [f"{bold('Not biased')} ({1 - probability:.0%}): {figure}, below the {threshold:.0%} the rule needs."]
+    lines = [f"{bold(ANSWER_LABELS[1 - BIASED].capitalize())} ({1 - probability:.0%}): {figure}, below the {threshold:.0%} the rule needs."]
     if markdown:
-        lines.append(_how_they_relate(1 - probability, "not biased", value, threshold))
+        lines.append(_how_they_relate(1 - probability, ANSWER_LABELS[1 - BIASED], value, threshold))
     if not flagged:
         top = max(sentences, key=lambda s: s.probability)
         lines.append(f"No sentence was flagged (every one scores below 50%); the highest scores {top.probability:.0%}: {_quote(top.text)}.")
