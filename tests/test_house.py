@@ -52,3 +52,11 @@ def test_the_task_s_labels_are_spelled_only_in_task_py():
             if isinstance(node, ast.Constant) and node.value in LABEL_SPELLINGS and id(node) not in docstrings:
                 spelled.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
     assert not spelled, spelled
+
+
+def test_one_module_opens_sqlite():
+    """The resumable call ledger (vilbias.ledger) is the one place that opens SQLite files; stores
+    and the stop line go through it."""
+    opening = sorted({str(path.relative_to(ROOT)) for root in ("src/vilbias", "spaces", "training")
+                      for path in (ROOT / root).rglob("*.py") if "sqlite3.connect(" in path.read_text(encoding="utf-8")})
+    assert opening == ["src/vilbias/ledger.py"], opening

@@ -279,3 +279,18 @@ def ask_missing(
 
 
 __all__ = ["Ledger", "Migration", "Table", "ask_missing"]
+
+
+def stored_rows(path: str | Path, table: str, where: str = "") -> int:
+    """Rows of ``table`` in the SQLite file ``path`` (0 when the file or table does not exist), read
+    without creating or changing anything: for the sentence a stop prints."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    try:
+        return db.execute(f"SELECT COUNT(*) FROM {table}" + (f" WHERE {where}" if where else "")).fetchone()[0]
+    except sqlite3.OperationalError:  # the run stopped before it created its tables
+        return 0
+    finally:
+        db.close()

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from vilbias import outputs
+from vilbias.ledger import stored_rows
 
 
 class Stopped(KeyboardInterrupt):
@@ -151,21 +151,6 @@ def leave_to_parent() -> None:
 def exit_status() -> int:
     """The exit status of a stopped command: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
     return 128 + (_last_signal or signal.SIGINT)
-
-
-def stored_rows(path: str | Path, table: str, where: str = "") -> int:
-    """Rows of ``table`` in the SQLite file ``path`` (0 when the file or table does not exist), read
-    without creating or changing anything: for the sentence a stop prints."""
-    path = Path(path)
-    if not path.is_file():
-        return 0
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-    try:
-        return db.execute(f"SELECT COUNT(*) FROM {table}" + (f" WHERE {where}" if where else "")).fetchone()[0]
-    except sqlite3.OperationalError:  # the run stopped before it created its tables
-        return 0
-    finally:
-        db.close()
 
 
 def ledger_kept(path: str | Path, table: str, where: str = "", noun: str = "answers") -> str:
