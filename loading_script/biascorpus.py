@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+from vilbias.loading_script import schema
+from vilbias.loading_script.schema import BUILDER, DEFAULT, PLAN, RELEASE, SFT, WORKDIR
 
 from vilbias import task
 from vilbias.ledger import Ledger, Table
 from vilbias.rationale import check_rationale, codes
-from vilbias.task import LABEL_NAMES, N_FOLDS, SPLITS
+from vilbias.task import N_FOLDS, SPLITS
 from vilbias.workdir import read_articles
 
 _DESCRIPTION = (
@@ -42,57 +44,20 @@ _DESCRIPTION = (
 _HOMEPAGE = ""
 _LICENSE = "cc-by-nc-4.0"
 
-_BALLOT = {"annotator": datasets.Value("string"), "sample": datasets.Value("int32"), "label": datasets.Value("string")}
-_CONTENT = {"type": datasets.Value("string"), "text": datasets.Value("string")}
-_MESSAGES = datasets.List({"role": datasets.Value("string"), "content": datasets.List(_CONTENT)})
 
-DEFAULT_FEATURES = datasets.Features(
-    {
-        "unique_id": datasets.Value("string"),
-        "outlet": datasets.Value("string"),
-        "headline": datasets.Value("string"),
-        "article_text": datasets.Value("string"),
-        "url": datasets.Value("string"),
-        "published": datasets.Value("string"),
-        "image": datasets.Image(),
-        "image_url": datasets.Value("string"),
-        "image_caption": datasets.Value("string"),
-        "text_label": datasets.ClassLabel(names=LABEL_NAMES),
-        "multimodal_label": datasets.ClassLabel(names=LABEL_NAMES),
-        # Which vote the row's label (multimodal_label) came from: "multimodal" (annotators that saw
-        # the image), "text" (text-only annotators: no vision annotator took part, so the label did
-        # not see the image), "review" (set or overturned by human review), "import" (an imported release).
-        "label_source": datasets.Value("string"),
-        "reasoning": datasets.Value("string"),
-        # The model-free rationale check's result for `reasoning` (vilbias.rationale): its problem
-        # codes, empty when the rationale passes. Not an sft column.
-        "rationale_problems": datasets.List(datasets.Value("string")),
-        "techniques": datasets.List(datasets.Value("string")),
-        "votes": datasets.List(_BALLOT),
-        "text_votes": datasets.List(_BALLOT),
-        "agreement": datasets.Value("float32"),
-        "review": datasets.Value("string"),
-        # What the human review put into the row: a reviewer's rationale (also in `reasoning`),
-        # the reviewers' comments and number, and a flag for a rationale the review left wanting.
-        "corrected_rationale": datasets.Value("string"),
-        "review_comments": datasets.List(datasets.Value("string")),
-        "n_reviewers": datasets.Value("int32"),
-        "review_flag": datasets.Value("string"),
-        # The headline and text's language (ISO 639-1, detected at ingest; "" when unknown). The
-        # card's `language:` lists the rows' languages.
-        "language": datasets.Value("string"),
-    }
-)
-SFT_FEATURES = datasets.Features(
-    {
-        "messages": _MESSAGES,
-        "image": datasets.Image(),
-        "unique_id": datasets.Value("string"),
-        "multimodal_label": datasets.ClassLabel(names=LABEL_NAMES),
-    }
-)
-STORED_FEATURES = datasets.Features({**DEFAULT_FEATURES, "messages": _MESSAGES})
-"""What a stored row holds: every config reads its columns from the same Parquet files."""
+def features(source: str = WORKDIR, config: str | None = None) -> datasets.Features:
+    """The ``datasets.Features`` of the columns :mod:`~vilbias.loading_script.schema` declares: what a
+    ``source`` build stores (``config`` None: every config reads its columns from the same Parquet
+    files), or what its ``config`` (``default`` or ``sft``) reads. Read at call time, so a column
+    registered after import (:func:`~vilbias.loading_script.schema.register_column`) is in it."""
+    return datasets.Features.from_dict({c.name: c.feature for c in schema.columns(source, config)})
+
+
+DEFAULT_FEATURES = features(WORKDIR, DEFAULT)
+SFT_FEATURES = features(WORKDIR, SFT)
+STORED_FEATURES = features(WORKDIR)
+"""What a stored row holds: every config reads its columns from the same Parquet files. These
+constants are the schema as declared when the module loaded; the build reads :func:`features`."""
 
 
 Cell = tuple[str, int]
@@ -153,17 +118,10 @@ class Resolutions(Ledger):
         for uid, data in self.stream("SELECT unique_id, data FROM resolved"):
             yield uid, json.loads(data)
 
-IMPORTED_FEATURES = datasets.Features(
-    {
-        **DEFAULT_FEATURES,
-        # An imported release (`vilbias build --from`) keeps the source's label strings verbatim
-        # beside the mapped ClassLabels: the mapping is a documented default, not a rename.
-        "source_label": datasets.Value("string"),
-        "source_text_label": datasets.Value("string"),
-    }
-)
-"""``default``'s columns for a release imported with ``vilbias build --from``."""
-IMPORTED_STORED_FEATURES = datasets.Features({**IMPORTED_FEATURES, "messages": _MESSAGES})
+IMPORTED_FEATURES = features(RELEASE, DEFAULT)
+"""``default``'s columns for a release imported with ``vilbias build --from`` (the source's label
+strings kept verbatim beside the mapped ClassLabels: ``source_label``, ``source_text_label``)."""
+IMPORTED_STORED_FEATURES = features(RELEASE)
 
 
 @dataclass
@@ -231,7 +189,7 @@ class BiasCorpus(datasets.GeneratorBasedBuilder):
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description=_DESCRIPTION,
-            features=SFT_FEATURES if VIEWS[self.config.name].columns == "sft" else DEFAULT_FEATURES,
+            features=features(WORKDIR, VIEWS[self.config.name].columns),
             homepage=_HOMEPAGE,
             license=_LICENSE,
         )
@@ -285,9 +243,15 @@ def rationale_author(resolution: dict[str, Any]) -> str | None:
 def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None = None):
     """Yield ``(PlanRow, stored example)`` for every planned row, in ingestion order, reading each
     article, its resolved annotation and its image once. A stored example has every column of
-    :data:`STORED_FEATURES` (``default``'s columns plus the ``sft`` conversation). ``authors``,
+    :func:`features` (``default``'s columns plus the ``sft`` conversation), each filled as its
+    declaration says (:attr:`vilbias.loading_script.schema.Column.workdir`). ``authors``,
     when given, receives each yielded row's :func:`rationale_author` before the row is yielded."""
     workdir = Path(plan.workdir)
+    # (column, where, key) of what an article, the plan's row or its resolution fills; the rest
+    # (the builder's own) below
+    fills = [(c.name, *c.fill()) for c in schema.columns(WORKDIR)]
+    built = {name for name, where, _ in fills if where == BUILDER}
+    fills = [f for f in fills if f[1] != BUILDER]
     resolutions = Resolutions(plan.resolved)
     try:
         for art in read_articles(workdir):
@@ -295,39 +259,20 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
             if row is None or (keep is not None and not keep(row)):
                 continue
             res = resolutions.get(art.unique_id)
+            example = {name: res[key] if where == schema.RESOLVED else getattr(row if where == PLAN else art, key)
+                       for name, where, key in fills}
+            example["image"] = {"bytes": (workdir / row.image_path).read_bytes(), "path": Path(row.image_path).name}
             # Settled by the plan: a reviewer's rationale, else the annotators' for their own
             # label; a label set by review without one has none (flagged), never another label's.
-            reasoning = res["row_reasoning"]
-            example = {
-                "unique_id": art.unique_id,
-                "outlet": art.outlet,
-                "headline": art.headline,
-                "article_text": art.article_text,
-                "url": art.url,
-                "published": art.published,
-                "image": {"bytes": (workdir / row.image_path).read_bytes(), "path": Path(row.image_path).name},
-                "image_url": art.image_url,
-                "image_caption": art.image_caption,
-                "text_label": row.text_label,
-                "multimodal_label": row.label,
-                "label_source": row.label_source,
-                "reasoning": reasoning,
-                "techniques": res["techniques"],
-                "votes": res["votes"],
-                "text_votes": res["text_votes"],
-                "agreement": row.agreement,
-                "review": row.review,
-                "corrected_rationale": res["corrected_rationale"],
-                "review_comments": res["review_comments"],
-                "n_reviewers": res["n_reviewers"],
-                "review_flag": res["review_flag"],
-                "language": row.language,
-                "messages": task.messages(art.headline, art.article_text, row.label, reasoning),
-            }
+            example["messages"] = task.messages(art.headline, art.article_text, row.label, example["reasoning"])
             # techniques review cleared (a label it set, none given) were judged by no one: nothing to compare
             example["rationale_problems"] = rationale_check(example, None if res.get("techniques_cleared") else res["techniques"])
             if authors is not None:
                 authors[art.unique_id] = rationale_author(res)
+            missing = built - example.keys()
+            if missing:
+                raise ValueError(f"columns {', '.join(sorted(missing))} say the builder fills them (workdir='builder'), and it does not: "
+                                 "name the article field, plan field or resolution key that does")
             yield row, example
     finally:
         resolutions.close()
@@ -335,5 +280,6 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
 
 __all__ = [
     "BiasCorpus", "BiasCorpusConfig", "CELLS", "DEFAULT_FEATURES", "IMPORTED_FEATURES", "IMPORTED_STORED_FEATURES", "SFT_FEATURES",
-    "STORED_FEATURES", "VIEWS", "Plan", "PlanRow", "Resolutions", "View", "iter_examples", "rationale_author", "rationale_check",
+    "STORED_FEATURES", "VIEWS", "Plan", "PlanRow", "Resolutions", "View", "features", "iter_examples", "rationale_author",
+    "rationale_check",
 ]

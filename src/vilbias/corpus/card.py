@@ -15,6 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import jinja2
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from vilbias import __version__
@@ -24,6 +25,16 @@ from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import PlannedRow
 from vilbias.corpus.splits import MEANINGFUL_ROWS, split_size_note
 from vilbias.loading_script.biascorpus import VIEWS, Plan, Resolutions
+from vilbias.loading_script.schema import (
+    DEFAULT,
+    RELEASE,
+    SFT,
+    WORKDIR,
+    Column,
+    columns,
+    feature_text,
+    grouped,
+)
 from vilbias.review.verdicts import RATIONALE_MISSING, RATIONALE_NOT_CORRECTED
 from vilbias.task import ARTICLE_WORDS, BIASED, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
 
@@ -289,9 +300,7 @@ def render_card(
     template = files("vilbias.dataset_card") / "README.md.jinja"
     version = f"v{names.version}" if names.repo_id else None
     defaults = {"imported": None, "n_reviewed": 0, "label_sources": {}}
-    return DatasetCard.from_template(
-        card_data,
-        template_str=template.read_text(encoding="utf-8"),
+    figures = dict(
         pretty_name=names.pretty_name,
         loading=loading_block(names.load_name, sft=True, version=version),
         load_name=names.load_name,
@@ -307,6 +316,32 @@ def render_card(
         changelog_end=CHANGELOG_END,
         **{**defaults, **stats},
     )
+    source = RELEASE if figures["imported"] else WORKDIR
+    return DatasetCard.from_template(card_data, template_str=template.read_text(encoding="utf-8"), **figures,
+                                     fields=field_table(source, figures), sft_row=sft_row(source, figures))
+
+
+def _meaning(column: Column, source: str, figures: Mapping[str, Any]) -> str:
+    """A column's meaning in the card, its declaration's template rendered over the card's figures."""
+    text = column.card_imported if source == RELEASE and column.card_imported is not None else column.card
+    return jinja2.Template(text or "").render(**figures).strip()
+
+
+def field_table(source: str, figures: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The card's table of ``default``'s fields, from the columns' declarations
+    (:mod:`vilbias.loading_script.schema`): ``names``, ``type`` and ``meaning`` per table row."""
+    out = []
+    for row in grouped(columns(source, DEFAULT)):
+        types = list(dict.fromkeys(feature_text(c.feature) for c in row))
+        out.append({"names": ", ".join(f"`{c.name}`" for c in row), "type": " / ".join(types),
+                    "meaning": _meaning(row[0], source, figures)})
+    return out
+
+
+def sft_row(source: str, figures: Mapping[str, Any]) -> str:
+    """What an ``sft`` row is, for the card's table of configs: its columns, each that is not a
+    ``default`` column with its meaning."""
+    return ", ".join(f"`{c.name}`" + ("" if c.default else f" ({_meaning(c, source, figures)})") for c in columns(source, SFT))
 
 
 def size_category(n: int) -> str:

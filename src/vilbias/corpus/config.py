@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vilbias.corpus.presets import PRESETS
+from vilbias.loading_script.schema import import_targets
 from vilbias.outputs import claim_output
 from vilbias.workdir import require_articles
 
@@ -122,9 +123,9 @@ class BuildConfig:
             "aliases": ["--column"],
             "metavar": "TARGET=SOURCE",
             "help": "With --from or --sentences: map a corpus field to a source column, TARGET=SOURCE (repeatable), e.g. --column "
-            "unique_id=id --column image=image_path. Targets with --from: unique_id, outlet, headline, article_text, image, "
-            "image_caption, image_url, url, published, reasoning, multimodal_label, text_label; with --sentences: text, label, "
-            "news_link, outlet, topic, type, label_opinion, biased_words.",
+            "unique_id=id --column image=image_path. Targets with --from: "
+            + "; ".join(f"{name} ({what})" for name, what in import_targets().items())
+            + "; with --sentences: text, label, news_link, outlet, topic, type, label_opinion, biased_words.",
         },
     )
     label_map: str | None = field(

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets import DatasetInfo
+from datasets import DatasetInfo, Features
 from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
@@ -54,15 +54,11 @@ from vilbias.corpus.protocol import BuildPlan, CellKey
 from vilbias.corpus.source import Source, open_source
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.corpus.tables import cell_text
-from vilbias.corpus.writer import card_metadata, corpus_views
+from vilbias.corpus.writer import ConfigView, card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
 from vilbias.languages import item_language
-from vilbias.loading_script.biascorpus import (
-    IMPORTED_FEATURES,
-    IMPORTED_STORED_FEATURES,
-    SFT_FEATURES,
-    rationale_check,
-)
+from vilbias.loading_script.biascorpus import features, rationale_check
+from vilbias.loading_script.schema import DEFAULT, RELEASE, SFT, columns
 from vilbias.task import ANSWER_LABELS
 from vilbias.workdir import iso_date
 
@@ -189,35 +185,25 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
     if not reasoning:
         # No rationale in the source: the answer is the label alone, never an empty "Reasoning:".
         messages[-1]["content"][0]["text"] = f"Label: {ANSWER_LABELS[kept.label]}"
-    example = {
+    # what the importer works out itself; every other column is the source's column mapped to it
+    # (a target), else what the column's declaration says an import stores (vilbias.loading_script.schema)
+    computed = {
         "unique_id": uid,
-        "outlet": text("outlet"),
         "headline": headline,
         "article_text": article,
-        "url": text("url"),
         "published": iso_date(_field(record, layout, "published")) if "published" in layout.columns else None,
         "image": {"bytes": data, "path": f"{kept.sha256}.{kept.ext}"},
-        "image_url": text("image_url"),
-        "image_caption": text("image_caption"),
         "text_label": text_label,
         "multimodal_label": kept.label,
-        "label_source": "import",
         "reasoning": reasoning,
-        "techniques": [],
-        "votes": [],
-        "text_votes": [],
-        "agreement": None,
-        "review": "unreviewed",
-        "corrected_rationale": None,
-        "review_comments": [],
-        "n_reviewers": 0,
-        "review_flag": None,
         # detected as ingest does (a release records no language the corpus could trust)
         "language": item_language(headline, article),
         "source_label": text("multimodal_label"),
         "source_text_label": raw_text,
         "messages": messages,
     }
+    example = {c.name: computed[c.name] if c.name in computed else text(c.name) if c.target else
+               list(c.imported) if isinstance(c.imported, tuple) else c.imported for c in columns(RELEASE)}
     # The source records no techniques: the check compares quotations, label and completeness only.
     example["rationale_problems"] = rationale_check(example, None)
     return example
@@ -276,8 +262,14 @@ class ReleaseSource:
     """
 
     kind = "release"
-    features = IMPORTED_STORED_FEATURES
-    views = corpus_views(IMPORTED_FEATURES, SFT_FEATURES)
+
+    @property
+    def features(self) -> Features:
+        return features(RELEASE)
+
+    @property
+    def views(self) -> dict[str, ConfigView]:
+        return corpus_views(features(RELEASE, DEFAULT), features(RELEASE, SFT))
 
     def __init__(self, spec: str, *, images: str | os.PathLike | None = None, preset: str | None = None,
                  columns: list[str] | None = None, label_map: str | None = None, license: str | None = None):

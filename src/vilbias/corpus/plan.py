@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from datasets import DatasetInfo
+from datasets import DatasetInfo, Features
 from huggingface_hub import DatasetCardData
 from tqdm.auto import tqdm
 
@@ -37,18 +37,17 @@ from vilbias.corpus.card import (
 from vilbias.corpus.config import CardNames
 from vilbias.corpus.protocol import BuildPlan, CellKey
 from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
-from vilbias.corpus.writer import card_metadata, corpus_views
+from vilbias.corpus.writer import ConfigView, card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
 from vilbias.languages import item_language
 from vilbias.loading_script.biascorpus import (
-    DEFAULT_FEATURES,
-    SFT_FEATURES,
-    STORED_FEATURES,
     Plan,
     PlanRow,
     Resolutions,
+    features,
     iter_examples,
 )
+from vilbias.loading_script.schema import DEFAULT, SFT, WORKDIR
 from vilbias.review.outcome import AgreementTally, final_agreement, judged_labels, label_prompt
 from vilbias.review.verdicts import (
     load_verdicts,
@@ -66,8 +65,13 @@ SAMPLE_ANNOTATIONS = "annotations.jsonl"
 class WorkdirSource:
     """A pipeline workdir, or the embedded sample (``workdir=None``), as a build's source."""
 
-    features = STORED_FEATURES
-    views = corpus_views(DEFAULT_FEATURES, SFT_FEATURES)
+    @property
+    def features(self) -> Features:
+        return features(WORKDIR)
+
+    @property
+    def views(self) -> dict[str, ConfigView]:
+        return corpus_views(features(WORKDIR, DEFAULT), features(WORKDIR, SFT))
 
     def __init__(self, workdir: str | os.PathLike | None, *, num_proc: int | None = None):
         self.workdir = Path(workdir) if workdir else None

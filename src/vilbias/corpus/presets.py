@@ -17,24 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vilbias.loading_script.schema import import_targets
 from vilbias.task import ANSWER_LABELS, BIASED_NAME, LABEL_NAMES, NOT_BIASED_NAME
 
-TARGETS: dict[str, str] = {
-    "unique_id": "the row's id (required; rows are keyed by it across releases)",
-    "outlet": "publisher name",
-    "headline": "headline (headline or article_text required)",
-    "article_text": "article body",
-    "image": "embedded image bytes or a path into --images / the zip (required)",
-    "image_caption": "image description or caption",
-    "image_url": "where the image was fetched from",
-    "url": "the article's canonical URL",
-    "published": "publication date (stored as ISO 8601)",
-    "reasoning": "the rationale for the label",
-    "multimodal_label": "the task label (text + image; required)",
-    "text_label": "the text-only label",
-}
-"""The corpus fields an imported table can fill: ``--column TARGET=SOURCE`` names one of these."""
 REQUIRED = ("unique_id", "image", "multimodal_label")
+"""The corpus fields every import maps (the targets, ``--column TARGET=SOURCE``, are the columns
+:mod:`vilbias.loading_script.schema` declares with a ``target``: :func:`~vilbias.loading_script.schema.import_targets`)."""
 
 _NMB_CITATION = """@dataset{newsmediabias_plus_2024,
   title     = {NewsMediaBias-Plus: A Multimodal Dataset for Analyzing Media Bias and Disinformation},
@@ -182,8 +170,8 @@ def parse_columns(pairs: list[str]) -> dict[str, str]:
         target = target.strip()
         if not sep or not source.strip():
             raise ValueError(f"--column {pair!r} is not TARGET=SOURCE")
-        if target not in TARGETS:
-            raise ValueError(f"--column {pair!r}: {target!r} is not a corpus field; targets: {', '.join(TARGETS)}")
+        if target not in (targets := import_targets()):
+            raise ValueError(f"--column {pair!r}: {target!r} is not a corpus field; targets: {', '.join(targets)}")
         out[target] = source.strip()
     return out
 
@@ -234,7 +222,7 @@ def resolve_layout(
         mapping = {t: c for t, c in chosen.columns.items() if c in columns}
     else:
         lower = {c.lower(): c for c in columns}
-        mapping = {t: lower[t] for t in TARGETS if t in lower}
+        mapping = {t: lower[t] for t in import_targets() if t in lower}
     mapping.update(overrides)
     absent = sorted({c for c in overrides.values() if c not in columns})
     if absent:
