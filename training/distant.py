@@ -44,7 +44,7 @@ import yaml
 from datasets import Dataset, DatasetDict
 from vilbias.training.classifier_data import group_ids, stratified_group_prefix, texts
 
-from vilbias.corpus.sentences import read_records
+from vilbias.corpus.sentence_records import read_records
 from vilbias.provenance import ids_digest
 from vilbias.task import LABEL_NAMES, read_label
 

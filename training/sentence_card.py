@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vilbias.corpus.sentences import DATASETS, OWN_DATA_TERMS, REASON_TEXT
+from vilbias.corpus.sentence_datasets import DATASETS, OWN_DATA_TERMS
+from vilbias.corpus.sentence_records import REASON_TEXT
 from vilbias.models.sentence_bias import (
     ArticleRule,
 )

@@ -18,14 +18,9 @@ from tests.real_data import shared_data
 from vilbias.corpus.config import BuildConfig
 from vilbias.corpus.pipeline import build
 from vilbias.corpus.release import read_cells
-from vilbias.corpus.sentences import (
-    BABE_TERMS,
-    article_groups,
-    corpus_splits,
-    read_sentences,
-    recognise_layout,
-    sentence_splits,
-)
+from vilbias.corpus.sentence_datasets import BABE_TERMS, recognise_layout
+from vilbias.corpus.sentence_records import read_sentences
+from vilbias.corpus.sentences import article_groups, corpus_splits, sentence_splits
 
 REPO = Path(__file__).resolve().parents[2]
 LOADED = ["reckless", "disgraceful", "radical", "corrupt", "shameful"]

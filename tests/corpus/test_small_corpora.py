@@ -101,7 +101,7 @@ def test_a_tiny_sentence_corpus_loads_and_its_card_states_babe_s_terms(tmp_path)
         assert sum(len(s) for s in load_dataset(str(out), config).values()) == 2
     card = (out / "README.md").read_text(encoding="utf-8")
     meta = yaml.safe_load(card.split("---")[1])
-    from vilbias.corpus.sentences import BABE_TERMS
+    from vilbias.corpus.sentence_datasets import BABE_TERMS
 
     # BABE's publishers state no licence: the card says so, with where, and cites BABE
     assert meta["license"] == "unknown" and meta["source_datasets"] == ["mediabiasgroup/BABE"]

@@ -79,7 +79,7 @@ def test_card_states_data_terms_provenance_scores_and_calibration(shipped):
     folder, model = shipped
     card = (folder / "README.md").read_text(encoding="utf-8")
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-    from vilbias.corpus.sentences import BABE_TERMS
+    from vilbias.corpus.sentence_datasets import BABE_TERMS
 
     assert "license: cc-by-nc-4.0" in card and "non-commercial research use" in card
     assert BABE_TERMS in card and "Spinde et al., 2021" in card and "No agreement" in card and "@inproceedings{spinde2021babe" in card
