@@ -548,3 +548,20 @@ def test_nothing_writes_through_mkstemp():
             if "mkstemp(" in text or "NamedTemporaryFile(" in text:
                 found.append(str(path.relative_to(REPO)))
     assert found in ([], ["src/vilbias/models/sentence_runtime.py"]), found  # that one chmods to the umask itself
+
+
+def test_a_write_that_fails_for_want_of_space_in_other_words_is_a_full_disk(tmp_path, monkeypatch):
+    """torch's zip writer says only "file write failed", SQLite sometimes "disk I/O error": a full
+    disk when the folder the command writes is out of space, and left as they are otherwise."""
+    import shutil as sh
+    from collections import namedtuple
+
+    torch_like = RuntimeError("[enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file data/3: file write failed")
+    with outputs.writing():
+        outputs.hold(tmp_path / "model", "vilbias train classifier")
+        assert not outputs.is_disk_full(torch_like) and not outputs.is_disk_full(sqlite3.OperationalError("disk I/O error"))
+        usage = namedtuple("usage", "total used free")
+        monkeypatch.setattr(sh, "disk_usage", lambda path: usage(10**9, 10**9 - 4096, 4096))
+        assert outputs.is_disk_full(torch_like) and outputs.is_disk_full(sqlite3.OperationalError("disk I/O error"))
+        assert str(outputs.disk_full(torch_like, "kept nothing")).startswith(f"no space left on the disk holding {tmp_path / 'model'} (4.1 KB free;")
+    assert not outputs.is_disk_full(torch_like)  # no folder held: no evidence of a full disk

@@ -60,6 +60,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -466,10 +467,14 @@ def _chain(e: BaseException | None) -> Iterator[BaseException]:
         e = e.__cause__ or e.__context__
 
 
+_WRITE_FAILED = re.compile(r"disk I/O error|write failed|failed writing|error writing", re.IGNORECASE)
+
+
 def is_disk_full(e: BaseException) -> bool:
     """Whether ``e`` (or an exception it was raised from) is a full disk or quota: ``ENOSPC`` /
-    ``EDQUOT`` (pyarrow and torch report it in their own exceptions' text), SQLite's
-    ``SQLITE_FULL``, or its ``disk I/O error`` while a folder this command writes is out of space."""
+    ``EDQUOT`` (pyarrow and safetensors report it in their own exceptions' text), SQLite's
+    ``SQLITE_FULL``, or a failed write (SQLite's ``disk I/O error``, torch's ``file write failed``)
+    while a folder this command writes is out of space."""
     for x in _chain(e):
         if isinstance(x, DiskFull):
             return True
@@ -478,11 +483,12 @@ def is_disk_full(e: BaseException) -> bool:
         text = str(x)
         if "No space left on device" in text or "Disk quota exceeded" in text:
             return True
-        if isinstance(x, sqlite3.OperationalError):
-            if "database or disk is full" in text:
-                return True
-            if "disk I/O error" in text and any((_free(h.path) or 2**30) < 2**24 for h in _holds()):
-                return True
+        if isinstance(x, sqlite3.OperationalError) and "database or disk is full" in text:
+            return True
+        # SQLite's "disk I/O error", torch's "file write failed": said of a full disk among other
+        # causes, so taken for one when a folder this command writes is (nearly) out of space
+        if _WRITE_FAILED.search(text) and any((_free(h.path) or 2**30) < 2**24 for h in _holds()):
+            return True
     return False
 
 
