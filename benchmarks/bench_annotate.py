@@ -139,7 +139,7 @@ def bench_pipeline(url: str, calls: int, concurrency: int, workdir: Path) -> tup
     """The stage over ``calls`` samples: its server work, requests/s, CPU per request, memory,
     summary and the number of items."""
     items = -(-calls // (ANNOTATORS * PROMPTS * SAMPLES))
-    make_workdir(workdir, n=items, shared_image=True)
+    make_workdir(workdir, n=items, shared_image=True, language="en")  # as ingest records it (workdir 1.1)
     # Vision annotators (as the paper's VLMs): both prompts, the image in the multimodal one.
     specs = [
         AnnotatorSpec(name=f"fake-{i}", kind="openai", model=f"fake-model-{i}", base_url=url, concurrency=concurrency, vision=True,
@@ -193,7 +193,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--n-support", choices=("full", "refuse", "ignore"), default="full",
                         help="how the server takes requests for n > 1 samples")
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.latency, args.concurrency = 36, 0.001, 4
     ideal = args.concurrency / args.latency
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(args.latency), args.n_support], cwd=ROOT, stdout=subprocess.PIPE, text=True

@@ -71,7 +71,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 200, 400, 800])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the app's choice, every core).")
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.runs = [5, 10], 1
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
     import psutil

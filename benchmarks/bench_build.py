@@ -46,6 +46,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -439,12 +440,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=40_945, help="Rows of the large corpus.")
     parser.add_argument("--small-rows", type=int, default=4_000, help="Rows of the small corpus (a prefix of the large one).")
-    parser.add_argument("--scratch", type=Path, default=Path("/work/bench-scratch"), help="Where corpora (cached) and outputs (deleted) go.")
+    parser.add_argument("--scratch", type=Path, default=Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vilbias-bench" / "build",
+                        help="Where corpora (cached) and outputs (deleted) go (default: a cache folder).")
     parser.add_argument("--skip-memory", action="store_true", help="Skip the peak-RSS comparison.")
     parser.add_argument("--skip-speed", action="store_true", help="Skip the pyarrow comparison.")
     parser.add_argument("--speed-corpus", choices=("large", "small"), default="large", help="Corpus the pyarrow comparison runs on (small: when time or disk is short).")
     parser.add_argument("--child-build", nargs=2, type=Path, metavar=("WORKDIR", "OUTPUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.small_rows, args.scratch = 40, 20, Path(tempfile.mkdtemp(prefix="bench-build-smoke-"))
     if args.child_build:
         child_build(*args.child_build)
         return 0

@@ -46,6 +46,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from multiprocessing import Pool
 from pathlib import Path
@@ -361,11 +362,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=40_945, help="Rows of the large release (the ViLBias paper's 40,945).")
     parser.add_argument("--small-rows", type=int, default=4_000, help="Rows of the small release (a prefix) for the memory ratio.")
-    parser.add_argument("--scratch", type=Path, default=Path("/work/bench-scratch/import"), help="Where the releases (cached) and outputs (deleted) go.")
+    parser.add_argument("--scratch", type=Path, default=Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vilbias-bench" / "import",
+                        help="Where the releases (cached) and outputs (deleted) go (default: a cache folder).")
     parser.add_argument("--layouts", nargs="+", choices=("2", "3"), default=["2", "3"], help="Layouts to run.")
     parser.add_argument("--child-import", nargs=3, metavar=("SOURCE", "IMAGES", "OUTPUT"), help=argparse.SUPPRESS)
     parser.add_argument("--child-baseline", nargs=4, metavar=("LAYOUT", "SOURCE", "IMAGES", "OUTPUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.small_rows, args.scratch = 30, 10, Path(tempfile.mkdtemp(prefix="bench-import-smoke-"))
     if args.child_import:
         child_import(*args.child_import)
         return 0

@@ -36,7 +36,10 @@ import bench_sentence_speed as speed  # noqa: E402  (the articles, the test spli
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--articles", type=int, default=12)
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.articles = 3  # the batch check joins three
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import numpy as np
@@ -62,7 +65,7 @@ def main() -> None:
     articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:120] for a in speed.real_articles(args.articles)]
     rows = read_sentences(speed.BABE)[0]
     splits = article_splits(rows)["default"]
-    test = [r for r in rows if r["unique_id"] in set(splits["test"])]
+    test = [r for r in rows if r["unique_id"] in set(splits["test"])][:32 if args.smoke else None]
 
     def encode(texts, **kw):
         enc = tok(texts, truncation=True, max_length=plain.config.max_length, return_tensors="np", **kw)

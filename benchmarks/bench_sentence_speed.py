@@ -224,7 +224,10 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=20,
                         help="Distinct articles in the Space's second run (sent again and again, as a demo's popular pages are).")
     parser.add_argument("--skip-space", action="store_true", help="Only the in-process variants.")
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.articles, args.users, args.per_user, args.distinct = 2, 2, 1, 1
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
@@ -287,7 +290,7 @@ def main() -> None:
           f"of the {kernel} peak")
     per_core(folder, sentences[:12], encoder_flops(plain, sentences[:12]))
 
-    test = babe_test_split()
+    test = babe_test_split()[:32 if args.smoke else None]
     for model in (plain, int8, onnx, predictor.model):
         _fresh(model)
     print(f"macro-F1 on the held-out test split ({len(test)} BABE SG2 sentences): plain fp32 {macro_f1(plain, test):.4f}, "
@@ -297,7 +300,7 @@ def main() -> None:
     if not args.skip_space:
         runs = {f"{args.users * args.per_user} distinct articles": articles[:args.users * args.per_user],
                 f"{args.distinct} distinct articles, each sent {args.users * args.per_user // args.distinct} times": articles[:args.distinct]}
-        for name, sent in runs.items():
+        for name, sent in list(runs.items())[:1 if args.smoke else None]:
             print(f"load average before the Space ({name}): {load_average()}")
             space = space_under_load(sent, args.users, args.per_user, [])
             print(f"the Space (its defaults), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "

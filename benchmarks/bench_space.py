@@ -120,7 +120,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the app's choice, cores // concurrency).")
     parser.add_argument("--skip-cold", action="store_true", help="Only the warm latency.")
+    parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 2
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
     from gradio_client import Client
