@@ -10,10 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.corpus.releases import items, write_v1
-from vilbias.corpus import BuildConfig, build
-from vilbias.corpus.presets import parse_columns
 from vilbias.loading_script.biascorpus import BiasCorpus, features
 from vilbias.loading_script.schema import (
     COLUMNS,
@@ -27,6 +23,10 @@ from vilbias.loading_script.schema import (
     import_targets,
     register_column,
 )
+
+from tests.corpus.releases import items, write_v1
+from vilbias.corpus import BuildConfig, build
+from vilbias.corpus.presets import parse_columns
 from vilbias.task import LABEL_NAMES
 from vilbias.workdir import read_articles, sample_workdir
 
