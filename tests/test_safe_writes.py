@@ -115,7 +115,7 @@ TABLE = [
     Row("audit run", ("AuditConfig.output",), lambda t, e: ["audit", "run", "--model", "smollm2", "--output", str(t)], "refused"),
     Row("audit metrics", ("MetricsConfig.output",),
         lambda t, e: ["audit", "metrics", "--responses", str(e["babe"]), "--output", str(t)], "refused"),
-    Row("audit space (an existing file of the user's)", ("SpaceConfig.output",),
+    Row("audit space (an existing file of the user's)", ("AuditSpaceConfig.output",),
         lambda t, e: ["audit", "space", "--vignette", str(t), "--output", str(t / "notes.txt")], "refused-file"),
     Row("audit probeset", ("ProbesetConfig.output",), lambda t, e: ["audit", "probeset", "--output", str(t), "--limit", "1"], "refused"),
     Row("audit annotators", ("AnnotatorAuditConfig.workdir",), lambda t, e: ["audit", "annotators", "--workdir", str(t)], "refused"),

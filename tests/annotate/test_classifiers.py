@@ -40,7 +40,7 @@ def test_the_default_annotator_is_the_shipped_sentence_model_and_says_so(default
     assert spec.kind == "checkpoint" and spec.model == str(shipped_sentence_model()) and not spec.vision
     assert "babe-sentence-model" in summary["default_annotator"]
     assert summary["active"]["text"]["annotator_samples"] == {"babe-sentence-model": 1}
-    with caplog.at_level(logging.INFO, logger="vilbias.annotate.pipeline"):
+    with caplog.at_level(logging.INFO, logger="vilbias.annotate.config"):
         again = annotate(AnnotateConfig(workdir=workdir, progress=False))
     assert "the sentence-level bias model shipped with vilbias" in caplog.text
     assert again["run"] == {}  # everything was answered: a second run asks nothing

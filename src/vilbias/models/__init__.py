@@ -33,7 +33,7 @@ from vilbias.lazy import attach
 
 _import_structure = {
     "auto": ["register_auto_models"],  # torch: both models below
-    "configs": ["CONFIGS", "MINILM", "register_auto_configs"],  # transformers
+    "configs": ["CONFIGS", "INFERENCE_PRECISIONS", "INFERENCE_RUNTIMES", "MINILM", "register_auto_configs"],  # transformers
     "efficientnet_lite": ["EfficientNetLite0"],  # torch
     "fusion": ["FusionForClassification"],  # torch
     "pipelines": ["PIPELINE_TASK", "register_pipelines"],  # transformers' pipelines module, when it loads
@@ -47,7 +47,13 @@ __getattr__, __dir__, __all__ = attach(__name__, _import_structure)
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the same names, for editors and type checkers (tests/test_lazy.py keeps the two equal)
     from vilbias.models.auto import register_auto_models
-    from vilbias.models.configs import CONFIGS, MINILM, register_auto_configs
+    from vilbias.models.configs import (
+        CONFIGS,
+        INFERENCE_PRECISIONS,
+        INFERENCE_RUNTIMES,
+        MINILM,
+        register_auto_configs,
+    )
     from vilbias.models.efficientnet_lite import EfficientNetLite0
     from vilbias.models.fusion import FusionForClassification
     from vilbias.models.pipelines import PIPELINE_TASK, register_pipelines

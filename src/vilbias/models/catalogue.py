@@ -62,7 +62,6 @@ from vilbias.languages import ANY, normalize_languages
 from vilbias.models.chat import ChatBackend
 from vilbias.models.chat_local import SmolLM2Kind, TransformersBackend, TransformersKind
 from vilbias.models.chat_openai import OpenAIKind
-from vilbias.models.configs import INFERENCE_PRECISIONS, INFERENCE_RUNTIMES
 from vilbias.models.kinds import (
     KINDS,
     ClassifierModel,
@@ -235,8 +234,12 @@ class ModelSpec:
             normalize_languages(self.languages)
         except ValueError as e:
             raise ValueError(f"model {self.model or self.kind!r}: {e}") from None
-        for name, allowed in (("inference_precision", INFERENCE_PRECISIONS), ("inference_runtime", INFERENCE_RUNTIMES)):
-            if getattr(self, name) not in (None, *allowed):
+        for name in ("inference_precision", "inference_runtime"):
+            if getattr(self, name) is None:
+                continue
+            # the allowed values live with the sentence model's config (transformers): read only when asked for
+            allowed = getattr(models, name.upper() + "S")
+            if getattr(self, name) not in allowed:
                 raise ValueError(f"model {self.model or self.kind!r}: {name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
 
     @property
