@@ -32,7 +32,7 @@ from vilbias import task
 from vilbias.ledger import Ledger, Table
 from vilbias.rationale import check_rationale, codes
 from vilbias.task import N_FOLDS, SPLITS
-from vilbias.workdir import read_articles
+from vilbias.workdir import Article, read_articles
 
 _DESCRIPTION = (
     "BiasCorpus: news article-image pairs labelled biased / not biased, each with a rationale: by LLM "
@@ -252,6 +252,11 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
     fills = [(c.name, *c.fill()) for c in schema.columns(WORKDIR)]
     built = {name for name, where, _ in fills if where == BUILDER}
     fills = [f for f in fills if f[1] != BUILDER]
+    for name, where, key in fills:
+        holder = {"article": Article, "plan": PlanRow}.get(where)
+        if holder is not None and key not in holder.__dataclass_fields__:
+            raise ValueError(f"column {name!r} is filled from {where}.{key} (its workdir=), and {holder.__name__} has no field {key!r}: "
+                             "add the field, or name the article field, plan field or resolution key that fills it")
     resolutions = Resolutions(plan.resolved)
     try:
         for art in read_articles(workdir):

@@ -119,3 +119,13 @@ def test_the_published_shape_follows_from_the_declarations():
         "source_label", "source_text_label", "messages"]
     with pytest.raises(ValueError, match="workdir='votes' is not article, plan, resolved or builder"):
         Column("x", STRING, "x", workdir="votes")
+
+
+def test_a_column_filled_from_nothing_is_one_line_before_any_row(tmp_path):
+    column = register_column(Column("word_count", STRING, "words in the article", workdir="article"))
+    try:
+        with pytest.raises(ValueError, match=r"column 'word_count' is filled from article.word_count .* Article has no field"):
+            build(BuildConfig(output=tmp_path / "out"))
+    finally:
+        COLUMNS.remove(column)
+    assert not (tmp_path / "out").exists()
