@@ -31,9 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-if TYPE_CHECKING:  # for annotations only: the catalogue imports the kinds' modules
-    from vilbias.models.catalogue import ModelSpec
+if TYPE_CHECKING:  # for annotations only
     from vilbias.models.chat import ChatBackend
+
+ModelSpec = Any
+"""A :class:`vilbias.models.catalogue.ModelSpec` (the catalogue imports this module, so the kinds
+take the spec by its fields, not its class)."""
 
 
 @dataclass
