@@ -35,7 +35,13 @@ from typing import Any
 
 from vilbias.annotate import prompts as prompting
 from vilbias.annotate.specs import AnnotatorSpec
-from vilbias.models.catalogue import checkpoint_kind, load_chat_backend, load_model, load_predictor
+from vilbias.models.catalogue import (
+    checkpoint_kind,
+    declared_languages,
+    load_chat_backend,
+    load_model,
+    load_predictor,
+)
 from vilbias.models.chat import ChatBackend, ChatResult
 from vilbias.models.evidence import explain_output
 from vilbias.models.predictors import ModelOutput, Predictor, predict_batch
@@ -135,6 +141,24 @@ class PredictorAnnotator:
                 prompt = keys[0].prompt
                 answer = answer_from_output(out, article, prompt, self.name)
                 on_result((keys, None, article), ChatResult(answer, latency_s=latency, finish_reason="stop"))
+
+
+@dataclass(frozen=True)
+class ResolvedAnnotator:
+    """An annotator resolved once, before any call: what the stage asks of it again and again (its
+    fingerprint reads a checkpoint's files, its languages and kind its config)."""
+
+    spec: AnnotatorSpec
+    fingerprint: str
+    languages: tuple[str, ...]
+    """What it reads (:func:`vilbias.models.catalogue.declared_languages`); ``("any",)`` for all."""
+    deterministic: bool
+    """A predictor checkpoint: its answer never changes, so it is asked one sample."""
+
+
+def resolve_annotator(spec: AnnotatorSpec) -> ResolvedAnnotator:
+    """``spec`` resolved once (see :class:`ResolvedAnnotator`); a model that is not there is one line."""
+    return ResolvedAnnotator(spec, spec.fingerprint(), declared_languages(spec.model_spec()), is_deterministic(spec))
 
 
 def is_deterministic(spec: AnnotatorSpec) -> bool:

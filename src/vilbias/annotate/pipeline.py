@@ -27,14 +27,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from vilbias.annotate import prompts as prompting
-from vilbias.annotate.classifiers import PredictorAnnotator, is_deterministic, load_annotator
+from vilbias.annotate.classifiers import PredictorAnnotator, load_annotator, resolve_annotator
 from vilbias.annotate.config import AnnotateConfig
 from vilbias.annotate.specs import (
     AnnotatorSpec,
@@ -44,7 +44,6 @@ from vilbias.annotate.summary import format_summary, summarize
 from vilbias.annotate.voting import OTHER_LANGUAGE
 from vilbias.languages import ANY, describe_languages, item_language, reads
 from vilbias.ledger import ask_missing
-from vilbias.models.catalogue import declared_languages
 from vilbias.models.chat import (
     ChatBackend,
     ChatRequest,
@@ -252,30 +251,34 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     workdir = Path(config.workdir)
     claim_workdir(workdir, "vilbias annotate")  # one writer per workdir (vilbias.outputs)
     versions = {p: prompting.prompt_version(p) for p in prompts}
-    # a deterministic model (a predictor checkpoint) is asked one sample: its K would all be the same
-    deterministic = {s.name: is_deterministic(s) for s in specs}
+    # each spec resolved once: its fingerprint, languages and whether it is deterministic (a
+    # predictor checkpoint, asked one sample: its K would all be the same)
+    resolved = {s.name: resolve_annotator(s) for s in specs}
+    deterministic = {name: r.deterministic for name, r in resolved.items()}
     samples = {s.name: 1 if deterministic[s.name] else config.samples for s in specs}
-    active = [ActiveAnnotator(s.name, s.fingerprint(), 1 if samples[s.name] != config.samples else None) for s in specs]
+    active = [ActiveAnnotator(s.name, resolved[s.name].fingerprint, 1 if samples[s.name] != config.samples else None) for s in specs]
     backends: dict[str, ChatBackend | PredictorAnnotator] = dict(config.backends or {})
     run: Counter[str] = Counter()
+    languages = _Languages()
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
         # the first vision chat model describes the images (a classifier writes no description)
         describer = next((s for s in specs if s.vision and not deterministic[s.name]), None) if "multimodal" in prompts else None
-        describer_key = f"{describer.name}@{describer.fingerprint()}" if describer else None
+        describer_key = f"{describer.name}@{resolved[describer.name].fingerprint}" if describer else None
         if describer is not None:
             _describe_images(config, store, describer, describer_key, backends, run)
 
         for spec in specs:
-            fp = spec.fingerprint()
+            fp = resolved[spec.name].fingerprint
             # a classifier reads the image itself: its multimodal calls wait for no description
-            jobs = _Jobs(config, store, spec, prompts, versions, None if deterministic[spec.name] else describer_key, samples[spec.name])
-            languages = declared_languages(spec.model_spec())
-            if ANY not in languages:
+            jobs = _Jobs(config, store, spec, fp, prompts, versions, None if deterministic[spec.name] else describer_key,
+                         samples[spec.name])
+            reads_only = resolved[spec.name].languages
+            if ANY not in reads_only:
                 # Items in a language the annotator does not read are answered with its abstention
                 # first, without loading the model; the jobs left are those it reads.
-                if abstained := _abstain_on_languages(store, jobs, spec, languages):
+                if abstained := _abstain_on_languages(store, jobs, spec, reads_only, languages):
                     run[OTHER_LANGUAGE] += abstained
             pending = sum(1 for _ in jobs.keys())
             if pending == 0:
@@ -307,7 +310,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
                 backends.pop(spec.name, None)
-        languages_seen = Counter(article_language(a) or "unknown" for a in _articles(config))
+        languages_seen = Counter(languages(a) or "unknown" for a in _articles(config))
         summary = summarize(store, {a.unique_id for a in _articles(config)})
     summary["run"] = dict(run)
     summary["languages"] = dict(languages_seen.most_common())
@@ -325,7 +328,20 @@ def article_language(article: Article) -> str:
     return article.language or item_language(article.headline, article.article_text)
 
 
-def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSpec, languages: tuple[str, ...]) -> int:
+class _Languages(dict):
+    """:func:`article_language` of each article, detected at most once a run (a workdir of schema
+    1.0 records none: the abstentions and the summary would each detect it again, ~1 ms an item)."""
+
+    def __call__(self, article: Article) -> str:
+        if article.language:
+            return article.language
+        if article.unique_id not in self:
+            self[article.unique_id] = article_language(article)
+        return self[article.unique_id]
+
+
+def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSpec, languages: tuple[str, ...],
+                          language_of: Callable[[Article], str] = article_language) -> int:
     """Store an ``other_language`` abstention for each missing call of an item in a language
     ``spec`` does not read (see :mod:`vilbias.annotate.store`); returns the calls stored."""
     requests, jobs.requests = jobs.requests, False  # nothing is rendered for the model: it is not asked
@@ -333,7 +349,7 @@ def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSp
     stored = 0
     try:
         for keys, _, article in jobs:
-            language = article_language(article)
+            language = language_of(article)
             if reads(languages, language):
                 continue
             problem = (f"the article is in {describe_languages([language])}; {spec.name} reads {describe_languages(languages)}, "
@@ -360,14 +376,14 @@ class _Jobs:
     annotated one sample per request is complete under ``n`` and the other way round.
     """
 
-    def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, prompts: list[str], versions: dict[str, str],
-                 describer_key: str | None, samples: int):
+    def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, fingerprint: str, prompts: list[str],
+                 versions: dict[str, str], describer_key: str | None, samples: int):
         self.config, self.store, self.spec, self.prompts, self.versions = config, store, spec, prompts, versions
         self.samples = samples
         self.requests = True
         self.describer_key = describer_key
         self.workdir = Path(config.workdir)
-        self.fp = spec.fingerprint()
+        self.fp = fingerprint
         self.system = {"role": "system", "content": prompting.system_message()}
         # Local grammars also bound the rationale, so a complete answer fits max_tokens.
         bound = prompting.LOCAL_RATIONALE_CHARS if spec.kind_info.local else None
