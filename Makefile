@@ -22,10 +22,10 @@ browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 # The suite runs in parallel (pytest-xdist, one process a core: `make test WORKERS=0` runs it in one);
-# --dist loadgroup keeps each file's tests, and the tests sharing a costly fixture, in one process
+# --dist loadfile keeps each file's tests, and the tests sharing a costly fixture, in one process
 # (tests/conftest.py). CI prints the slowest tests.
 WORKERS ?= auto
-PYTEST := HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(WORKERS) --dist loadgroup
+PYTEST := HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(WORKERS) --dist loadfile
 
 test: setup browser
 	$(VENV)/bin/ruff check .

@@ -80,25 +80,53 @@ def smollm2_once(_smollm2_loaded, monkeypatch):
     assert shared, "the test never asked for SmolLM2"
 
 
-SHARED_FIXTURES = {"_smollm2_loaded": "smollm2"}
-"""Session fixtures too costly to build in every test process (SmolLM2: ~25 s to load on 2 cores):
-under pytest-xdist every test that uses one runs in the process holding it (its ``xdist_group``)."""
+# -- running in parallel (pytest-xdist; `make test` is `-n auto --dist loadfile`) ---------------------
+
+SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_annotators.py": "smollm2"}
+"""Files whose tests share a session fixture too costly to build in every test process (the loaded
+SmolLM2, ~25 s on 2 cores): they run in one process, as one unit."""
+SPREAD_FILES = {"tests/test_benchmarks.py", "tests/test_stops.py"}
+"""Files of long, independent tests (a subprocess each, no module fixture): each test is its own unit."""
+HEAVY_FIRST = [
+    "smollm2", "tests/audit/test_run.py", "tests/training_classifier/test_default_model.py",
+    "tests/corpus/test_one_split.py", "tests/corpus/test_offline_real.py", "tests/models/test_checkpoints.py",
+    "tests/corpus/test_import_downstream.py", "tests/models/test_sentence_doors.py", "tests/corpus/test_build.py",
+    "tests/models/test_sentence_precision.py",
+]
+"""The costliest units (by ``--durations``), handed out first so that no long unit starts last; a
+stale list only balances the two processes less well."""
+
+
+def xdist_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file (so a file's tests run in one process, in order,
+    and its module fixtures are built once, as in a serial run), its shared group, or itself."""
+    file = nodeid.split("::", 1)[0]
+    return nodeid if file in SPREAD_FILES else SHARED_FILES.get(file, file)
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with :func:`xdist_unit` as its unit and the units in collection order (the
+    workers put :data:`HEAVY_FIRST` first). pytest-xdist's own ``loadgroup`` cannot be used: the
+    group it appends to a test id is not seen by pytest 9's ``Node.nodeid``."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order below, not "most tests first"
+    return UnitScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``) each test gets an
-    ``xdist_group`` before xdist reads them: the one it names, else the group of a costly shared
-    fixture it uses (:data:`SHARED_FIXTURES`), else its file. So the tests of one file run in one
-    process in their order, sharing its module fixtures as in a serial run, and the files are spread
-    over the processes."""
-    if config.getoption("dist", default="no") == "no":
+    """In an xdist worker, the costliest units first (:data:`HEAVY_FIRST`), each unit's tests in order."""
+    if not hasattr(config, "workerinput"):
         return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        shared = next((group for fixture, group in SHARED_FIXTURES.items() if fixture in getattr(item, "fixturenames", ())), None)
-        item.add_marker(pytest.mark.xdist_group(shared or item.nodeid.split("::")[0]))
+    rank = {unit: i for i, unit in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(xdist_unit(item.nodeid), len(rank)))
 
 
 _modules_when_frozen = 0
