@@ -144,11 +144,11 @@ def test_version_sequence_published_and_a_moved_row_refused(tmp_path, monkeypatc
     build(BuildConfig(source=str(tmp_path / "v1/nmb.parquet"), output=out))
     with hub_server(tmp_path) as hub:
         monkeypatch.setenv("HF_TOKEN", hub.token)
-        assert f'load_dataset("{out}")' in _card(out) and "me/nmb" not in _card(out)
+        assert f'load_dataset("{out.name}")' in _card(out) and str(out.parent) not in _card(out) and "me/nmb" not in _card(out)
         first = publish_dataset(PublishDatasetConfig(repo_id="me/nmb", version="1.0.0", source=out))
         assert first.changelog.total == 40
         # Published, the card's loading examples name the repo and its tag, no longer the folder.
-        assert 'load_dataset("me/nmb", "fold_0", revision="v1.0.0")' in _card(out) and f'load_dataset("{out}"' not in _card(out)
+        assert 'load_dataset("me/nmb", "fold_0", revision="v1.0.0")' in _card(out) and f'load_dataset("{out.name}"' not in _card(out)
         v2_items = [relabel(it) if i % 5 == 0 else it for i, it in enumerate(v1_items[3:])][::-1] + items(10, seed=2, start=100)
         write_2025(tmp_path / "v2/data/dataset_cleaned.parquet", v2_items)
         build(BuildConfig(source=str(tmp_path / "v2"), output=out))

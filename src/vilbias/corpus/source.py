@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from vilbias.corpus.release import looks_like_hub_id
 from vilbias.corpus.tables import TABLE_SUFFIXES, table_columns, table_records
+from vilbias.provenance import data_name
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +123,11 @@ class Source:
             self.images.archive.close()
 
     def describe(self) -> str:
+        """The source as artifacts name it: a Hub dataset by id, revision and commit; a local file or
+        folder by its name (the report and card are uploaded: no path of the machine that built it)."""
         if self.kind == "hub":
             return f"{self.repo_id}@{self.revision or 'main'} (commit {self.commit})"
-        return self.spec
+        return data_name(self.spec)
 
 
 def _tables_in(folder: Path) -> list[Path]:
