@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import inspect
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -35,16 +37,20 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     if enabled:
         yield
         return
-    # transformers is loaded by then (the command line parser is transformers'); datasets' switch
-    # needs datasets imported (~0.4 s), paid only with --no-progress.
-    import datasets.utils as datasets_bars
+    # transformers is loaded by then (the command line parser is transformers'). datasets is switched
+    # only where it is loaded already (a stage that uses it imports it with its modules, before the
+    # call): importing it for its switch costs 2-3 s, as long as a short stage, and annotate never
+    # uses it.
     import huggingface_hub.utils as hub
     from transformers.utils import logging as transformers_logging
 
+    datasets_bars = importlib.import_module("datasets.utils") if "datasets" in sys.modules else None
     transformers_on = transformers_logging.is_progress_bar_enabled()
-    hub_off, datasets_off = hub.are_progress_bars_disabled(), datasets_bars.are_progress_bars_disabled()
+    hub_off = hub.are_progress_bars_disabled()
+    datasets_off = datasets_bars is None or datasets_bars.are_progress_bars_disabled()
     transformers_logging.disable_progress_bar()  # its own switch, and huggingface_hub's
-    datasets_bars.disable_progress_bars()
+    if datasets_bars is not None:
+        datasets_bars.disable_progress_bars()
     try:
         yield
     finally:

@@ -16,9 +16,11 @@ def png_bytes(color: tuple[int, int, int], size: int = 64) -> bytes:
     return buf.getvalue()
 
 
-def make_workdir(root: str | Path, n: int = 4, *, shared_image: bool = False, texts: dict[int, str] | None = None) -> Path:
+def make_workdir(root: str | Path, n: int = 4, *, shared_image: bool = False, texts: dict[int, str] | None = None,
+                 language: str = "") -> Path:
     """A workdir with ``n`` articles ``item-0`` ... (headline ``Headline i``). With
-    ``shared_image`` every article uses the same image; ``texts`` overrides article texts."""
+    ``shared_image`` every article uses the same image; ``texts`` overrides article texts;
+    ``language`` is recorded as ingest records it (default: none, as a schema 1.0 workdir)."""
     root = init_workdir(root)
     for i in range(n):
         color = (10, 20, 30) if shared_image else (i * 40 % 256, 100, 200 - i * 10 % 200)
@@ -32,6 +34,7 @@ def make_workdir(root: str | Path, n: int = 4, *, shared_image: bool = False, te
             image_path=rel,
             image_caption=f"Caption {i}" if i % 2 == 0 else "",
             fetched_at=f"2026-01-01T00:00:0{i % 10}+00:00",
+            language=language,
         )
         append_jsonl(root / ARTICLES, article.to_dict())
     return root
