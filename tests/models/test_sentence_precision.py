@@ -212,7 +212,8 @@ def test_auto_chooses_the_fastest_path_that_answers_alike_on_this_cpu():
     chosen = choose_runtime("auto", "auto", AMX, EVIDENCE)
     assert chosen.path == "torch/bfloat16" and "amx_bf16" in chosen.reason and "0 flagged otherwise" in chosen.reason
     assert choose_runtime("auto", "auto", VNNI, EVIDENCE).path == "onnxruntime/int8"
-    assert choose_runtime("onnxruntime", "auto", AMX, EVIDENCE).path == "onnxruntime/int8"  # a runtime asked for, its fastest
+    assert choose_runtime("torch", "auto", AMX, EVIDENCE).path == "torch/float32"  # a runtime asked for: its exact path
+    assert choose_runtime("onnxruntime", "auto", AMX, EVIDENCE).path == "onnxruntime/float32"
     assert choose_runtime("auto", "auto", frozenset({"avx2"}), EVIDENCE).path == "onnxruntime/float32"
     assert choose_runtime("auto", "auto", VNNI, EVIDENCE, onnxruntime_installed=False).path == "torch/float32"
     # int8 that flips more than 1 % of the sentences, or drops macro-F1 by more than 0.005, is not chosen

@@ -131,7 +131,8 @@ class SentenceBiasConfig(PretrainedConfig):
             0.005 and at most 1 % of sentences flagged otherwise): ``bfloat16`` on PyTorch where
             the CPU has AMX, static ``int8`` on ONNX Runtime where it has VNNI, else ``float32``
             (``vilbias.models.sentence_runtime.choose_runtime``; ``model.runtime_reason`` says
-            which and why). ``float32`` is the exact path. ``bfloat16``: the encoder's weights in
+            which and why); with ``inference_runtime`` asked for, ``auto`` is float32 on it.
+            ``float32`` is the exact path. ``bfloat16``: the encoder's weights in
             bfloat16 and its passes under PyTorch's autocast. ``int8`` on ONNX Runtime: static
             quantisation of each layer's attention projections and feed-forward input (the
             feed-forward output, attention scores and heads stay float32), its activation ranges

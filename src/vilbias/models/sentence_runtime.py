@@ -143,6 +143,8 @@ def choose_runtime(runtime: str, precision: str, flags: frozenset[str], evidence
                    onnxruntime_installed: bool = True) -> RuntimeChoice:
     """The path a model runs on this CPU: what the config asks (``runtime``, ``precision``), with
     ``auto`` resolved to the fastest path that answers as float32 does here (:data:`FASTER_PATHS`).
+    A runtime asked for with the precision left ``auto`` runs float32, its exact path
+    (``inference_runtime="torch"`` is the plain PyTorch call, as it was before ``auto``).
 
     Args:
         runtime: ``torch``, ``onnxruntime`` or ``auto``.
@@ -155,16 +157,18 @@ def choose_runtime(runtime: str, precision: str, flags: frozenset[str], evidence
         raise ValueError("inference_precision bfloat16 runs on PyTorch (ONNX Runtime has no bfloat16 kernels for CPUs): "
                          "use inference_runtime='torch' or 'auto'")
     missing = "" if onnxruntime_installed else " (onnxruntime is not installed, so PyTorch runs it)"
+    if precision == "auto" and runtime != "auto":
+        precision = "float32"
     if precision != "auto":
         chosen = runtime if runtime != "auto" else ("torch" if precision == "bfloat16" else "onnxruntime")
         if chosen == "onnxruntime" and not onnxruntime_installed:
             chosen = "torch"
-        return RuntimeChoice(chosen, precision, f"{precision} on {RUNTIME_NAMES[chosen]}: asked for (inference_precision"
-                                                f"{'' if runtime == 'auto' else ', inference_runtime'}){missing}")
-    fallback = runtime if runtime != "auto" and onnxruntime_installed else ("onnxruntime" if onnxruntime_installed else "torch")
+        return RuntimeChoice(chosen, precision, f"{precision} on {RUNTIME_NAMES[chosen]}: asked for (inference_"
+                                                f"{'precision' if runtime == 'auto' else 'runtime'}){missing}")
+    fallback = "onnxruntime" if onnxruntime_installed else "torch"
     reasons, unproven = [], []
     for path_runtime, path_precision, instructions in FASTER_PATHS:
-        if runtime not in ("auto", path_runtime) or (path_runtime == "onnxruntime" and not onnxruntime_installed):
+        if path_runtime == "onnxruntime" and not onnxruntime_installed:
             continue
         has = sorted(flags & set(instructions))
         if not has:
