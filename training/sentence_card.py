@@ -33,7 +33,9 @@ def babe_set(source: str) -> str:
 
 def reliability_title(source: str, n: int, articles: int, before: float, after: float) -> str:
     """The reliability diagram's title (``templates/sentence/reliability_title.txt``)."""
-    return render_section("sentence/reliability_title.txt", babe_set=babe_set(source), n=n, articles=articles, before=before, after=after)
+    tag = babe_set(source)
+    data = f"BABE {tag}" if tag in ("SG1", "SG2") else tag  # BABE's files by their set, anything else by its name
+    return render_section("sentence/reliability_title.txt", data=data, n=n, articles=articles, before=before, after=after)
 
 
 def _data(metrics: dict) -> dict:
