@@ -31,6 +31,10 @@ URL ...) is a :class:`gradio.Error` whose message is one sentence saying why; th
 
 gradio and torch are imported inside the functions that build and serve the app (importing this
 module for its config classes stays light).
+
+Why this module is long: it is the Space's UI, as Gradio apps are written: one ``Blocks`` layout
+with its events, endpoints and MCP tool wired in one place (the inputs, the models' views, the
+explanations and the config live in their own modules).
 """
 
 from __future__ import annotations

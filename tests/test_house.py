@@ -60,3 +60,20 @@ def test_one_module_opens_sqlite():
     opening = sorted({str(path.relative_to(ROOT)) for root in ("src/vilbias", "spaces", "training")
                       for path in (ROOT / root).rglob("*.py") if "sqlite3.connect(" in path.read_text(encoding="utf-8")})
     assert opening == ["src/vilbias/ledger.py"], opening
+
+
+LONG = 500
+"""Lines past which a module says why it is one module."""
+
+
+def test_a_module_over_500_lines_says_why_in_its_docstring():
+    long = []
+    for root in ("src/vilbias", "spaces", "training", "loading_script"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            if "default_model" in path.parts:  # a copy of custom_code's file, checked there
+                continue
+            text = path.read_text(encoding="utf-8")
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if text.count("\n") > LONG and "Why this module is long:" not in doc:
+                long.append(f"{path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+    assert not long, long

@@ -21,6 +21,10 @@ set-up through TRL's helpers, exactly as ``trl/scripts/sft.py`` does; this modul
   config, split, rows, ids digest) and ``training_ids.txt`` (the train split's ``unique_id`` values), so
   ``vilbias evaluate`` refuses to score a row the adapter trained on;
 - with ``push_to_hub``, the adapter (or full weights) + processor pushed with a vilbias model card.
+
+Why this module is long: it is one command's script, as trl's own ``trl/scripts/sft.py`` is: the
+recipe's arguments, the vision data collator, prompt tuning / IA3, the run record and the card
+read top to bottom in the order a run does them; split, each part would be read alone by nobody.
 """
 
 from __future__ import annotations

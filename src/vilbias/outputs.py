@@ -49,6 +49,10 @@ stage's own estimate given with :func:`expect_bytes`, or at least what was free 
 started) and what was kept (the stage's own sentence, as for a stop).
 
 This module imports only the standard library and ``filelock``.
+
+Why this module is long: the rules every writing command follows (whose folder it is, one writer
+at a time, files written whole with the umask's mode, a full disk in one line) meet at one call,
+:func:`claim_output`; kept together so a new command gets all of them by calling it.
 """
 
 from __future__ import annotations

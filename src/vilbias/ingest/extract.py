@@ -31,6 +31,10 @@ social-media card chosen for sharing, often cropped, sometimes branded or a site
 logo, and not always in the article at all. When the page has no usable in-article image,
 ``og:image`` (then JSON-LD ``image``) is used. The caption is the image's ``<figcaption>``, else
 its ``alt`` text, else ``title``; for ``og:image`` it is ``og:image:alt``.
+
+Why this module is long: every rule that decides what of a page is the article (metadata over
+trafilatura's guess, the article/non-article evidence, the first image and its caption) is one
+pure function's reasoning, tested page by page; split, its rules would be read apart from each other.
 """
 
 from __future__ import annotations

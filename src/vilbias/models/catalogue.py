@@ -44,6 +44,10 @@ its string form, loads, and carries the capabilities the stages ask about (``spe
 ``.checkpoint``, ``.scores_label_likelihood``). Adding a kind is one new module with its class and
 its tests (a predictor kind: its class in :mod:`vilbias.models.predictors` and one line in
 :data:`PREDICTORS`).
+
+Why this module is long: it is the one place a model is named and loaded (the spec, the
+``checkpoint`` kind and the loaders it reads a checkpoint's files with, the predictors' table);
+the chat kinds live beside their backends, and what remains belongs to one lookup.
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ and with a label you correct or settle: without it such a row's rationale is emp
 ``corrected_techniques`` (technique names or ids, comma-separated, or ``none``) replaces the
 techniques (a label you correct or settle keeps none of the annotators'). With ``Acceptable`` on
 a decided item both are refused, since what is accepted needs no correction.
+
+Why this module is long: export and import are the two halves of one sheet format (its columns,
+its verdict words, its per-item checks); kept together so the two cannot drift apart.
 """
 
 from __future__ import annotations

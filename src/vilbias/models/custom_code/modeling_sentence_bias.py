@@ -33,6 +33,10 @@ that commit's files, where it is installed) and folds the LoRA factors into it.
 This module is shipped inside checkpoints and runs without vilbias (it imports torch,
 transformers, pysbd and its configuration module only); vilbias subclasses the model for training
 and its faster runtimes (``vilbias.models.sentence_bias``).
+
+Why this module is long: it ships inside the checkpoint and runs under ``trust_remote_code``,
+where transformers copies a model's code file by file: one self-contained modeling file (the
+model, its windows, its article rule and marked words) is what such a repository carries.
 """
 
 from __future__ import annotations
