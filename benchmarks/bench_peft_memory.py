@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
     if args.smoke:
-        args.steps, args.hidden, args.intermediate, args.layers, args.methods = 1, 32, 64, 1, ["full", "lora"]
+        args.steps, args.hidden, args.intermediate, args.layers, args.methods = 1, 32, 64, 1, ["lora"]
     import torch
 
     cpu = not torch.cuda.is_available()
