@@ -18,7 +18,8 @@ prefix, sharing image files by hard link). Then:
   the same workdir. The build validates every image (decode, limits, perceptual hash), which the
   plain writer does not, so the target ratio is against the plain way to do the whole job --
   decode every image with Pillow in a pool of the build's size, then the pyarrow write --
-  printed as ``build / (decode every image + pyarrow write)`` (target <= 1.5); the ratio against
+  printed as ``build / (decode every image + pyarrow write)`` in CPU time (target <= 1.1; the
+  wall ratio beside it moves with other load on the machine); the ratio against
   the write alone and the bytes each wrote are printed too;
 * size: ``repo bytes / corpus bytes`` (target <= 1.05), where repo bytes are every file of the
   built folder (``README.md``, ``build_report.json``, ``build_config.yaml``, ``assets/``, ``data/``) and corpus bytes
@@ -149,6 +150,7 @@ def ensure_corpus(scratch: Path, rows: int) -> Path:
     """The cached ``rows``-item workdir under ``scratch``, generated on first use (and again when
     the code that generates it has changed)."""
     from tests.fakes.corpus import make_workdir
+    from vilbias.workdir import init_workdir
 
     root = scratch / f"workdir-{rows}"
     done = root / ".bench-complete"
@@ -156,7 +158,7 @@ def ensure_corpus(scratch: Path, rows: int) -> Path:
         return root
     shutil.rmtree(root, ignore_errors=True)
     started = time.perf_counter()
-    (root / "images").mkdir(parents=True)
+    init_workdir(root)  # a workdir before its images are written: ingest's claim refuses a folder that holds others' files
     sizes: list[int] = []
     with Pool(os.cpu_count()) as pool:
         # imap runs ahead of make_workdir, so encoding overlaps the (serial) workdir writes.
@@ -181,6 +183,7 @@ def ensure_corpus(scratch: Path, rows: int) -> Path:
 def ensure_prefix(scratch: Path, big: Path, rows: int) -> Path:
     """The first ``rows`` items of ``big`` as a workdir of their own, images hard-linked."""
     from tests.fakes.corpus import make_workdir
+    from vilbias.workdir import init_workdir
 
     root = scratch / f"workdir-{rows}-of-{big.name.split('-')[1]}"
     done = root / ".bench-complete"
@@ -188,7 +191,7 @@ def ensure_prefix(scratch: Path, big: Path, rows: int) -> Path:
         return root
     shutil.rmtree(root, ignore_errors=True)
     paths = _image_paths(big, rows)
-    (root / "images").mkdir(parents=True)
+    init_workdir(root)
     for rel in paths:
         # make_workdir skips an image whose content-addressed file exists: the link stays.
         os.link(big / rel, root / rel)
@@ -491,8 +494,8 @@ def main() -> int:
         r = measure_speed(workdir, args.scratch)
         baseline, built = r["baseline"], r["build"]
         decoding = r["decode_baseline"]
-        print(f"build / (decode every image + pyarrow write) = {built['wall'] / decoding['wall']:.2f} (target <= 1.5)")
-        print(f"  (CPU time build / that baseline = {built['cpu'] / decoding['cpu']:.2f}; wall time is shared with other jobs on {os.cpu_count()} cores)")
+        print(f"build / (decode every image + pyarrow write) = {built['cpu'] / decoding['cpu']:.2f} CPU time (target <= 1.1), "
+              f"{built['wall'] / decoding['wall']:.2f} wall (the wall time is shared with other jobs on {os.cpu_count()} cores)")
         print(f"build / pyarrow write alone = {built['wall'] / baseline['wall']:.2f} (CPU {built['cpu'] / baseline['cpu']:.2f}): "
               "the rest is validating every image, which writing alone does not do")
         print(
