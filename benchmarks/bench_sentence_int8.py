@@ -1,36 +1,50 @@
-"""int8 for the shipped sentence model on this CPU: what each ONNX Runtime quantisation costs in
-accuracy, whether its answer depends on the batch, and what it gains per core.
+"""int8 and bfloat16 for the shipped sentence model on this CPU: what each path costs in accuracy,
+whether its answer depends on the batch, what it gains per core, and how near it comes to the peak
+of the kernels it runs on.
 
     .venv/bin/python benchmarks/bench_sentence_int8.py [--articles 12]
 
 Variants, each timed by CPU time on one core (``process_time``, best of 3 over real-length
-articles, one article per call in batches of 16 sentences) against the plain fp32 PyTorch call:
+articles, one article per call in batches of 16 sentences, no sentence cache) against the plain
+fp32 PyTorch call; the paths ``from_pretrained`` loads (:mod:`vilbias.models.sentence_runtime`)
+and, made here, the options measured for the layers the int8 graph keeps in fp32:
 
-- **ONNX Runtime fp32**: the shipped setting (the model's own export, ``inference_runtime``).
-- **dynamic int8**: ``onnxruntime.quantization.quantize_dynamic`` of the same graph, int8 weights
-  per channel, activations quantised per batch, on the layers static int8 quantises
-  (``sentence_runtime.INT8_LAYERS``: the feed-forward output, attention products and heads stay float32).
-- **static int8**: what ``from_pretrained(folder, inference_precision="int8")`` loads
-  (``vilbias.models.sentence_runtime``): ``quantize_static`` on the same layers, activation scales
-  fixed by MinMax calibration on the 256 training sentences the checkpoint carries.
+- **plain fp32 torch**: ``inference_runtime="torch"`` (the exact path).
+- **ONNX Runtime fp32**: ``inference_runtime="onnxruntime", inference_precision="float32"``.
+- **static int8**: ``inference_precision="int8"``: ONNX Runtime's static quantisation of the
+  attention projections and feed-forward inputs (``sentence_runtime.INT8_LAYERS``), activation
+  ranges from the checkpoint's ``runtime_evidence.json``; the feed-forward output, the attention
+  products and the heads stay fp32.
+- **static int8, feed-forward output too** (made here): the same with every linear layer in int8.
+- **dynamic int8** (made here): ``quantize_dynamic`` on the layers static int8 quantises
+  (activations quantised per batch).
+- **bf16 linear layers** (made here): every linear layer of the encoder in bfloat16 (AMX), the
+  attention products, GELU and layer norms fp32.
+- **bfloat16**: ``inference_precision="bfloat16"``: the encoder's weights in bfloat16 and its
+  passes under autocast (matrix products, attention and activations in bfloat16).
 
-For each: macro-F1 and sentences whose flag differs from fp32 on the held-out test split; the
-largest change of a sentence's logits when it is scored alone rather than among other articles'
-sentences (0 means the answer does not depend on the batch). Reads ``../shared/data`` (a
-benchmark, not product code).
+For each: macro-F1 and sentences flagged otherwise than fp32 flags them on the held-out test split
+(the shipped card's, 308 BABE SG2 sentences); the largest change of a sentence's logits when it is
+scored alone rather than among other articles' sentences (0: the answer does not depend on the
+batch); and the share of the peak, by CPU time on one core, of the kernel that runs most of its
+FLOPs (``bench_sentence_speed.kernel_peaks``: the library kernels measured on a 2048 x 2048
+product, so the share is true whatever the CPU's vector width). Printed first: the CPU, its flags,
+and the path ``auto`` (the shipped setting) chooses here, with its reason. Reads ``../shared/data``
+(a benchmark, not product code).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_sentence_speed as speed  # noqa: E402  (the articles, the test split and the peak)
+import bench_sentence_speed as speed  # noqa: E402  (the articles, the test split, FLOPs and the peaks)
 
 
 def main() -> None:
@@ -42,84 +56,122 @@ def main() -> None:
         args.articles = 3  # the batch check joins three
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    import numpy as np
     import onnx
     import onnxruntime as ort
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    from torch import nn
     from transformers import AutoModel
-    from vilbias.training.sentence_data import article_splits
 
-    from vilbias.corpus.sentences import read_sentences
     from vilbias.metrics.scores import closed_metrics
     from vilbias.models.catalogue import shipped_sentence_model
     from vilbias.models.predictors import item_sentences
-    from vilbias.models.sentence_runtime import INT8_LAYERS, _export_onnx
-    from vilbias.task import Item, biased_probability
+    from vilbias.models.sentence_runtime import (
+        EVIDENCE_FILE,
+        INT8_LAYERS,
+        Int8Scales,
+        _export_onnx,
+        calibration_sentences,
+        describe_cpu,
+        quantize_static,
+        read_evidence,
+    )
+    from vilbias.task import Item
 
     torch.set_num_threads(1)
     folder = shipped_sentence_model()
-    plain = AutoModel.from_pretrained(folder, inference_runtime="torch")
-    plain._cache = None
-    tok = plain.tokenizer
+    chosen = AutoModel.from_pretrained(folder)  # the shipped setting, auto
+    print(f"CPU: {describe_cpu()}")
+    print(f"auto chooses: {chosen.runtime_reason}")
     articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:120] for a in speed.real_articles(args.articles)]
-    rows = read_sentences(speed.BABE)[0]
-    splits = article_splits(rows)["default"]
-    test = [r for r in rows if r["unique_id"] in set(splits["test"])][:32 if args.smoke else None]
+    test = speed.babe_test_split()[:32 if args.smoke else None]
 
-    def encode(texts, **kw):
-        enc = tok(texts, truncation=True, max_length=plain.config.max_length, return_tensors="np", **kw)
-        return {"input_ids": enc["input_ids"].astype(np.int64), "attention_mask": enc["attention_mask"].astype(np.int64)}
+    def load(runtime: str, precision: str):
+        model = AutoModel.from_pretrained(folder, inference_runtime=runtime, inference_precision=precision)
+        model._cache = None  # every sentence through the encoder
+        return model
 
-    def run(session, sentences):
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        out = np.zeros((len(sentences), 2), dtype=np.float32)
-        for start in range(0, len(order), 16):
-            idx = order[start:start + 16]
-            out[idx] = session.run(None, encode([sentences[i] for i in idx], padding=True))[0]
-        return out
+    plain = load("torch", "float32")
+    onnx_fp32 = load("onnxruntime", "float32")
+    static = load("onnxruntime", "int8")
+    bf16 = load("torch", "bfloat16")
 
-    # fp32 and static int8 as from_pretrained loads them; dynamic int8 on the same layers, made here
-    shipped = AutoModel.from_pretrained(folder, inference_precision="float32", inference_runtime="onnxruntime")
-    static = AutoModel.from_pretrained(folder, inference_precision="int8", inference_runtime="onnxruntime")
-    work = Path(tempfile.mkdtemp())
-    (work / "fp32.onnx").write_bytes(_export_onnx(plain))
-    matmuls = [n.name for n in onnx.load(str(work / "fp32.onnx")).graph.node if n.op_type in ("MatMul", "Gemm")]
-    quantize_dynamic(work / "fp32.onnx", work / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
-                     nodes_to_exclude=[n for n in matmuls if not INT8_LAYERS.fullmatch(n)], extra_options={"DefaultTensorType": 1})
+    # the options made here: ONNX Runtime sessions put in a float32 ONNX Runtime model's place, and bf16 linear layers
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads, options.log_severity_level = 1, 1, 3
-    sessions = {"ONNX Runtime fp32 (shipped)": shipped._session,
-                "dynamic int8, FFN output in fp32": ort.InferenceSession(str(work / "dynamic.onnx"), options, providers=["CPUExecutionProvider"]),
-                "static int8, FFN output in fp32": static._session}
-    variants = {"plain fp32 torch": lambda s: plain.sentence_logits(s)[0].numpy()}
-    for name, session in sessions.items():
-        variants[name] = (lambda bound: lambda s: run(bound, s))(session)
+    graph = _export_onnx(plain)
+    matmuls = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
+    every_linear = re.compile(INT8_LAYERS.pattern.replace("|intermediate/dense)", "|intermediate/dense|output/dense)"))
+    all_int8 = quantize_static(graph, plain, Int8Scales(sentences=lambda: calibration_sentences(folder)), every_linear)[0]
+    with tempfile.TemporaryDirectory(prefix="bench-int8-") as tmp:
+        (Path(tmp) / "fp32.onnx").write_bytes(graph)
+        quantize_dynamic(Path(tmp) / "fp32.onnx", Path(tmp) / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
+                         nodes_to_exclude=[n for n in matmuls if not INT8_LAYERS.fullmatch(n)], extra_options={"DefaultTensorType": 1})
+        dynamic_graph = (Path(tmp) / "dynamic.onnx").read_bytes()
 
-    texts, gold = [r["text"] for r in test], [r["label"] for r in test]
-    reference = None
+    def with_session(graph_bytes: bytes):
+        model = load("onnxruntime", "float32")
+        model.runtime.session = ort.InferenceSession(graph_bytes, options, providers=["CPUExecutionProvider"])
+        return model
+
+    class BF16Linear(nn.Module):
+        def __init__(self, linear: nn.Linear):
+            super().__init__()
+            self.weight = nn.Parameter(linear.weight.detach().bfloat16(), requires_grad=False)
+            self.bias = nn.Parameter(linear.bias.detach().bfloat16(), requires_grad=False)
+
+        def forward(self, x):
+            return nn.functional.linear(x.bfloat16(), self.weight, self.bias).float()
+
+    bf16_linears = load("torch", "float32")
+    for module in list(bf16_linears.bert.encoder.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(module, name, BF16Linear(child))
+
+    variants = {  # name -> (model, the kernel that runs most of its FLOPs)
+        "plain fp32 torch": (plain, "fp32 (PyTorch)"),
+        "ONNX Runtime fp32": (onnx_fp32, "fp32 (ONNX Runtime)"),
+        "static int8 (FFN output fp32)": (static, "int8 (ONNX Runtime)"),
+        "static int8, FFN output int8 too": (with_session(all_int8), "int8 (ONNX Runtime)"),
+        "dynamic int8 (FFN output fp32)": (with_session(dynamic_graph), "int8 (ONNX Runtime)"),
+        "bf16 linear layers (rest fp32)": (bf16_linears, "bf16 (PyTorch)"),
+        "bfloat16 (autocast)": (bf16, "bf16 (PyTorch)"),
+    }
     cpu = {name: [] for name in variants}
-    for fn in variants.values():
-        fn(articles[0])
-    for _ in range(3):
-        for name, fn in variants.items():
+    for model, _ in variants.values():
+        model.sentence_logits(articles[0])
+    for _ in range(3):  # alternated, so that other load on the machine weighs on each alike
+        for name, (model, _) in variants.items():
             start = time.process_time()
             for article in articles:
-                fn(article)
+                model.sentence_logits(article)
             cpu[name].append((time.process_time() - start) / len(articles))
-    peak = speed.peak_gflops(threads=1)["fp32"]
+    peaks = speed.kernel_peaks()
     flops = speed.encoder_flops(plain, articles)
     base = min(cpu["plain fp32 torch"])
-    print(f"{len(articles)} articles, {flops / 1e9:.1f} GFLOP each; one core's fp32 peak {peak:.0f} GFLOP/s; CPU: {speed._cpu()}")
-    for name, fn in variants.items():
-        logits = fn(texts)
-        flags = (biased_probability(torch.from_numpy(np.asarray(logits)), plain.config.temperature) >= 0.5).numpy()
+    print(f"{len(articles)} articles, {flops / 1e9:.1f} GFLOP each; one core's measured peak: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()) + " G(FL)OP/s; load " + speed.load_average())
+    texts, gold = [r["text"] for r in test], [r["label"] for r in test]
+    reference = None
+    for name, (model, kernel) in variants.items():
+        probs = model.biased_probability(model.sentence_logits(texts)[0])
+        flags = (probs >= 0.5).numpy()
         reference = flags if reference is None else reference
         f1 = closed_metrics(gold, flags.astype(int).tolist())["f1_macro"]
-        alone, shared = fn(articles[0]), fn(articles[0] + articles[1] + articles[2])[:len(articles[0])]
-        print(f"  {name:36s} {1 / min(cpu[name]):5.2f} articles/s per core  {base / min(cpu[name]):4.2f}x  "
-              f"{flops / min(cpu[name]) / 1e9 / peak:4.0%} of the fp32 peak  macro-F1 {f1:.4f}  flipped {int((flags != reference).sum())}/{len(texts)}  "
-              f"batch changes logits by up to {np.abs(alone - shared).max():.1e}")
+        alone = model.sentence_logits(articles[0])[0]
+        shared = model.sentence_logits(articles[0] + articles[1] + articles[2])[0][:len(articles[0])]
+        print(f"  {name:34s} {1 / min(cpu[name]):5.2f} articles/s per core  {base / min(cpu[name]):4.2f}x  "
+              f"{flops / min(cpu[name]) / 1e9 / peaks[kernel]:4.0%} of the {kernel} peak  macro-F1 {f1:.4f}  "
+              f"flipped {int((flags != reference).sum())}/{len(texts)}  batch changes logits by up to {float((alone - shared).abs().max()):.1e}")
+    best_fp32 = max(peaks["fp32 (PyTorch)"], peaks["fp32 (ONNX Runtime)"])
+    print(f"=> at these FLOPs no fp32 path can exceed {best_fp32 / (flops / base / 1e9):.2f}x the plain call per core; "
+          f"bf16 {peaks['bf16 (PyTorch)'] / (flops / base / 1e9):.1f}x, int8 {peaks['int8 (ONNX Runtime)'] / (flops / base / 1e9):.1f}x "
+          "(the kernels' peaks; the layer norms, softmax and GELU between them are not in it)")
+    evidence = read_evidence(folder)
+    if evidence:
+        paths = ", ".join(f"{k} macro-F1 {v['macro_f1']:.4f} flipped {v['flipped']}" for k, v in evidence["paths"].items())
+        print(f"the checkpoint's {EVIDENCE_FILE} ({evidence['measured_on']['cpu']}): float32 {evidence['reference']['macro_f1']:.4f}; {paths}")
 
 
 if __name__ == "__main__":

@@ -422,10 +422,11 @@ scores and the heads stay float32: quantised too, they flip 12 of the shipped mo
 sentences (benchmarks/bench_sentence_int8.py)."""
 
 
-def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales) -> tuple[bytes, dict | None]:
-    """``graph`` with :data:`INT8_LAYERS` in int8 (ONNX Runtime's static quantisation: weights per
-    channel, activation scales fixed by MinMax ranges), so a sentence gets the same answer whatever
-    shares its batch, unlike dynamic quantisation's per-batch scales; and the ranges it used.
+def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales, layers: re.Pattern = INT8_LAYERS) -> tuple[bytes, dict | None]:
+    """``graph`` with ``layers`` (:data:`INT8_LAYERS`) in int8 (ONNX Runtime's static quantisation:
+    weights per channel, activation scales fixed by MinMax ranges), so a sentence gets the same
+    answer whatever shares its batch, unlike dynamic quantisation's per-batch scales; and the
+    ranges it used.
 
     The ranges are ``int8.ranges`` when they name every tensor the graph needs (an export by
     another torch may name them otherwise), else calibrated now on ``int8.sentences`` (~10 s).
@@ -438,7 +439,7 @@ def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales) -> tuple[b
     from onnxruntime.quantization import quantize_static as ort_quantize_static
 
     nodes = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
-    keep = [n for n in nodes if not INT8_LAYERS.fullmatch(n)]
+    keep = [n for n in nodes if not layers.fullmatch(n)]
     if len(keep) == len(nodes):
         raise ValueError("the exported graph has none of the layers int8 quantises (INT8_LAYERS): load with inference_precision='float32'")
 
