@@ -29,8 +29,10 @@ Measured on the 2-core development machine (shared with other jobs, load about 4
 | 2: 8 Parquet shards, embedded images | 148 s / 124 s = 1.20 (1.14) | 1.0171 | 696 / 561 MiB = 1.24 |
 | 3: CSV + images folder | 131 s / 116 s = 1.13 (1.22) | 1.0172 | 588 / 487 MiB = 1.21 |
 
-Printed per layout: ``import wall / baseline wall`` (target <= 1.3, with the CPU-time ratio,
-steadier on a shared machine), ``bytes written / source image bytes`` (target <= 1.02: the
+Printed per layout: ``import wall / baseline wall`` (target <= 1.1, with the CPU-time ratio,
+steadier on a shared machine; the import checks images and languages in a process pool past
+2,000 rows, as a workdir build does, so its wall can beat the one-process baseline while its CPU
+time stays above it), ``bytes written / source image bytes`` (target <= 1.02: the
 corpus is written once, images as they were) and ``peak RSS at rows / at small rows`` (target
 <= 1.3: memory flat in corpus size). Outputs are deleted after they are measured.
 """
@@ -351,7 +353,7 @@ def bench_layout(layout: str, scratch: Path, images: Path, rows: int, small_rows
         "corpus_bytes": imp["corpus_bytes"] / imp["source_image_bytes"],
         "rss": imp["max_rss_kib"] / imp_small["max_rss_kib"],
     }
-    print(f"layout {layout}: import wall / (decode-and-validate + pyarrow write) = {ratios['wall']:.2f} (target <= 1.3; CPU {ratios['cpu']:.2f})")
+    print(f"layout {layout}: import wall / (decode-and-validate + pyarrow write) = {ratios['wall']:.2f} (target <= 1.1; CPU {ratios['cpu']:.2f})")
     print(f"layout {layout}: bytes written / source image bytes = {ratios['bytes']:.4f} (target <= 1.02; shards alone {ratios['corpus_bytes']:.4f}; "
           f"{imp['written']:,} B / {imp['source_image_bytes']:,} B)")
     print(f"layout {layout}: peak RSS {rows} / {small_rows} rows = {ratios['rss']:.2f} (target <= 1.3)", flush=True)

@@ -40,6 +40,12 @@ def _identifier():
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
+def load_detector() -> None:
+    """Load the detector's model now (about a second) rather than at the first detection: before
+    forking processes that detect, so that they share it."""
+    _identifier()
+
+
 def detect_language(text: str, *, min_confidence: float = MIN_CONFIDENCE) -> str:
     """The language ``text`` is written in, as an ISO 639-1 code (``"de"``), or ``""`` when it has
     no words or the detector is less sure than ``min_confidence``.
@@ -55,9 +61,12 @@ def detect_language(text: str, *, min_confidence: float = MIN_CONFIDENCE) -> str
     return code if probability >= min_confidence else ""
 
 
-ITEM_CHARS = 2000
+ITEM_CHARS = 600
 """Characters of an article's text read to tell its language: enough for a sure answer (the first
-300 name all 25 real test pages right), and a 40,000-row import stays at a few ms a row."""
+300 name all 25 real test pages right, as the first 2,000 do), at a cost an import or a build
+does not notice beside decoding the item's image: the detector walks the text byte by byte in
+Python, ~0.2 ms for 600 characters against ~0.6-1.5 ms for 2,000 on this project's 2-core
+machines (``benchmarks/bench_import.py``)."""
 
 
 def item_language(headline: str, article_text: str) -> str:
@@ -179,5 +188,5 @@ def describe_languages(languages: Iterable[str]) -> str:
 
 __all__ = [
     "ANY", "ITEM_CHARS", "MIN_CONFIDENCE", "MIN_LETTERS_TO_TELL", "LanguageFit", "describe_languages", "detect_language",
-    "item_language", "language_fit", "language_name", "normalize_languages", "reads",
+    "item_language", "language_fit", "language_name", "load_detector", "normalize_languages", "reads",
 ]

@@ -210,6 +210,26 @@ def test_bad_rows_are_excluded_by_reason_and_the_rest_kept(tmp_path, monkeypatch
     assert "unknown_label 2" in _card(tmp_path / "out")
 
 
+def test_a_large_source_is_checked_in_a_pool_with_the_serial_scans_outcome(tmp_path, monkeypatch):
+    """Past SERIAL_ROWS rows the images and languages are checked in worker processes, in chunks:
+    the same rows, cells, languages and exclusions, in the same order, as checked here."""
+    import vilbias.corpus.importer as importer
+
+    rows = items(30)
+    records = v1_records(rows)
+    records[2]["image"] = {"bytes": b"this is not an image", "path": "x.jpg"}
+    records[20]["image"] = {"bytes": b"nor this", "path": "y.jpg"}
+    records.append(dict(records[1]))
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "nmb.parquet")
+    serial = build(BuildConfig(source=str(tmp_path / "nmb.parquet"), output=tmp_path / "serial", num_proc=1))
+    monkeypatch.setattr(importer, "SERIAL_ROWS", 5)
+    monkeypatch.setattr(importer, "CHUNK", 3)
+    pooled = build(BuildConfig(source=str(tmp_path / "nmb.parquet"), output=tmp_path / "pooled", num_proc=2))
+    assert pooled["exclusions"] == serial["exclusions"] and pooled["rows"] == serial["rows"] == 28
+    a, b = _rows(tmp_path / "serial"), _rows(tmp_path / "pooled")
+    assert a == b and "en" in {r["language"] for r in a.values()}
+
+
 def test_any_table_with_column_and_label_map_flags_xlsx_and_csv(tmp_path):
     import openpyxl
 

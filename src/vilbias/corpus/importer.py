@@ -10,10 +10,13 @@ Two streaming passes over the source (:mod:`vilbias.corpus.source`), so memory h
 batch plus a few small facts per row, whatever the corpus size:
 
 1. **scan** — map every record through its layout (:mod:`vilbias.corpus.presets`), map its
-   label, check its text and validate its image (:func:`vilbias.images.validate_image`: decodes,
+   label, check its text, validate its image (:func:`vilbias.images.validate_image`: decodes,
    sane size; gives the sha256 and perceptual hash that group identical and near-identical
-   images). What is excluded is counted by reason; the same ``unique_id`` twice with different
-   labels is left out whole and listed.
+   images) and detect its language (:func:`vilbias.languages.item_language`: a release records
+   none the corpus could trust). What is excluded is counted by reason; the same ``unique_id``
+   twice with different labels is left out whole and listed. Past 2,000 rows the images and
+   languages are checked in a process pool (``num_proc``, as a workdir build validates its
+   images), in order, a few chunks ahead of the reading.
 2. **write** — :func:`vilbias.corpus.splits.assign_splits` gives every kept row its cell (rows
    of the previous build in the output keep theirs: a newer release of the source moves no
    row), then the rows are read again and handed to the build (:mod:`vilbias.corpus.pipeline`),
@@ -29,8 +32,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,7 +60,7 @@ from vilbias.corpus.splits import Cell, SplitItem, assign_splits, story_keys
 from vilbias.corpus.tables import cell_text
 from vilbias.corpus.writer import ConfigView, card_metadata, corpus_views
 from vilbias.images import InvalidImage, validate_image
-from vilbias.languages import item_language
+from vilbias.languages import ITEM_CHARS, item_language, load_detector
 from vilbias.loading_script.biascorpus import features, rationale_check
 from vilbias.loading_script.schema import DEFAULT, RELEASE, SFT, columns
 from vilbias.task import ANSWER_LABELS
@@ -83,7 +87,7 @@ class _Kept:
     split: str = ""
     fold: int = -1
     language: str = ""
-    """Detected when the row is written (pass 2), for the card's ``language:``."""
+    """Detected in the scan (pass 1), with the image's check: the row's ``language`` and the card's ``language:``."""
 
 
 @dataclass
@@ -111,57 +115,131 @@ def _exclude(scan: _Scan, uid: str, reason: str, where: str, **extra: Any) -> No
         scan.exclusions.append({"unique_id": uid, "reason": reason, "where": where, **extra})
 
 
-def scan_source(source: Source, layout: Layout) -> _Scan:
+SERIAL_ROWS = 2000
+"""Rows checked in this process before a pool takes over (as a workdir build: a pool's start costs more
+than it saves on a small source)."""
+CHUNK = 32
+"""Rows a pool worker checks per task."""
+
+
+def _check(data: bytes, headline: str, text: str) -> tuple[str | None, int | None, str | None, str, str]:
+    """One row's image and language: ``(sha256, phash, ext, error, language)`` (error "" when valid)."""
+    try:
+        info = validate_image(data)
+    except InvalidImage as e:
+        return None, None, None, str(e), ""
+    return info.sha256, info.phash, info.ext, "", item_language(headline, text)
+
+
+def _check_chunk(chunk: list[tuple[bytes | None, str, str]]) -> list[tuple | None]:
+    return [None if job[0] is None else _check(*job) for job in chunk]
+
+
+def _checked(jobs: Iterable[tuple[Any, bytes | None, str, str]], num_proc: int | None) -> Iterator[tuple[Any, int, tuple | None]]:
+    """``(context, image bytes, headline, text)`` -> ``(context, bytes, _check's result)``, in order
+    (a job without bytes passes through, its result None): the first :data:`SERIAL_ROWS` here, the
+    rest in a pool of ``num_proc`` processes (default: every core, at most 8), at most two chunks a
+    worker ahead of the reading (memory holds a few chunks' images, whatever the source's size)."""
+    workers = num_proc if num_proc is not None else min(os.cpu_count() or 1, 8)
+    pool: ProcessPoolExecutor | None = None
+    pending: deque = deque()
+    chunk: list = []
+
+    def done(entry):
+        contexts, future = entry
+        return zip(contexts, future.result(), strict=True)
+
+    try:
+        for n, (context, data, headline, text) in enumerate(jobs):
+            if pool is None and workers > 1 and n >= SERIAL_ROWS:
+                load_detector()  # loaded once here, inherited by the forked workers
+                pool = ProcessPoolExecutor(workers)
+            size = 0 if data is None else len(data)
+            if pool is None:
+                yield context, size, None if data is None else _check(data, headline, text)
+                continue
+            chunk.append(((context, size), (data, headline, text)))
+            if len(chunk) == CHUNK:
+                pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
+                chunk = []
+                while len(pending) > 2 * workers:
+                    for (ctx, size), result in done(pending.popleft()):
+                        yield ctx, size, result
+        if chunk:
+            pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
+        while pending:
+            for (ctx, size), result in done(pending.popleft()):
+                yield ctx, size, result
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def scan_source(source: Source, layout: Layout, num_proc: int | None = None) -> _Scan:
     """Pass 1: decide which records become rows, and gather what the split policy needs."""
     scan = _Scan({}, [], [], Counter(), Counter(), Counter(), 0, 0, 0, 0)
     first: dict[str, tuple[str, str]] = {}  # unique_id -> (source label, where) of its first copy
     conflicts: dict[str, list[dict[str, str]]] = {}
-    for position, file, line, record in tqdm(source.records(), desc="scanning", unit=" rows"):
-        scan.records += 1
-        where = f"{file}:{line}"
-        uid = cell_text(_field(record, layout, "unique_id"))
-        raw_label = cell_text(_field(record, layout, "multimodal_label"))
-        if not uid:
-            _exclude(scan, where, "missing_unique_id", where)
+
+    def jobs() -> Iterator[tuple[tuple, bytes | None, str, str]]:
+        """The records whose image is to be checked, with what the scan needs of them afterwards;
+        an exclusion decided here passes through the checks (no bytes), so the report lists every
+        exclusion in the source's order."""
+        for position, file, line, record in tqdm(source.records(), desc="scanning", unit=" rows"):
+            scan.records += 1
+            where = f"{file}:{line}"
+            uid = cell_text(_field(record, layout, "unique_id"))
+            raw_label = cell_text(_field(record, layout, "multimodal_label"))
+            if not uid:
+                yield (where, "missing_unique_id", where, {}), None, "", ""
+                continue
+            if uid in first:
+                if first[uid][0] != raw_label:
+                    conflicts.setdefault(uid, [{"where": first[uid][1], "source_label": first[uid][0]}])
+                    conflicts[uid].append({"where": where, "source_label": raw_label})
+                else:
+                    yield (uid, "duplicate_unique_id", where, {"kept": first[uid][1]}), None, "", ""
+                continue
+            first[uid] = (raw_label, where)
+            label = layout.label_map.get(raw_label.lower())
+            if label is None:
+                scan.unknown_labels[raw_label] += 1
+                yield (uid, "unknown_label", where, {"source_label": raw_label}), None, "", ""
+                continue
+            headline = cell_text(_field(record, layout, "headline"))
+            article = cell_text(_field(record, layout, "article_text"))
+            if not headline and not article:
+                yield (uid, "empty_text", where, {}), None, "", ""
+                continue
+            data, name = source.images.read(_field(record, layout, "image"))
+            if data is None:
+                yield (uid, "missing_image", where, {"detail": name}), None, "", ""
+                continue
+            published = _field(record, layout, "published") if "published" in layout.columns else None
+            context = (uid, where, position, label, headline, cell_text(_field(record, layout, "text_label")), published,
+                       cell_text(_field(record, layout, "outlet")), bool(cell_text(_field(record, layout, "reasoning"))),
+                       cell_text(_field(record, layout, "url")))
+            yield context, data, headline, article[:ITEM_CHARS]
+
+    for context, size, checked in _checked(jobs(), num_proc):
+        if checked is None:  # excluded before its image was read
+            uid, reason, where, extra = context
+            _exclude(scan, uid, reason, where, **extra)
             continue
-        if uid in first:
-            if first[uid][0] != raw_label:
-                conflicts.setdefault(uid, [{"where": first[uid][1], "source_label": first[uid][0]}])
-                conflicts[uid].append({"where": where, "source_label": raw_label})
-            else:
-                _exclude(scan, uid, "duplicate_unique_id", where, kept=first[uid][1])
+        sha256, phash, ext, error, language = checked
+        uid, where, position, label, headline, raw_text, published, outlet, has_reasoning, url = context
+        if error:
+            _exclude(scan, uid, f"invalid_image:{error}", where)
             continue
-        first[uid] = (raw_label, where)
-        label = layout.label_map.get(raw_label.lower())
-        if label is None:
-            scan.unknown_labels[raw_label] += 1
-            _exclude(scan, uid, "unknown_label", where, source_label=raw_label)
-            continue
-        headline = cell_text(_field(record, layout, "headline"))
-        if not headline and not cell_text(_field(record, layout, "article_text")):
-            _exclude(scan, uid, "empty_text", where)
-            continue
-        data, name = source.images.read(_field(record, layout, "image"))
-        if data is None:
-            _exclude(scan, uid, "missing_image", where, detail=name)
-            continue
-        try:
-            info = validate_image(data)
-        except InvalidImage as e:
-            _exclude(scan, uid, f"invalid_image:{e}", where)
-            continue
-        raw_text = cell_text(_field(record, layout, "text_label"))
         if raw_text and raw_text.lower() not in layout.label_map:
             scan.unknown_text_labels[raw_text] += 1
         if not raw_text or raw_text.lower() not in layout.label_map:
             scan.no_text_label += 1
-        if "published" in layout.columns and cell_text(_field(record, layout, "published")) and iso_date(_field(record, layout, "published")) is None:
+        if cell_text(published) and iso_date(published) is None:
             scan.unparsed_dates += 1
-        scan.image_bytes += len(data)
-        scan.kept[uid] = _Kept(position, label, cell_text(_field(record, layout, "outlet")), info.sha256, info.ext,
-                               bool(cell_text(_field(record, layout, "reasoning"))))
-        url = cell_text(_field(record, layout, "url"))
-        scan.items.append(SplitItem(uid, label, "", info.sha256, info.phash, story_keys(url, headline)))
+        scan.image_bytes += size
+        scan.kept[uid] = _Kept(position, label, outlet, sha256, ext, has_reasoning, language=language)
+        scan.items.append(SplitItem(uid, label, "", sha256, phash, story_keys(url, headline)))
     for uid, copies in conflicts.items():
         scan.kept.pop(uid, None)
         for copy in copies:
@@ -196,8 +274,8 @@ def _example(record: dict, layout: Layout, uid: str, kept: _Kept, data: bytes) -
         "text_label": text_label,
         "multimodal_label": kept.label,
         "reasoning": reasoning,
-        # detected as ingest does (a release records no language the corpus could trust)
-        "language": item_language(headline, article),
+        # detected as ingest does, in the scan (a release records no language the corpus could trust)
+        "language": kept.language,
         "source_label": text("multimodal_label"),
         "source_text_label": raw_text,
         "messages": messages,
@@ -255,6 +333,8 @@ class ReleaseSource:
         images: ``--images``, the folder the table's image paths are relative to.
         preset, columns, label_map, license: ``--preset``, ``--column``, ``--label-map`` and
             ``--source-license`` (:func:`vilbias.corpus.presets.resolve_layout`).
+        num_proc: processes checking images and languages past :data:`SERIAL_ROWS` rows (default:
+            every core, at most 8).
 
     :meth:`plan` raises :class:`vilbias.corpus.source.SourceError` when the source cannot be read
     or the Hub refused it, and ``ValueError`` for an unrecognised layout, a bad ``--column`` /
@@ -272,8 +352,9 @@ class ReleaseSource:
         return corpus_views(features(RELEASE, DEFAULT), features(RELEASE, SFT))
 
     def __init__(self, spec: str, *, images: str | os.PathLike | None = None, preset: str | None = None,
-                 columns: list[str] | None = None, label_map: str | None = None, license: str | None = None):
-        self.spec, self.images = spec, images
+                 columns: list[str] | None = None, label_map: str | None = None, license: str | None = None,
+                 num_proc: int | None = None):
+        self.spec, self.images, self.num_proc = spec, images, num_proc
         self.preset, self.columns, self.label_map, self.license = preset, list(columns or []), label_map, license
         self.name = spec
         self._source: Source | None = None
@@ -291,7 +372,7 @@ class ReleaseSource:
             label_map=self.label_map, license=self.license or source.hub_license,
         )
         logger.info("importing %s as layout %s", source.describe(), layout.name)
-        scan = self._scan = scan_source(source, layout)
+        scan = self._scan = scan_source(source, layout, self.num_proc)
         if not scan.kept:
             common = ", ".join(f"{n} {r}" for r, n in scan.reasons.most_common(3))
             hint = f"; {label_map_hint(scan.unknown_labels, layout)} would map the labels" if scan.unknown_labels else ""
@@ -315,9 +396,7 @@ class ReleaseSource:
             data, _ = source.images.read(_field(record, layout, "image"))
             if data is None:
                 raise RuntimeError(f"{file}:{line}: the image of {uid} was readable in the first pass and is gone: is the source changing?")
-            example = _example(record, layout, uid, kept, data)
-            kept.language = example["language"]
-            yield (kept.split, kept.fold), example
+            yield (kept.split, kept.fold), _example(record, layout, uid, kept, data)
 
     def rationale_author(self, example: dict[str, Any]) -> str | None:
         """Every imported rationale is the source's."""

@@ -66,7 +66,7 @@ def open_source(config: BuildConfig) -> CorpusSource:
     origin = config.origin()
     if origin.kind == "release":
         return corpus.ReleaseSource(origin.location, images=config.images, preset=config.preset, columns=config.columns,
-                                    label_map=config.label_map, license=config.source_license)
+                                    label_map=config.label_map, license=config.source_license, num_proc=config.num_proc)
     if origin.kind == "sentences":
         return corpus.SentenceSource(origin.location, columns=config.columns, source_split=config.source_split)
     return corpus.WorkdirSource(origin.location, num_proc=config.num_proc)
