@@ -6,6 +6,7 @@ imported (they read them at import time), which is why they are set here at modu
 
 from __future__ import annotations
 
+import collections
 import gc
 import os
 import sys
@@ -121,12 +122,158 @@ def pytest_xdist_make_scheduler(config, log):
     return UnitScheduling(config, log)
 
 
+# -- the fast tier (`make test-fast`: -m "not slow") ------------------------------------------------
+
+SLOW_FIXTURES = {"_smollm2_loaded", "tiny_vlm_dir", "tiny_vlm_dirs", "full_run", "space"}
+"""Fixtures that take seconds to build (a loaded SmolLM2, tiny VLMs, an audit run, a running Space):
+a test that uses one is slow."""
+SLOW = (
+    "tests/annotate/test_kill_resume.py",
+    "tests/annotate/test_smollm2.py",
+    "tests/audit/test_annotators.py",
+    "tests/audit/test_run.py::test_full_run_on_a_tiny_vlm",
+    "tests/audit/test_run.py::test_kill_9_then_resume",
+    "tests/corpus/test_build.py::test_bad_images_and_ties_are_excluded_and_reported",
+    "tests/corpus/test_build.py::test_folds_partition_and_sft_matches_default",
+    "tests/corpus/test_build.py::test_growth_keeps_every_row_in_its_split_and_fold",
+    "tests/corpus/test_build.py::test_layout_card_yaml_and_report",
+    "tests/corpus/test_build.py::test_rebuild_in_place_keeps_the_previous_build_s_cells",
+    "tests/corpus/test_card_truth.py::test_an_import_card_says_where_labels_and_rationales_came_from",
+    "tests/corpus/test_card_truth.py::test_card_has_no_contradiction",
+    "tests/corpus/test_card_truth.py::test_exclude_failed_rationales_keeps_them_out_of_sft_and_moves_no_row",
+    "tests/corpus/test_import.py::test_2025_hub_layout_embedded_images_and_sft_without_rationale",
+    "tests/corpus/test_import.py::test_a_large_source_is_checked_in_a_pool_with_the_serial_scans_outcome",
+    "tests/corpus/test_import.py::test_any_table_with_column_and_label_map_flags_xlsx_and_csv",
+    "tests/corpus/test_import.py::test_version_sequence_2024_then_2025_layout_moves_no_row",
+    "tests/corpus/test_import.py::test_version_sequence_published_and_a_moved_row_refused",
+    "tests/corpus/test_import_downstream.py",
+    "tests/corpus/test_offline_real.py",
+    "tests/corpus/test_one_split.py::test_a_file_too_small_for_a_validation_split_trains_without_one_and_says_so",
+    "tests/corpus/test_one_split.py::test_a_sentence_model_trained_on_a_corpus_is_evaluated_on_it_with_its_card_s_figures",
+    "tests/corpus/test_one_split.py::test_the_shipped_card_s_figures_are_one_evaluate_away",
+    "tests/corpus/test_sample_build.py",
+    "tests/corpus/test_schema.py::test_a_column_declared_here_is_built_and_loaded",
+    "tests/corpus/test_schema.py::test_a_column_declared_here_is_imported_from_a_parquet",
+    "tests/corpus/test_sentences.py::test_layout_folds_and_determinism",
+    "tests/corpus/test_small_corpora.py::test_a_rebuild_keeps_rows_where_they_were_and_lists_a_split_once_it_fills",
+    "tests/corpus/test_small_corpora.py::test_every_listed_config_of_a_tiny_corpus_loads",
+    "tests/corpus/test_text_only.py",
+    "tests/corpus/test_versions.py",
+    "tests/evaluate/test_any_corpus.py",
+    "tests/evaluate/test_degenerate.py::test_a_constant_model_is_said_to_be_one_last_and_on_top",
+    "tests/evaluate/test_degenerate.py::test_a_model_that_reads_the_image_gets_its_deltas_read_and_plotted",
+    "tests/evaluate/test_degenerate.py::test_cv_reads_deltas_only_over_folds_that_are_not_constant",
+    "tests/evaluate/test_e2e_adapter.py",
+    "tests/evaluate/test_leakage.py::test_cv_refuses_a_fold_model_that_saw_its_fold",
+    "tests/evaluate/test_leakage.py::test_overlap_is_refused_before_the_model_is_asked",
+    "tests/evaluate/test_questions.py::test_pearson_r_over_a_runs_settings",
+    "tests/evaluate/test_runner.py::test_compare_runs_and_model_index",
+    "tests/evaluate/test_runner.py::test_cv_scores_each_fold_model_on_its_own_fold",
+    "tests/evaluate/test_runner.py::test_generative_run_metrics_judge_reports",
+    "tests/ingest/test_fetch.py::test_slow_drip_hits_the_overall_deadline",
+    "tests/ingest/test_ingest.py::test_ingest_end_to_end",
+    "tests/ingest/test_ingest.py::test_without_progress_bars_a_wait_on_the_network_is_said_every_few_seconds",
+    "tests/ingest/test_install.py",
+    "tests/ingest/test_real_pages.py::test_a_site_wide_og_type_changes_no_decision",
+    "tests/ingest/test_real_pages.py::test_every_pages_language_is_detected_from_its_text",
+    "tests/ingest/test_real_pages.py::test_news_is_kept_with_its_headline_text_and_first_image",
+    "tests/ingest/test_real_pages.py::test_short_news_is_dropped_below_twenty_sentences_and_otherwise_kept",
+    "tests/ingest/test_resume.py",
+    "tests/models/test_checkpoints.py::test_import_vilbias_registers_with_the_auto_classes_without_importing_torch",
+    "tests/models/test_checkpoints.py::test_push_to_hub_and_from_pretrained_repo_id",
+    "tests/models/test_sentence_doors.py::test_every_door_with_vilbias_gives_score_articles_answer",
+    "tests/models/test_sentence_doors.py::test_without_vilbias_from_a_folder_and_from_the_hub",
+    "tests/models/test_sentence_precision.py::test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch",
+    "tests/models/test_sentence_precision.py::test_onnxruntime_gives_the_exact_paths_outputs",
+    "tests/models/test_sentence_precision.py::test_passes_side_by_side_give_the_one_pass_outputs",
+    "tests/models/test_sentence_precision.py::test_the_exported_graph_is_kept_and_reused",
+    "tests/publish/test_publish_dataset.py::test_a_pipeline_build_or_a_permissive_source_stays_public",
+    "tests/publish/test_publish_dataset.py::test_a_release_that_moves_rows_is_refused_naming_them",
+    "tests/publish/test_publish_dataset.py::test_an_old_seven_copy_release_is_read_as_the_previous_assignment",
+    "tests/publish/test_publish_dataset.py::test_dropped_connection_mid_commit_then_retry",
+    "tests/publish/test_publish_dataset.py::test_existing_or_lower_version_is_refused",
+    "tests/publish/test_publish_dataset.py::test_publish_load_by_tag_snapshot_every_config",
+    "tests/publish/test_publish_dataset.py::test_second_release_changelog_and_first_still_loads",
+    "tests/publish/test_publish_model_space.py::test_publish_space_and_read_card_back",
+    "tests/review/test_review_real_pages.py",
+    "tests/sample/test_regenerate.py",
+    "tests/spaces/test_api.py::test_endpoints_inputs_and_outputs_are_named",
+    "tests/spaces/test_app.py::test_each_failure_gets_its_own_sentence_and_the_log_its_traceback",
+    "tests/spaces/test_app.py::test_label_confidence_and_highlights_come_from_one_pass",
+    "tests/spaces/test_app.py::test_rationale_agrees_with_the_label_every_time",
+    "tests/spaces/test_browser.py",
+    "tests/spaces/test_calibrate.py",
+    "tests/test_cli.py::test_a_stage_loads_alone_and_its_help_imports_no_heavy_library",
+    "tests/test_cli.py::test_building_the_sample_imports_no_heavy_library",
+    "tests/test_doctests.py::test_docstring_examples_run[src/vilbias/languages.py]",
+    "tests/test_lazy.py::test_function_local_imports_are_few_and_each_says_why",
+    "tests/test_packaging.py",
+    "tests/test_progress_flag.py::test_annotate_no_progress_prints_no_bar_at_all",
+    "tests/test_readme.py",
+    "tests/test_safe_writes.py::test_a_build_twice_into_one_folder_replaces_it_and_a_foreign_file_stops_the_third",
+    "tests/test_stops.py",
+    "tests/test_writers.py::test_a_second_build_into_a_folder_being_written_refuses_naming_the_first",
+    "tests/test_writers.py::test_a_second_build_on_a_nearly_full_tmpfs",
+    "tests/test_writers.py::test_a_second_command_waits_for_the_first_to_end",
+    "tests/test_writers.py::test_build_on_a_full_disk_leaves_the_previous_build",
+    "tests/test_writers.py::test_files_get_the_permissions_the_umask_gives",
+    "tests/test_writers.py::test_ingest_on_a_small_tmpfs",
+    "tests/test_writers.py::test_the_lock_file_is_no_users_file",
+    "tests/training_classifier/test_classifier.py",
+    "tests/training_classifier/test_default_model.py",
+    "tests/training_classifier/test_protocol.py::test_checkpoint_records_its_training_rows_and_the_card_says_so",
+    "tests/training_classifier/test_protocol.py::test_distant_pretraining_one_command_and_two",
+    "tests/training_classifier/test_protocol.py::test_train_fractions_are_nested_and_scored_on_one_test_split",
+    "tests/training_classifier/test_wiring.py::test_each_prediction_belongs_to_its_test_row",
+    "tests/training_classifier/test_wiring.py::test_early_stopping_ends_training_when_validation_loss_stops_improving",
+    "tests/training_classifier/test_wiring.py::test_metrics_record_the_loss_settings",
+    "tests/training_classifier/test_wiring.py::test_the_best_validation_checkpoint_is_the_one_kept",
+    "tests/training_sft/test_cli.py::test_train_help_loads_no_heavy_library_and_sft_help_no_bitsandbytes_noise",
+    "tests/training_sft/test_inference.py::test_adapter_round_trip_reload_merge_generate",
+    "tests/training_sft/test_inference.py::test_merged_model_keeps_the_adapters_training_data",
+    "tests/training_sft/test_push.py",
+    "tests/training_sft/test_recipes.py::test_recipe_trains_two_steps_on_cpu",
+    "tests/training_sft/test_sft_on_built_dataset.py::test_sft_rows_have_the_trl_vision_format",
+)
+"""Tests (a file, or a test function with all its parameters) of more than ~1.5 s on 2 cores, by
+``--durations``: marked ``slow`` here so the test files need not carry it, and a file whose tests
+are mostly slow is slow whole. ``make test-fast`` lists any test it runs that takes longer."""
+FAST_TIER_LIMIT = 3.0
+
+
+def _is_slow(item) -> bool:
+    nodeid = item.nodeid
+    return any(nodeid == entry or nodeid.startswith((entry + "::", entry + "[")) for entry in SLOW) or \
+        not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """In an xdist worker, the costliest units first (:data:`HEAVY_FIRST`), each unit's tests in order."""
-    if not hasattr(config, "workerinput"):
+    """Marks the tests in :data:`SLOW` (before ``-m`` selects); in an xdist worker, puts the
+    costliest units first (:data:`HEAVY_FIRST`), each unit's tests in their order."""
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    if hasattr(config, "workerinput"):
+        rank = {unit: i for i, unit in enumerate(HEAVY_FIRST)}
+        items.sort(key=lambda item: rank.get(xdist_unit(item.nodeid), len(rank)))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """In the fast tier, the tests that took longer than :data:`FAST_TIER_LIMIT`: mark them slow."""
+    if "not slow" not in (config.getoption("markexpr") or ""):
         return
-    rank = {unit: i for i, unit in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_unit(item.nodeid), len(rank)))
+    took = collections.Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                took[report.nodeid] += report.duration
+    over = [(seconds, nodeid) for nodeid, seconds in took.items() if seconds > FAST_TIER_LIMIT]
+    if over:
+        terminalreporter.write_line(f"{len(over)} test(s) over {FAST_TIER_LIMIT:.0f} s in the fast tier; add them to SLOW in "
+                                    "tests/conftest.py:", yellow=True)
+        for seconds, nodeid in sorted(over, reverse=True):
+            terminalreporter.write_line(f"  {seconds:5.1f} s  {nodeid}")
 
 
 _modules_when_frozen = 0
