@@ -1,0 +1,51 @@
+"""The suite's own tables in tests/conftest.py name tests that exist, and its units keep a file's
+tests together: a renamed test or file must not silently leave the fast tier or the scheduling."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import conftest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _defined(entry: str) -> bool:
+    """Whether ``file`` or ``file::function[param]`` names a file, and a test function in it."""
+    file, _, rest = entry.partition("::")
+    path = ROOT / file
+    if not path.is_file():
+        return False
+    function = rest.split("[")[0]
+    return not function or re.search(rf"^def {re.escape(function)}\(", path.read_text(encoding="utf-8"), re.M) is not None
+
+
+@pytest.mark.parametrize("table", ["SLOW", "HEAVY_FIRST", "SHARED_FILES", "SPREAD_FILES"])
+def test_every_entry_names_a_test_that_exists(table):
+    entries = [e for e in getattr(conftest, table) if e not in conftest.SHARED_FILES.values()]
+    assert entries
+    missing = [e for e in entries if not _defined(e)]
+    assert not missing, f"{table} in tests/conftest.py names tests that are not there: {missing}"
+
+
+def test_a_file_is_one_unit_unless_shared_or_spread():
+    assert conftest.xdist_unit("tests/corpus/test_build.py::test_a[x]") == "tests/corpus/test_build.py"
+    assert conftest.xdist_unit("tests/corpus/test_build.py::test_b") == "tests/corpus/test_build.py"
+    assert conftest.xdist_unit("tests/annotate/test_smollm2.py::test_a") == conftest.xdist_unit("tests/audit/test_annotators.py::test_b")
+    spread = "tests/test_stops.py::test_ingest_stops_and_resumes_without_a_torn_or_repeated_line"
+    assert conftest.xdist_unit(spread) == spread
+
+
+def test_slow_marks_a_listed_function_with_all_its_parameters_and_nothing_beside_it():
+    class Item:
+        def __init__(self, nodeid, fixturenames=()):
+            self.nodeid, self.fixturenames = nodeid, fixturenames
+
+    entry = next(e for e in conftest.SLOW if "::" in e and "[" not in e)
+    assert conftest._is_slow(Item(entry)) and conftest._is_slow(Item(entry + "[a-1]"))
+    assert not conftest._is_slow(Item(entry + "_and_more"))
+    assert conftest._is_slow(Item("tests/test_task.py::test_x", fixturenames=("tmp_path", "_smollm2_loaded")))
+    assert not conftest._is_slow(Item("tests/test_task.py::test_x", fixturenames=("tmp_path",)))
