@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_build.py --rows 8000 --small-rows 2000 --skip-speed
 
 A synthetic annotated workdir of ``--rows`` items with unique photo-like JPEGs (640x427,
-60-150 KB) is generated once under ``--scratch`` (cached; the ``--small-rows`` workdir is its
+60-150 KB) and their language recorded (as ingest records it) is generated once under ``--scratch`` (cached; the ``--small-rows`` workdir is its
 prefix, sharing image files by hard link). Then:
 
 * memory: ``vilbias build`` runs on each workdir in a fresh subprocess; the peak RSS of the
@@ -167,7 +167,7 @@ def ensure_corpus(scratch: Path, rows: int) -> Path:
             n = min(CHUNK, rows - start)
             chunk = [next(written) for _ in range(n)]
             sizes += [size for _, size in chunk]
-            make_workdir(root, n, start=start, image_fn=lambda i, s=start, c=chunk: (root / c[i - s][0]).read_bytes())
+            make_workdir(root, n, start=start, image_fn=lambda i, s=start, c=chunk: (root / c[i - s][0]).read_bytes(), language="en")
             print(f"\r  generated {start + n}/{rows} rows", end="", flush=True)
     print()
     kb = np.array(sizes) / 1000
@@ -197,7 +197,7 @@ def ensure_prefix(scratch: Path, big: Path, rows: int) -> Path:
         os.link(big / rel, root / rel)
     for start in range(0, rows, CHUNK):
         n = min(CHUNK, rows - start)
-        make_workdir(root, n, start=start, image_fn=lambda i: (big / paths[i]).read_bytes())
+        make_workdir(root, n, start=start, image_fn=lambda i: (big / paths[i]).read_bytes(), language="en")
     if _image_paths(root, rows) != paths:
         raise RuntimeError(f"{root} is not a prefix of {big}")
     done.write_text(json.dumps({"rows": rows, "prefix_of": str(big), "generator": _generator()}))
@@ -412,6 +412,8 @@ def _timed(fn, *args) -> tuple[float, float, object]:
 def measure_speed(workdir: Path, scratch: Path) -> dict[str, dict]:
     """``{"baseline": ..., "build": ...}``, each with ``wall``, ``cpu`` and ``written`` (bytes of
     every file written); the build's also with ``corpus_bytes`` (its report's shard total)."""
+    import vilbias.corpus.plan
+    import vilbias.corpus.writer  # noqa: F401  (the build's modules loaded before the clock starts, as the baselines' pyarrow is)
     from vilbias.corpus import BuildConfig, build
 
     _warm(workdir)

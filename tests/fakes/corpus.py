@@ -51,12 +51,14 @@ def make_workdir(
     image_fn: Callable[[int], bytes] = noise_jpeg,
     shared_image_pairs: int = 0,
     sentences: int = 22,
+    language: str = "",
 ) -> Path:
     """Append items ``start .. start+n-1`` to the workdir at ``root`` (created if needed).
 
     Each item gets a unanimous label (biased with probability ``biased_share``) from 3
     annotators x 1 sample on both prompts. The first ``shared_image_pairs`` pairs of items
-    reuse one image (as two outlets running the same wire photo).
+    reuse one image (as two outlets running the same wire photo). ``language`` is recorded as
+    ingest records it (default: none, as a workdir of schema 1.0, whose build detects it).
     """
     root = init_workdir(root)
     rng = random.Random(seed * 1_000_003 + start)
@@ -79,6 +81,7 @@ def make_workdir(
             published=f"2025-01-{1 + i % 28:02d}T08:00:00+00:00",
             image_url=f"https://news{i % 7}.example/img/{image_key}.jpg",
             fetched_at=f"2025-02-01T00:00:00+00:00#{i:09d}",
+            language=language,
         )
         append_jsonl(root / ARTICLES, article.to_dict())
         for prompt in ("text", "multimodal"):
