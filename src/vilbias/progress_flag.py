@@ -37,25 +37,29 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     if enabled:
         yield
         return
-    # transformers is loaded by then (the command line parser is transformers'). datasets is switched
-    # only where it is loaded already (a stage that uses it imports it with its modules, before the
-    # call): importing it for its switch costs 2-3 s, as long as a short stage, and annotate never
-    # uses it.
+    # A library is switched only where it is loaded already: importing transformers (~1 s) or
+    # datasets (2-3 s) for its switch costs as long as a short stage, and annotate uses neither
+    # (the command line has transformers loaded: its parser is transformers'). One the stage
+    # imports meanwhile starts with its bars off, as huggingface_hub's are then (transformers reads
+    # that switch at import; a stage that uses datasets imports it with its modules, before the call).
     import huggingface_hub.utils as hub
-    from transformers.utils import logging as transformers_logging
 
+    transformers_logging = importlib.import_module("transformers.utils.logging") if "transformers" in sys.modules else None
     datasets_bars = importlib.import_module("datasets.utils") if "datasets" in sys.modules else None
-    transformers_on = transformers_logging.is_progress_bar_enabled()
+    transformers_on = transformers_logging is not None and transformers_logging.is_progress_bar_enabled()
     hub_off = hub.are_progress_bars_disabled()
     datasets_off = datasets_bars is None or datasets_bars.are_progress_bars_disabled()
-    transformers_logging.disable_progress_bar()  # its own switch, and huggingface_hub's
+    hub.disable_progress_bars()
+    if transformers_logging is not None:
+        transformers_logging.disable_progress_bar()  # its own switch, and huggingface_hub's
     if datasets_bars is not None:
         datasets_bars.disable_progress_bars()
     try:
         yield
     finally:
-        if transformers_on:
-            transformers_logging.enable_progress_bar()  # huggingface_hub's too: set next
+        if transformers_on or (transformers_logging is None and "transformers.utils.logging" in sys.modules and not hub_off):
+            # on before, or imported within the block (so started off): on, as it was or would have started
+            importlib.import_module("transformers.utils.logging").enable_progress_bar()  # huggingface_hub's too: set next
         if hub_off:
             hub.disable_progress_bars()
         else:
