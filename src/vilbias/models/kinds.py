@@ -159,8 +159,10 @@ def register_kind(cls: type[ModelKind]) -> type[ModelKind]:
     """Declare a model kind (a class decorator); a second kind of the same name is refused."""
     if not cls.name:
         raise ValueError(f"{cls.__name__}: a model kind needs a name")
-    if KINDS.get(cls.name, cls) is not cls:
-        raise ValueError(f"model kind {cls.name!r} is already registered by {KINDS[cls.name].__name__}")
+    known = KINDS.get(cls.name, cls)
+    # the same class met again (its module imported a second time, as doctest collection does) replaces itself
+    if (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"model kind {cls.name!r} is already registered by {known.__module__}.{known.__qualname__}")
     KINDS[cls.name] = cls
     return cls
 
