@@ -120,6 +120,11 @@ class PickerModel:
     """VLMs: answers sampled per item; the confidence is the majority label's vote share."""
     max_new_tokens: int = 160
     load_in_4bit: bool = False
+    inference_precision: str | None = None
+    """Sentence models: ``float32``, ``bfloat16`` or ``int8`` to ask for that path; unset, the
+    checkpoint's setting (``auto`` for the offline default: the fastest that answers alike here)."""
+    inference_runtime: str | None = None
+    """Sentence models: ``torch`` or ``onnxruntime`` to ask for that runtime; unset, the checkpoint's."""
     note: str = ""
     """Plain-words caveat shown under the picker."""
 
@@ -223,7 +228,8 @@ class ModelView:
         # One pass at a time per model, whatever the Space's concurrency: the sentence model's
         # waiting requests share it; a model without batched passes (a VLM) runs them one by one
         # rather than as many generations at once as there are requests.
-        self.predictor = SharedPasses(load_predictor(ModelSpec(model=spec.source, revision=spec.revision), spec.kind, **self.options()))
+        self.predictor = SharedPasses(load_predictor(ModelSpec(model=spec.source, revision=spec.revision, inference_precision=spec.inference_precision,
+                                                               inference_runtime=spec.inference_runtime), spec.kind, **self.options()))
 
     def options(self) -> dict[str, Any]:
         """The kind's options of :func:`~vilbias.models.catalogue.load_predictor`, from models.yaml."""
