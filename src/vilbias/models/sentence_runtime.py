@@ -157,14 +157,14 @@ def choose_runtime(runtime: str, precision: str, flags: frozenset[str], evidence
         raise ValueError("inference_precision bfloat16 runs on PyTorch (ONNX Runtime has no bfloat16 kernels for CPUs): "
                          "use inference_runtime='torch' or 'auto'")
     missing = "" if onnxruntime_installed else " (onnxruntime is not installed, so PyTorch runs it)"
+    asked = [name for name, value in (("inference_precision", precision), ("inference_runtime", runtime)) if value != "auto"]
     if precision == "auto" and runtime != "auto":
         precision = "float32"
     if precision != "auto":
         chosen = runtime if runtime != "auto" else ("torch" if precision == "bfloat16" else "onnxruntime")
         if chosen == "onnxruntime" and not onnxruntime_installed:
             chosen = "torch"
-        return RuntimeChoice(chosen, precision, f"{precision} on {RUNTIME_NAMES[chosen]}: asked for (inference_"
-                                                f"{'precision' if runtime == 'auto' else 'runtime'}){missing}")
+        return RuntimeChoice(chosen, precision, f"{precision} on {RUNTIME_NAMES[chosen]}: asked for ({', '.join(asked)}){missing}")
     fallback = "onnxruntime" if onnxruntime_installed else "torch"
     reasons, unproven = [], []
     for path_runtime, path_precision, instructions in FASTER_PATHS:
