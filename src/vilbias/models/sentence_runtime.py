@@ -16,6 +16,10 @@ A path faster than float32 runs only where the CPU has the instructions that mak
 the checkpoint carries evidence (:data:`EVIDENCE_FILE`) that it answers as float32 does on
 held-out sentences: test-split macro-F1 within :data:`ALIKE_MACRO_F1` and at most
 :data:`ALIKE_FLIPPED` of the sentences flagged differently.
+
+Why this module is long: it is everything about how one loaded sentence model runs (its graphs,
+their caches, the precision chosen for the CPU with its evidence, the passes side by side);
+the model itself (:mod:`vilbias.models.sentence_bias`) stays what it computes.
 """
 
 from __future__ import annotations
@@ -543,6 +547,8 @@ def runtime_evidence(folder: str | os.PathLike, texts: Sequence[str], labels: Se
     import onnxruntime
     from transformers import AutoModel
 
+    # why: scoring and the ids' digest are needed only when evidence is written (after training),
+    # never when a model loads, which this module serves
     from vilbias.metrics.scores import closed_metrics
     from vilbias.provenance import ids_digest
 
