@@ -158,13 +158,13 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true", help="Only tabulate the runs already under --out.")
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
-    if args.smoke:  # the first 40 sentences, one setting of each kind, one step, in a temporary folder
+    if args.smoke:  # the first 40 sentences, one classifier setting (bench_sentence_reproduce smokes train sentence --cv), one step, in a temporary folder
         args.out = Path(tempfile.mkdtemp(prefix="bench-babe-smoke-"))
         with open(args.sentences, encoding="utf-8-sig", newline="") as f:
             head = list(csv.reader(f, delimiter=";"))[:41]
         with open(args.out / "head.csv", "w", encoding="utf-8-sig", newline="") as f:
             csv.writer(f, delimiter=";").writerows(head)
-        args.sentences, args.settings = args.out / "head.csv", ["babe-minilm", "sentence"]
+        args.sentences, args.settings = args.out / "head.csv", ["babe-minilm"]
         EXTRA[:] = ["--max-steps", "1"]
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:

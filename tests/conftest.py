@@ -6,13 +6,16 @@ imported (they read them at import time), which is why they are set here at modu
 
 from __future__ import annotations
 
+import atexit
 import collections
 import gc
 import os
+import shutil
 import sys
 import tempfile
 
 _CACHE = tempfile.mkdtemp(prefix="vilbias-tests-hf-")
+atexit.register(shutil.rmtree, _CACHE, True)  # hundreds of MB a run (graphs, datasets caches)
 for key, value in {
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
@@ -29,6 +32,16 @@ for key, value in {
     "HF_HUB_CACHE": os.path.join(_CACHE, "hub"),
 }.items():
     os.environ[key] = value
+# What the test processes of one run share (pytest-xdist's workers inherit the folder from the
+# process that starts them): the sentence model's ONNX graphs, $HF_HOME/vilbias/onnx. Each is
+# keyed by weights, config and library versions and written whole (os.replace), and exporting or
+# quantising one takes seconds, so it is made once a run rather than once a process.
+if "VILBIAS_TESTS_SHARED" not in os.environ:
+    os.environ["VILBIAS_TESTS_SHARED"] = tempfile.mkdtemp(prefix="vilbias-tests-shared-")
+    atexit.register(shutil.rmtree, os.environ["VILBIAS_TESTS_SHARED"], True)  # by the process that made it, last out
+os.makedirs(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), exist_ok=True)
+os.makedirs(os.path.join(_CACHE, "home", "vilbias"))
+os.symlink(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), os.path.join(_CACHE, "home", "vilbias", "onnx"))
 # A token from the developer's environment must never reach the loopback servers or logs.
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("OPENAI_API_KEY", None)
