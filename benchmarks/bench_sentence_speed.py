@@ -54,6 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 BABE = SHARED / "babe" / "final_labels_SG2_public.csv"
 THREADS = 2
+PEAK_N = 2048
+"""The side of the matrices :func:`kernel_peaks` multiplies (``--smoke``: a small one)."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from demo_process import load_average, running_demo  # noqa: E402  (the benchmarks' own helper)
@@ -132,7 +134,7 @@ def kernel_peaks(seconds: float = 1.0) -> dict[str, float]:
     import torch
     from onnx import TensorProto, helper, numpy_helper
 
-    n = 2048
+    n = PEAK_N
     rng = np.random.default_rng(0)
     a, b = torch.randn(n, n), torch.randn(n, n)
 
@@ -276,7 +278,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
     if args.smoke:
-        args.articles, args.users, args.per_user, args.distinct = 2, 2, 1, 1
+        global PEAK_N
+        args.articles, args.users, args.per_user, args.distinct, PEAK_N = 2, 2, 1, 1, 256
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
