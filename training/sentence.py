@@ -101,7 +101,7 @@ from vilbias.models.sentence_bias import (
     SentenceBiasConfig,
     SentenceBiasModel,
 )
-from vilbias.models.sentence_runtime import CALIBRATION_FILE
+from vilbias.models.sentence_runtime import CALIBRATION_FILE, EVIDENCE_FILE, runtime_evidence
 from vilbias.outputs import claim_output, empty_folder
 from vilbias.provenance import TRAINING_DATA, TRAINING_IDS, TrainingData, data_name, ids_digest
 from vilbias.publish.model import CARD_INFO_FILE
@@ -229,7 +229,7 @@ def run_cv(cfg: SentenceConfig, splits: dict[str, dict[str, list[str]]], example
 
 MODEL_FILES = ("README.md", "config.json", "model.safetensors", "metrics.json", RELIABILITY_PNG, TRAINING_DATA,
                TRAINING_IDS, CARD_INFO_FILE, CALIBRATION_FILE, "train_sentence_config.yaml", "train_default_config.yaml",
-               *CODE_FILES, *TOKENIZER_FILES)
+               EVIDENCE_FILE, *CODE_FILES, *TOKENIZER_FILES)
 """Everything :func:`write_outputs` writes: the only files it may replace."""
 
 
@@ -261,15 +261,16 @@ def write_outputs(cfg: SentenceConfig, final: SplitRun, metrics: dict, examples:
     if out.exists():
         empty_folder(out)  # its content, not the folder: the folder's writer lock stays held (vilbias.outputs)
     saved = SentenceBiasModel.ensemble(final.models, final.config)
-    # how it runs once loaded (see SentenceBiasConfig.inference_runtime): the float32 graph on ONNX
-    # Runtime, passes side by side; the calibration sentences below let a user ask for its static
-    # int8 form (inference_precision="int8"). Training ignores both.
-    saved.config.inference_runtime, saved.config.inference_precision = "onnxruntime", "float32"
+    # how it runs once loaded (see SentenceBiasConfig.inference_runtime): the loader picks the fastest
+    # path for the CPU it finds that the evidence written below shows answering as float32 does
+    saved.config.inference_runtime, saved.config.inference_precision = "auto", "auto"
     saved.save_pretrained(out)
     texts = {uid: examples[uid].text for uid in final.training_data.ids if uid in examples}
     (out / CALIBRATION_FILE).write_text(json.dumps(int8_calibration(texts, cfg.seed), indent=1, ensure_ascii=False) + "\n",
                                         encoding="utf-8")
     labels = [examples[u].label for u in final.test_uids]
+    # how each faster path (int8, bfloat16) answers the test split next to float32: the loader's evidence
+    runtime_evidence(out, [examples[u].text for u in final.test_uids], labels, ids=final.test_uids, split="test")
     plot_reliability(reliability_bins(final.test_raw, labels), reliability_bins(final.test_calibrated, labels), out / RELIABILITY_PNG,
                      reliability_title(metrics["source"], len(labels), metrics["test"]["articles"], metrics["test"]["ece_before"], metrics["test"]["ece"]))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
