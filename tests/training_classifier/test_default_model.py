@@ -192,7 +192,9 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
     assert len(metrics["log"]) == 2 and metrics["settings"]["ensemble"] == 2
     assert all(len(f["members_f1_macro"]) == 2 and len(f["epochs_run"]) == 2 for f in metrics["cv"]["per_fold"])
     assert "member_f1_macro" in metrics["cv"]["summary"]
-    model = SentenceBiasModel.from_pretrained(out)
+    # the exact float32 path: the members' arithmetic is compared by hand below (auto may pick bfloat16)
+    exact = {"inference_runtime": "torch", "inference_precision": "float32"}
+    model = SentenceBiasModel.from_pretrained(out, **exact)
     assert model.config.members == 2 and len(model.members) == 2
     assert len(model.bert.encoder.layer) == 4  # the members carry their own copies of layers 4-5
     sentences = ["The council approved the budget on Tuesday.", "Critics slammed the reckless, radical scheme."]
@@ -200,7 +202,7 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
     # each member alone, through the full encoder with its deltas: the ensemble is their mean
     alone = []
     for member in model.members:
-        single = SentenceBiasModel.from_pretrained(out)
+        single = SentenceBiasModel.from_pretrained(out, **exact)
         single.members = None
         enc = single.tokenizer(sentences, padding=True, return_tensors="pt")
         with torch.no_grad():
