@@ -31,7 +31,7 @@ test: setup browser
 	$(VENV)/bin/ruff check .
 	$(PYTEST) --durations=25
 
-# The edit loop: everything not marked slow (CONTRIBUTING.md), in about a minute on 2 cores.
+# The edit loop: everything not marked slow (CONTRIBUTING.md), in about 1.5 minutes on 2 cores.
 test-fast: setup
 	$(PYTEST) -m "not slow"
 
