@@ -23,7 +23,7 @@ per-fold macro-F1 with each run's wall time. Settings:
   of the adapter (``--contrastive-epochs 1``).
 
 The classifier settings use the corpus's folds (identical texts kept together); the sentence
-settings use ``sentence_data.article_splits`` (whole articles kept together, grouped by
+settings use ``corpus.sentences.sentence_splits`` (whole articles kept together, grouped by
 ``news_link``), which is stricter: compare sentence settings with each other.
 
 **The distant corpus here.** BABE pre-trained on 128,748 Media Cloud headlines (45,605 from

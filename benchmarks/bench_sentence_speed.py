@@ -28,7 +28,7 @@ What it prints, in one run (ratios are against the plain fp32 call measured in t
   ONNX Runtime's and the shipped path's share of their kernel's peak, which bounds what any path
   on that kernel can gain per core.
 - **accuracy**: sentence macro-F1 of each variant on the held-out test split of BABE SG2
-  (``training/sentence_data.article_splits``, the split the shipped card reports).
+  (``vilbias.corpus.sentences.sentence_splits``, the split the shipped card reports).
 
 The articles are real text read from ``../shared/data`` (this benchmark is not product code): the
 English news pages of ``../shared/data/news`` through the ingest extractor (cut at 15,000
@@ -88,12 +88,10 @@ def real_articles(n: int, seed: int = 0) -> list[dict]:
 
 def babe_test_split() -> list[dict]:
     """The held-out test split of BABE SG2 (whole articles), as the shipped card scores it."""
-    from vilbias.training.sentence_data import article_splits
-
-    from vilbias.corpus.sentences import read_sentences
+    from vilbias.corpus.sentences import read_sentences, sentence_splits
 
     rows = read_sentences(BABE)[0]
-    test = set(article_splits(rows)["default"]["test"])
+    test = set(sentence_splits(rows)["default"]["test"])
     return [r for r in rows if r["unique_id"] in test]
 
 

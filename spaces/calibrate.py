@@ -43,15 +43,16 @@ def calibration_report(sentences: str | Path, model_dir: str | Path | None = Non
     # why: torch comes with these modules: imported here, not at the top.
     from datasets import load_dataset
     from vilbias.training.sentence_card import reliability_title
-    from vilbias.training.sentence_data import article_splits
+
+    from vilbias.corpus.sentences import sentence_splits
 
     predictor = load_predictor(str(model_dir or shipped_sentence_model()), "sentence")
     report = {"shipped_temperature": predictor.model.config.temperature}
     with tempfile.TemporaryDirectory(prefix="vilbias-calibrate-") as tmp:
         build_sentences(sentences, Path(tmp) / "babe")
         rows = list(load_dataset(str(Path(tmp) / "babe"), "default", split="train+validation+test"))
-        # the splits training used: whole articles (sentence_data.article_splits)
-        splits = article_splits(rows)["default"]
+        # the splits training used: whole articles (corpus.sentences.sentence_splits)
+        splits = sentence_splits(rows)["default"]
         for split in ("validation", "test"):
             raw, calibrated, labels = split_probabilities(predictor, rows, splits[split])
             report[split] = {"rows": len(labels), "ece_before": expected_calibration_error(raw, labels),

@@ -368,13 +368,14 @@ def data_record(cfg: SentenceConfig, report: dict | None) -> dict:
     corpus (its name, and the source its build report names), and whether the data is a dataset
     vilbias recognises (BABE, MBIB: credited and cited) or one's own (credited to nobody)."""
     source = (report or {}).get("source") or {}
-    name = data_name(cfg.sentences) if cfg.sentences is not None else data_name(cfg.dataset)
+    name = data_name(cfg.sentences if cfg.sentences is not None else cfg.dataset)
     return {"name": name, "sha256": source.get("source_sha256"), "corpus": None if cfg.sentences is not None else name,
-            "source": source.get("name"), "columns": source.get("columns"), "layout": source.get("layout"),
-            "rows_read": source.get("rows_read"), "rows_kept": source.get("rows_kept"),
-            "excluded_no_agreement": source.get("excluded_no_agreement"), "duplicates_merged": source.get("duplicates_merged"),
-            "excluded_conflicting": source.get("excluded_conflicting"), "splits_from": source.get("splits_from"),
-            "official_splits": source.get("official_splits"), "articles_straddling": source.get("articles_straddling")}
+            "source": source.get("name"), **{key: source.get(key) for key in REPORTED}}
+
+
+REPORTED = ("columns", "layout", "rows_read", "rows_kept", "excluded_no_agreement", "duplicates_merged", "excluded_conflicting",
+            "splits_from", "official_splits", "articles_straddling")
+"""What a model's ``metrics.json`` repeats of its corpus's build report (``source`` section)."""
 
 
 def _corpus(cfg: SentenceConfig, tmp: str) -> tuple[Path, dict | None]:

@@ -1,6 +1,6 @@
 """The sentence model's data: BABE rows as cached examples (the frozen layers' output computed once,
-BABE's biased words aligned to tokens as word labels), distant rows, batches grouped by length,
-and the whole-article splits of a fresh corpus (:func:`article_splits`)."""
+BABE's biased words aligned to tokens as word labels), distant rows and batches grouped by length
+(the splits are the corpus's own: :func:`vilbias.corpus.sentences.corpus_splits`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 from vilbias.training.distant import drop_held_out, read_distant, read_outlet_labels
 
-from vilbias.corpus.sentences import sentence_splits
 from vilbias.models.sentence_bias import (
     OPINIONS,
 )
@@ -136,9 +135,3 @@ def length_grouped_batches(items: list, batch_size: int, rng: random.Random, key
         batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
     rng.shuffle(batches)
     return batches
-
-
-def article_splits(rows: list[dict]) -> dict[str, dict[str, list[str]]]:
-    """The splits a fresh sentence corpus of ``rows`` has: :func:`vilbias.corpus.sentences.sentence_splits`,
-    the one split computation (training itself reads a built corpus's splits, never this)."""
-    return sentence_splits(rows)

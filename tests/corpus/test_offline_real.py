@@ -42,13 +42,13 @@ def built_rows(out) -> list[dict]:
 def held_out_articles(tmp_path) -> list[tuple[str, list[str], int]]:
     """``(news_link, sentences, expert majority)`` of the shipped model's held-out test articles."""
     from datasets import load_dataset
-    from vilbias.training.sentence_data import article_splits
 
     from vilbias.corpus.pipeline import build_sentences
+    from vilbias.corpus.sentences import sentence_splits
 
     build_sentences(shared_data("babe", "final_labels_SG2_public.csv"), tmp_path / "babe")
     rows = list(load_dataset(str(tmp_path / "babe"), "default", split="train+validation+test"))
-    test = set(article_splits(rows)["default"]["test"])
+    test = set(sentence_splits(rows)["default"]["test"])
     by_link: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         if r["unique_id"] in test:

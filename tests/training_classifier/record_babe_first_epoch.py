@@ -28,10 +28,11 @@ def main() -> None:
     from transformers import TrainerCallback
     from vilbias.training import sentence_fit
     from vilbias.training.sentence_config import SentenceConfig
-    from vilbias.training.sentence_data import article_splits, cache_examples
+    from vilbias.training.sentence_data import cache_examples
 
     from tests.real_data import SHARED_DATA
     from vilbias.corpus.pipeline import build_sentences
+    from vilbias.corpus.sentences import sentence_splits
     from vilbias.models.catalogue import shipped_sentence_model
     from vilbias.models.sentence_bias import SentenceBiasModel
     from vilbias.provenance import ids_digest
@@ -48,7 +49,7 @@ def main() -> None:
     cfg = SentenceConfig(sentences=sentences, output_dir=str(tmp / "out"))
     build_sentences(sentences, tmp / "babe")
     rows = list(load_dataset(str(tmp / "babe"), "default", split="train+validation+test"))
-    split = article_splits(rows)["default"]
+    split = sentence_splits(rows)["default"]
     assert ids_digest(split["train"]) == record["ids_sha256"]
     torch.set_num_threads(metrics["settings"]["threads"])
 

@@ -246,10 +246,11 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     assert [e.get("phase") for e in metrics["log"][0]] == ["distant", None]
     record = json.loads((out / "training_data.json").read_text())["extra"]["distant"]
     from datasets import load_dataset
-    from vilbias.training.sentence_data import article_splits
+
+    from vilbias.corpus.sentences import sentence_splits
 
     rows = list(load_dataset(str(tmp_path / "work" / "corpus"), "default", split="train+validation+test"))
-    split = article_splits(rows)["default"]
+    split = sentence_splits(rows)["default"]
     held_ids = set(split["validation"] + split["test"])
     held = {"text": [r["text"] for r in rows if r["unique_id"] in held_ids], "news_link": [r["news_link"] for r in rows if r["unique_id"] in held_ids]}
     expected = sum(r["text"].strip() in held["text"] for r in babe) + int(babe[1]["news_link"] in held["news_link"])
@@ -289,8 +290,7 @@ def test_article_splits_keep_every_article_whole_in_every_config():
     in ``default`` or in any fold, and a text repeated in two articles joins them."""
     import random
 
-    from vilbias.training.sentence_data import article_splits
-
+    from vilbias.corpus.sentences import sentence_splits
     from vilbias.task import FOLDS
 
     rng = random.Random(0)
@@ -302,7 +302,7 @@ def test_article_splits_keep_every_article_whole_in_every_config():
             n += 1
     rows.append({"unique_id": "bridge", "text": "Sentence 0 of article 0.", "news_link": "https://news.example/other", "label": 1})
     rows.append({"unique_id": "nolink", "text": "No link at all.", "news_link": "", "label": 0})
-    splits = article_splits(rows)
+    splits = sentence_splits(rows)
     assert set(splits) == {"default", *FOLDS}
     link = {r["unique_id"]: r["news_link"] or r["unique_id"] for r in rows}
     for parts in splits.values():
@@ -314,7 +314,7 @@ def test_article_splits_keep_every_article_whole_in_every_config():
     assert 0.7 < len(splits["default"]["train"]) / len(rows) < 0.9 and 0.15 < len(splits["fold_0"]["test"]) / len(rows) < 0.25
     assert {u for f in FOLDS for u in splits[f]["test"]} == set(link)  # every row is tested in exactly one fold
     assert sum(len(splits[f]["test"]) for f in FOLDS) == len(rows)
-    assert article_splits(list(reversed(rows))) == splits  # deterministic from the data, not its order
+    assert sentence_splits(list(reversed(rows))) == splits  # deterministic from the data, not its order
 
 
 def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_csv):
@@ -372,16 +372,16 @@ def unseen(tmp_path_factory, shipped):
     from collections import defaultdict
 
     from datasets import load_dataset
-    from vilbias.training.sentence_data import article_splits
 
     from vilbias.corpus.pipeline import build_sentences
+    from vilbias.corpus.sentences import sentence_splits
     from vilbias.metrics.scores import closed_metrics
 
     folder, model = shipped
     root = tmp_path_factory.mktemp("babe")
     build_sentences(shared_data("babe", "final_labels_SG2_public.csv"), root / "babe")
     rows = list(load_dataset(str(root / "babe"), "default", split="train+validation+test"))
-    splits = article_splits(rows)["default"]
+    splits = sentence_splits(rows)["default"]
     trained = set((folder / "training_ids.txt").read_text().split())
     assert trained == set(splits["train"])
     test_ids = set(splits["test"])
@@ -453,10 +453,11 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
     from datasets import load_dataset
     from transformers import TrainerCallback
     from vilbias.training.sentence_config import SentenceConfig
-    from vilbias.training.sentence_data import Example, article_splits, cache_examples
+    from vilbias.training.sentence_data import Example, cache_examples
     from vilbias.training.sentence_fit import LengthGroupedBatches, fit
 
     from vilbias.corpus.pipeline import build_sentences
+    from vilbias.corpus.sentences import sentence_splits
     from vilbias.models.sentence_bias import SentenceBiasModel
     from vilbias.provenance import ids_digest
 
@@ -471,7 +472,7 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
         "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r}  # the command's defaults are the shipped run's settings
     build_sentences(sentences, tmp_path / "babe")
     rows = list(load_dataset(str(tmp_path / "babe"), "default", split="train+validation+test"))
-    split = article_splits(rows)["default"]
+    split = sentence_splits(rows)["default"]
     assert ids_digest(split["train"]) == record["ids_sha256"]
     assert ids_digest(split["validation"]) == record["extra"]["validation_ids_sha256"]
     assert ids_digest(split["test"]) == record["extra"]["test_ids_sha256"]

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from datasets import load_dataset
+from datasets import get_dataset_split_names, load_dataset
 
 from vilbias.corpus.sentence_datasets import recognise_layout
 from vilbias.corpus.tables import (
@@ -65,15 +65,13 @@ def _dataset_records(name: str, source_split: str | None = None) -> Iterator[tup
     """Records of a dataset folder or Hub id with the source's split of each: its own split
     when its splits are train/validation/test (kept by the corpus), None when ``source_split``
     picks one split of another kind (MBIB's splits are its tasks) and the corpus draws its own."""
-    from datasets import get_dataset_split_names
-
     names = sorted(get_dataset_split_names(name), key=_split_order)
     if source_split is not None:
         if source_split not in names:
             raise ValueError(f"{name} has no split {source_split!r}; its splits: {', '.join(names)}")
         chosen, official = [source_split], False
     elif set(names) <= set(OFFICIAL_SPLITS):
-        chosen, official = names, len(names) > 1 or names != ["train"]
+        chosen, official = names, names != ["train"]  # a lone train split is no split of the source's
     else:
         raise ValueError(f"{name}'s splits are {', '.join(names)}, not train/test: pass --source-split NAME to build "
                          "one of them (MBIB's splits are its tasks, e.g. --source-split linguistic_bias)")

@@ -218,9 +218,8 @@ def _sentence_section(results: dict) -> list[str]:
              "| view | sentences | macro-F1 | accuracy | ECE | articles | article macro-F1 |", "|---|---|---|---|---|---|---|"]
     for view, p in protocols:
         a = p.get("article")
-        lines.append(f"| {view} | {p['sentences']} | {p['f1_macro']:.4f} | {p['accuracy']:.4f} | {p['ece']:.4f} | "
-                     f"{a['groups'] if a else p['articles']} | {a['f1_macro']:.4f} |" if a else
-                     f"| {view} | {p['sentences']} | {p['f1_macro']:.4f} | {p['accuracy']:.4f} | {p['ece']:.4f} | {p['articles']} | — |")
+        articles, article_f1 = (a["groups"], f"{a['f1_macro']:.4f}") if a else (p["articles"], "—")
+        lines.append(f"| {view} | {p['sentences']} | {p['f1_macro']:.4f} | {p['accuracy']:.4f} | {p['ece']:.4f} | {articles} | {article_f1} |")
     return lines + [""]
 
 
