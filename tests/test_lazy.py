@@ -43,14 +43,15 @@ def local_vilbias_imports() -> list[tuple[Path, int]]:
 
 
 def says_why(lines: list[str], lineno: int) -> bool:
-    """A ``# why:`` comment on the import's line or among the comments and imports just above it."""
+    """A ``# why:`` comment on the import's line or among the comments and imports just above it
+    (an import block the sorter splits into groups by blank lines counts as one)."""
     if "# why:" in lines[lineno - 1]:
         return True
     for line in reversed(lines[:lineno - 1]):
         text = line.strip()
         if text.startswith("# why:"):
             return True
-        if not text.startswith(("#", "from ", "import ")):
+        if text and not text.startswith(("#", "from ", "import ")):
             return False
     return False
 
