@@ -146,7 +146,15 @@ def test_an_older_build_keeps_its_rows_and_its_card_counts_the_articles_it_split
     assert f"{straddle['splits']} articles straddle two splits and {straddle['folds']} two folds" in card and "--output NEW" in card
 
 
-def test_a_sentence_model_trained_on_a_corpus_is_evaluated_on_it_with_its_card_s_figures(tmp_path):
+def _no_runtime_evidence(monkeypatch) -> None:
+    """``train sentence`` without its runtime evidence (each faster path exported, quantised and
+    scored: most of a tiny training's time; checked in tests/training_classifier/test_default_model.py):
+    the model loads on its exact float32 path, the one its card's figures were computed on."""
+    monkeypatch.setattr("vilbias.training.sentence.runtime_evidence", lambda *args, **kwargs: None)
+
+
+def test_a_sentence_model_trained_on_a_corpus_is_evaluated_on_it_with_its_card_s_figures(tmp_path, monkeypatch):
+    _no_runtime_evidence(monkeypatch)
     from vilbias.training.sentence import train_sentence
     from vilbias.training.sentence_config import SentenceConfig
 
@@ -221,7 +229,8 @@ def test_the_shipped_card_s_figures_are_one_evaluate_away(tmp_path, capsys):
     assert "sentence-level protocol" in capsys.readouterr().out
 
 
-def test_a_file_too_small_for_a_validation_split_trains_without_one_and_says_so(tmp_path, capsys):
+def test_a_file_too_small_for_a_validation_split_trains_without_one_and_says_so(tmp_path, capsys, monkeypatch):
+    _no_runtime_evidence(monkeypatch)
     from vilbias.training.cli import main
 
     def tiny(n: int) -> Path:

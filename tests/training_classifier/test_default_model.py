@@ -16,6 +16,16 @@ WEIGHTS_SHA256 = "dadd4711efccdf5d6af34e08b73fe9c65ed7ac9008b8cd305c1e60d82d2f81
 """The shipped weights, unchanged since the card's figures were measured on them."""
 
 
+@pytest.fixture
+def no_runtime_evidence(monkeypatch):
+    """``train_sentence`` without its last step, the runtime evidence (each faster path exported,
+    quantised and scored on the test split: ~10 s a model, most of a tiny training's time), for the
+    tests of an option that changes nothing of it. A plain model's evidence is checked in
+    :func:`test_train_sentence_on_a_tiny_babe_file`, an ensemble's in
+    :func:`test_an_ensemble_trains_scores_and_serves_as_one_model`."""
+    monkeypatch.setattr("vilbias.training.sentence.runtime_evidence", lambda *args, **kwargs: None)
+
+
 @pytest.fixture(scope="module")
 def shipped():
     """The shipped model as any transformers user loads it: ``AutoModel`` after ``import vilbias``."""
@@ -138,7 +148,7 @@ def test_article_rule_choice_and_token_word_labels():
     assert token_word_labels(text, offsets, [], 0)[1:-1] == [0] * 9
 
 
-def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv):
+def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv, monkeypatch):
     import yaml
     from vilbias.training.cli import main
     from vilbias.training.sentence import train_sentence
@@ -151,7 +161,11 @@ def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv):
     assert metrics["cv"] is None and metrics["article_rule"]["chosen_on"] == "validation"
     assert len(metrics["log"]) == 1 and len(metrics["log"][0]) <= 2 and metrics["test"]["n"] > 0 and 0 <= metrics["test"]["ece"] <= 1
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "metrics.json", "README.md", "reliability.png",
-                                               "training_data.json", "training_ids.txt", "vilbias_card.json", "train_sentence_config.yaml"}
+                                               "training_data.json", "training_ids.txt", "vilbias_card.json", "train_sentence_config.yaml",
+                                               "runtime_evidence.json", "int8_calibration.json"}
+    evidence = json.loads((out / "runtime_evidence.json").read_text(encoding="utf-8"))
+    assert evidence["rows"] == metrics["test"]["n"] and evidence["int8_ranges"]
+    assert set(evidence["paths"]) == {"onnxruntime/float32", "onnxruntime/int8", "torch/bfloat16"}
     assert metrics["settings"]["num_train_epochs"] == 2 and metrics["settings"]["learning_rate"] == 5e-4
     card = (out / "README.md").read_text(encoding="utf-8")
     # the command that ran, files by their names; no path of this machine anywhere
@@ -171,6 +185,7 @@ def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv):
     written = yaml.safe_load((out / "train_sentence_config.yaml").read_text(encoding="utf-8"))
     assert written["sentences"] == str(babe_csv) and written["num_train_epochs"] == 2 and written["cv"] is False
     again = tmp_path / "again"
+    monkeypatch.setattr("vilbias.training.sentence.runtime_evidence", lambda *args, **kwargs: None)  # checked above; the weights are compared
     assert main(["sentence", "--config", str(out / "train_sentence_config.yaml"), "--output", str(again)]) == 0
     assert (again / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
     with pytest.raises(FileNotFoundError, match="final_labels_SG1"):
@@ -212,11 +227,13 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
             mask = create_bidirectional_mask(config=single.bert.config, inputs_embeds=hidden, attention_mask=enc["attention_mask"])
             alone.append(member(hidden, mask, enc["attention_mask"])[0])
     assert torch.allclose(logits, torch.stack(alone).mean(0), atol=1e-5)
+    assert set(json.loads((out / "runtime_evidence.json").read_text(encoding="utf-8"))["paths"]) == {
+        "onnxruntime/float32", "onnxruntime/int8", "torch/bfloat16"}  # every member in the exported graphs
     with pytest.raises(ValueError, match="--ensemble"):
         SentenceConfig(sentences=babe_csv, ensemble=0)
 
 
-def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe_csv):
+def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe_csv, no_runtime_evidence):
     """--distant-dataset: every model pre-trains on the distant rows first, minus those sharing a
     text or link with the split's validation/test rows; the provenance and log say so."""
     import csv
@@ -257,7 +274,7 @@ def test_distant_pretraining_drops_held_out_rows_and_records_them(tmp_path, babe
     assert expected >= len(held) and record["dropped_as_held_out"] == expected and record["rows"] == n - expected
 
 
-def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, babe_csv):
+def test_opinion_head_trains_on_babe_label_opinion_and_is_not_saved(tmp_path, babe_csv, no_runtime_evidence):
     import torch
     from safetensors.torch import load_file
     from vilbias.training.sentence import train_sentence
@@ -317,7 +334,7 @@ def test_article_splits_keep_every_article_whole_in_every_config():
     assert sentence_splits(list(reversed(rows))) == splits  # deterministic from the data, not its order
 
 
-def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_csv):
+def test_contrastive_stage_pulls_same_label_sentences_together(tmp_path, babe_csv, no_runtime_evidence):
     """--contrastive-epochs: SetFit's pair objective on the adapter raises the cosine of
     same-label pairs over different-label pairs, and only the LoRA weights move."""
     import torch
@@ -365,22 +382,30 @@ FLOOR_ARTICLE_F1 = 0.78
 
 
 @pytest.fixture(scope="module")
-def unseen(tmp_path_factory, shipped):
+def babe_sg2_rows(tmp_path_factory):
+    """Every row of the public SG2 file, as ``vilbias build --sentences`` stores it (built once for
+    the module's real-data tests)."""
+    from datasets import load_dataset
+
+    from vilbias.corpus.pipeline import build_sentences
+
+    root = tmp_path_factory.mktemp("babe")
+    build_sentences(shared_data("babe", "final_labels_SG2_public.csv"), root / "babe")
+    return list(load_dataset(str(root / "babe"), "default", split="train+validation+test"))
+
+
+@pytest.fixture(scope="module")
+def unseen(babe_sg2_rows, shipped):
     """Sentence and article macro-F1 of the shipped model on the held-out test split of the
     public SG2 file: whole articles, none of whose sentences is in its training ids (recomputed
     here through the model's own forward pass, not read from the card)."""
     from collections import defaultdict
 
-    from datasets import load_dataset
-
-    from vilbias.corpus.pipeline import build_sentences
     from vilbias.corpus.sentences import sentence_splits
     from vilbias.metrics.scores import closed_metrics
 
     folder, model = shipped
-    root = tmp_path_factory.mktemp("babe")
-    build_sentences(shared_data("babe", "final_labels_SG2_public.csv"), root / "babe")
-    rows = list(load_dataset(str(root / "babe"), "default", split="train+validation+test"))
+    rows = babe_sg2_rows
     splits = sentence_splits(rows)["default"]
     trained = set((folder / "training_ids.txt").read_text().split())
     assert trained == set(splits["train"])
@@ -435,7 +460,7 @@ def test_the_recorded_first_epoch_is_the_shipped_runs():
 
 
 @pytest.mark.real_data
-def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
+def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped, babe_sg2_rows):
     """The shipped model's figures come back through ``vilbias train sentence``: the same articles
     in each split (the provenance's digests), and the shipped run's first 30 optimizer steps to the
     last digit: their mean training loss and the validation loss after them, to 1e-5, with the
@@ -450,13 +475,11 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
     layers (a quarter of BABE); every other training sentence keeps its token count (which is all
     the batching reads) and NaN hidden states, so a step or a score that read one would be NaN."""
     import torch
-    from datasets import load_dataset
     from transformers import TrainerCallback
     from vilbias.training.sentence_config import SentenceConfig
     from vilbias.training.sentence_data import Example, cache_examples
     from vilbias.training.sentence_fit import LengthGroupedBatches, fit
 
-    from vilbias.corpus.pipeline import build_sentences
     from vilbias.corpus.sentences import sentence_splits
     from vilbias.models.sentence_bias import SentenceBiasModel
     from vilbias.provenance import ids_digest
@@ -470,8 +493,7 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped):
     assert {k: metrics["settings"][k] for k in ("learning_rate", "patience", "seed", "max_length", "trained_layers", "lora_r")} == {
         "learning_rate": cfg.learning_rate, "patience": cfg.patience, "seed": cfg.seed, "max_length": cfg.max_length,
         "trained_layers": cfg.trained_layers, "lora_r": cfg.lora_r}  # the command's defaults are the shipped run's settings
-    build_sentences(sentences, tmp_path / "babe")
-    rows = list(load_dataset(str(tmp_path / "babe"), "default", split="train+validation+test"))
+    rows = babe_sg2_rows
     split = sentence_splits(rows)["default"]
     assert ids_digest(split["train"]) == record["ids_sha256"]
     assert ids_digest(split["validation"]) == record["extra"]["validation_ids_sha256"]
