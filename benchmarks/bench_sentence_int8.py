@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
     if args.smoke:
-        args.articles, speed.PEAK_N = 3, 256  # the batch check joins three
+        args.articles, speed.PEAK_N, speed.PEAK_SECONDS = 3, 256, 0.01  # the batch check joins three
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import onnx
@@ -83,8 +83,8 @@ def main() -> None:
     chosen = AutoModel.from_pretrained(folder)  # the shipped setting, auto
     print(f"CPU: {describe_cpu()}")
     print(f"auto chooses: {chosen.runtime_reason}")
-    articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:12 if args.smoke else 120] for a in speed.real_articles(args.articles)]
-    test = speed.babe_test_split()[:32 if args.smoke else None]
+    articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:4 if args.smoke else 120] for a in speed.real_articles(args.articles)]
+    test = speed.babe_test_split()[:16 if args.smoke else None]
 
     def load(runtime: str, precision: str):
         model = AutoModel.from_pretrained(folder, inference_runtime=runtime, inference_precision=precision)
@@ -102,7 +102,9 @@ def main() -> None:
     graph = _export_onnx(plain)
     matmuls = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
     every_linear = re.compile(INT8_LAYERS.pattern.replace("|intermediate/dense)", "|intermediate/dense|output/dense)"))
-    all_int8 = quantize_static(graph, plain, Int8Scales(sentences=lambda: calibration_sentences(folder)), every_linear)[0]
+    calibration = calibration_sentences(folder)
+    calibration = calibration[:16] if args.smoke and calibration else calibration  # smoke: calibrated on a few
+    all_int8 = quantize_static(graph, plain, Int8Scales(sentences=lambda: calibration), every_linear)[0]
     with tempfile.TemporaryDirectory(prefix="bench-int8-") as tmp:
         (Path(tmp) / "fp32.onnx").write_bytes(graph)
         quantize_dynamic(Path(tmp) / "fp32.onnx", Path(tmp) / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
