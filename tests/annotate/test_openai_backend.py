@@ -140,3 +140,31 @@ def test_shared_messages_and_params_are_sent_right(server):
     bodies = sorted((b["messages"][0]["content"], b["seed"]) for b in server.requests)
     assert bodies == sorted([("shared", k % 3) for k in range(9)] + [("other", 0)])
     assert all(b["temperature"] == 0.5 and b["max_tokens"] == 7 and b["model"] == "m" for b in server.requests)
+
+
+def test_backends_share_one_pool_and_each_keeps_its_concurrency():
+    """Every backend sends through the process's one HTTP client: a second and third backend (the
+    next annotators of a run) reuse the connections the first opened, and each still has no more
+    than its ``concurrency`` requests at the server."""
+
+    class Counting(FakeOpenAIServer):
+        connections = inflight = peak = 0
+
+        async def _handle(self, reader, writer):
+            type(self).connections += 1
+            await super()._handle(reader, writer)
+
+        async def _respond(self, *args):
+            cls = type(self)
+            cls.inflight += 1
+            cls.peak = max(cls.peak, cls.inflight)
+            try:
+                return await super()._respond(*args)
+            finally:
+                cls.inflight -= 1
+
+    with Counting(lambda body: "ok", latency_s=0.02) as s:
+        for model in ("a", "b", "c"):
+            results = OpenAIBackend(model, s.base_url, concurrency=4).chat([req(f"{model}{i}") for i in range(12)])
+            assert [r.text for r in results] == ["ok"] * 12
+        assert Counting.peak <= 4 and Counting.connections <= 4 + 1  # (+1: a connection the pool may retire)

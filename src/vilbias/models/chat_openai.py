@@ -1,17 +1,27 @@
 """The ``openai`` chat backend: any chat-completions server (vLLM, SGLang, llama.cpp, Ollama, TGI,
 OpenAI), async with bounded concurrency, per-call timeouts, retries with backoff and jitter, and
-the structured-output and ``n`` fallbacks described in :mod:`vilbias.models.chat`."""
+the structured-output and ``n`` fallbacks described in :mod:`vilbias.models.chat`.
+
+Every backend of the process sends through one HTTP client (:class:`_Client`): one event loop on a
+thread of its own and one keep-alive connection pool. The annotators of a run, the image
+descriptions before them and the next run in the same process (a Space, a test) reuse the
+connections the first one opened, so no backend pays for its own pool, loop and connection ramp.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import concurrent.futures
+import contextlib
 import email.utils
 import json
 import logging
 import os
 import random
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -39,6 +49,73 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+STOP_WAIT_S = 1.0
+"""How long a stopped :meth:`OpenAIBackend.chat` waits for its requests to be cancelled."""
+
+
+class _Client:
+    """The process's HTTP client: an event loop on a daemon thread and one ``aiohttp`` session
+    (a keep-alive pool without a global cap: each backend bounds its own requests in flight).
+    Made on first use, again after a fork; closed at exit."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+    _pid: int | None = None
+    _session: Any = None
+
+    @classmethod
+    def loop(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._pid != os.getpid() or cls._thread is None or not cls._thread.is_alive():
+                import aiohttp  # noqa: F401  (imported here, before the loop thread needs it)
+
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="vilbias-http", daemon=True)
+                thread.start()
+                cls._loop, cls._thread, cls._pid, cls._session = loop, thread, os.getpid(), None
+            return cls._loop
+
+    @classmethod
+    def session(cls) -> Any:
+        """The shared session (on the client's loop only)."""
+        if cls._session is None or cls._session.closed:
+            import aiohttp
+
+            cls._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        return cls._session
+
+    @classmethod
+    def run(cls, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` on the client's loop and wait for it. A stop (Ctrl-C, SIGTERM) or any
+        error here cancels it: its requests end before this raises (within :data:`STOP_WAIT_S`)."""
+        loop = cls.loop()
+        if threading.current_thread() is cls._thread:
+            coro.close()
+            raise RuntimeError("OpenAIBackend.chat was called from inside a result callback; await achat there")
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            concurrent.futures.wait([future], timeout=STOP_WAIT_S)
+            raise
+
+    @classmethod
+    def close(cls) -> None:
+        with cls._lock:
+            loop, session, cls._session = cls._loop, cls._session, None
+            if loop is None or cls._pid != os.getpid() or not loop.is_running():
+                return
+        if session is not None and not session.closed:
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(session.close(), loop).result(STOP_WAIT_S)
+        loop.call_soon_threadsafe(loop.stop)
+
+
+atexit.register(_Client.close)
 
 
 class OpenAIBackend:
@@ -87,6 +164,9 @@ class OpenAIBackend:
         with fewer choices), once known: later samples are asked one request each."""
         self._n_accepted = False
         self._probe: asyncio.Lock | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._headers: dict[str, str] = {}
+        self._timeout: Any = None
         self._model_json = json.dumps(model).encode()
         self._encoded: dict[tuple[int, bool], tuple[Any, bytes]] = {}
 
@@ -94,36 +174,52 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model!r}, url={self.url!r}, concurrency={self.concurrency})"
 
     def chat(self, requests: Iterable[ChatRequest], on_result: OnResult | None = None) -> list[ChatResult]:
-        return collect(requests, lambda reqs, cb: asyncio.run(self.achat(reqs, cb)), on_result)
+        """Ask every request, ``concurrency`` in flight, through the process's shared HTTP client;
+        ``on_result`` is called on the client's thread, as each result arrives."""
+        return collect(requests, lambda reqs, cb: _Client.run(self._achat(reqs, cb)), on_result)
 
     async def achat(self, requests: Iterable[ChatRequest], on_result: OnResult) -> None:
-        """Async form of :meth:`chat` for callers already inside an event loop."""
+        """Async form of :meth:`chat` for callers already inside an event loop (a session of its
+        own, closed at the end: the shared one belongs to the client's loop)."""
         import aiohttp
 
-        headers = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.concurrency)) as session:
+            await self._achat(requests, on_result, session)
+
+    async def _achat(self, requests: Iterable[ChatRequest], on_result: OnResult, session: Any = None) -> None:
+        import aiohttp
+
+        session = session or _Client.session()
+        self._headers = {"Content-Type": "application/json"}
         if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        connector = aiohttp.TCPConnector(limit=self.concurrency)
-        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        self._timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+        # At most `concurrency` requests of this backend at the server (the pool is shared).
+        self._slots = asyncio.Semaphore(self.concurrency)
         source = enumerate(requests)
         # Requests for n > 1 samples go out at once (most servers take n). The first answer that
         # lacks samples finds out, under this lock, whether the server takes n; until then the
         # requests in flight with n (at most `concurrency`) are not wasted: a refusal costs the
         # server no prefill, and a server that ignores n answers one sample, which is kept.
         self._probe = asyncio.Lock()
-        async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as session:
 
-            async def worker() -> None:
-                # Workers pull from one shared iterator: at most `concurrency` requests are
-                # materialised and in flight, whatever the iterable's length.
-                for index, request in source:
-                    stored = on_result(index, await self._call(session, request))
-                    if stored is not None:
-                        # The caller stores results in groups: this worker takes no new request
-                        # until its result is stored, so an unstored result counts as in flight.
-                        await stored
+        async def worker() -> None:
+            # Workers pull from one shared iterator: at most `concurrency` requests are
+            # materialised and in flight, whatever the iterable's length.
+            for index, request in source:
+                stored = on_result(index, await self._call(session, request))
+                if stored is not None:
+                    # The caller stores results in groups: this worker takes no new request
+                    # until its result is stored, so an unstored result counts as in flight.
+                    await stored
 
-            await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+        workers = [asyncio.ensure_future(worker()) for _ in range(self.concurrency)]
+        try:
+            await asyncio.gather(*workers)
+        finally:  # one worker failed or the run was cancelled: the others stop too
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
 
     def _body(self, request: ChatRequest, *, plain: bool = False) -> bytes:
         """The JSON body ``{"model", "messages", **params, "n"}``; ``plain`` leaves out the
@@ -231,7 +327,7 @@ class OpenAIBackend:
             wait: float | None = None
             status = None
             try:
-                async with session.post(self.url, data=data) as response:
+                async with self._slots, session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as response:
                     body = await response.read()
                     status, retry_after = response.status, response.headers.get("Retry-After")
             except asyncio.TimeoutError:
