@@ -13,10 +13,13 @@ for ``n`` samples (as vLLM does; ``--n-support refuse|ignore`` plays a server wi
   minimum (each distinct prompt once per annotator and item; the image descriptions included):
   the target ratio is 1.00 (one request per item, prompt and annotator, for its K samples).
 - **Throughput.** The ideal rate is concurrency / latency requests per second (640/s for 32 /
-  50 ms); the target is a ratio of at least 0.9 of it, for the backend alone (requests streamed
+  50 ms): the annotators are asked one after the other, each with ``concurrency`` requests in
+  flight, so no more than that is ever at the server. The target is a ratio of at least 0.95 of
+  it, for the backend alone (requests streamed
   into ``OpenAIBackend.chat``) and for the whole stage (prompt rendering, the structured-output
   request, the strict schema check of every sample, grouped SQLite commits, the counting pass
-  and the summary). Each also prints the client's CPU time per request, a figure that other load
+  and the summary; every item shares one image, as articles with the same wire photo do, so the
+  stage reads and encodes it once). Each also prints the client's CPU time per request, a figure that other load
   on the machine disturbs less than the rate; the stage also prints the server's own time per
   answer (its latency plus its event loop serving the other connections) and the ratio to the
   bound that time allowed.

@@ -36,11 +36,11 @@ from typing import Any
 from vilbias.annotate import prompts as prompting
 from vilbias.annotate.specs import AnnotatorSpec
 from vilbias.models.catalogue import (
-    checkpoint_kind,
-    declared_languages,
+    ResolvedModel,
     load_chat_backend,
     load_model,
     load_predictor,
+    resolve_model,
 )
 from vilbias.models.chat import ChatBackend, ChatResult
 from vilbias.models.evidence import explain_output
@@ -145,49 +145,68 @@ class PredictorAnnotator:
 
 @dataclass(frozen=True)
 class ResolvedAnnotator:
-    """An annotator resolved once, before any call: what the stage asks of it again and again (its
-    fingerprint reads a checkpoint's files, its languages and kind its config)."""
+    """An annotator resolved once, before any call: its model resolved by the catalogue
+    (:class:`~vilbias.models.catalogue.ResolvedModel`: its kind's capabilities, and for a
+    checkpoint what its files say, read once) and what the stage asks of it again and again. The
+    stage hands this object down; nothing below it parses the spec or reads its files again."""
 
     spec: AnnotatorSpec
+    model: ResolvedModel
     fingerprint: str
-    languages: tuple[str, ...]
-    """What it reads (:func:`vilbias.models.catalogue.declared_languages`); ``("any",)`` for all."""
-    deterministic: bool
-    """A predictor checkpoint: its answer never changes, so it is asked one sample."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """What it reads (:func:`vilbias.models.catalogue.declared_languages`); ``("any",)`` for all."""
+        return self.model.languages
+
+    @property
+    def local(self) -> bool:
+        """Generates in this process (a local grammar, ``num_return_sequences``)."""
+        return self.model.kind.local
+
+    @property
+    def deterministic(self) -> bool:
+        """A predictor checkpoint: its answer never changes, so it is asked one sample."""
+        return self.model.checkpoint_kind in PREDICTOR_KINDS
 
 
-def resolve_annotator(spec: AnnotatorSpec) -> ResolvedAnnotator:
+def resolve_annotator(spec: AnnotatorSpec | ResolvedAnnotator) -> ResolvedAnnotator:
     """``spec`` resolved once (see :class:`ResolvedAnnotator`); a model that is not there is one line."""
-    return ResolvedAnnotator(spec, spec.fingerprint(), declared_languages(spec.model_spec()), is_deterministic(spec))
+    if isinstance(spec, ResolvedAnnotator):
+        return spec
+    try:
+        model = resolve_model(spec.model_spec())
+    except (FileNotFoundError, ValueError, PermissionError) as e:
+        raise ValueError(f"annotator {spec.name!r}: {e}") from None
+    return ResolvedAnnotator(spec, model, spec.fingerprint())
 
 
 def is_deterministic(spec: AnnotatorSpec) -> bool:
     """Whether ``spec`` names a model whose answer to an item never changes (a predictor
     checkpoint): it is asked one sample, not K. Reads the checkpoint's config only."""
-    return spec.kind_info.checkpoint and _checkpoint_kind(spec) in PREDICTOR_KINDS
+    return spec.kind_info.checkpoint and resolve_annotator(spec).deterministic
 
 
-def _checkpoint_kind(spec: AnnotatorSpec) -> str:
-    try:
-        return checkpoint_kind(spec.model_spec())
-    except (FileNotFoundError, ValueError, PermissionError) as e:
-        raise ValueError(f"annotator {spec.name!r}: {e}") from None
-
-
-def load_annotator(spec: AnnotatorSpec, workdir: str | Path) -> ChatBackend | PredictorAnnotator:
-    """What ``spec`` names, ready to answer: a chat backend (servers, local LMs/VLMs, generative
-    checkpoints) or a :class:`PredictorAnnotator`. A failure is one line naming the entry."""
+def load_annotator(annotator: AnnotatorSpec | ResolvedAnnotator, workdir: str | Path) -> ChatBackend | PredictorAnnotator:
+    """What the annotator names, ready to answer: a chat backend (servers, local LMs/VLMs,
+    generative checkpoints) or a :class:`PredictorAnnotator`. A failure is one line naming the
+    entry. Give it the :class:`ResolvedAnnotator` the stage resolved (a spec is resolved here)."""
+    resolved = resolve_annotator(annotator)
+    spec, model = resolved.spec, resolved.model
     where = f"annotator {spec.name!r}"
-    model = spec.model_spec()
-    if not spec.kind_info.checkpoint:
-        return load_chat_backend(model)
-    kind = _checkpoint_kind(spec)
+    if not model.kind.checkpoint:
+        return load_chat_backend(model.spec)
+    kind = model.checkpoint_kind
     if kind in PREDICTOR_KINDS:
         options = {k: v for k, v in spec.params.items() if k in PREDICTOR_OPTIONS[kind]}
         if unknown := sorted(set(spec.params) - set(options)):
             raise ValueError(f"{where}: a {kind} checkpoint takes no params {unknown} (it takes {list(PREDICTOR_OPTIONS[kind]) or 'none'})")
         if kind == "text_classifier":
-            predictor: Predictor = _ClassifierPredictor(load_model(model, batch_size=spec.batch_size))
+            predictor: Predictor = _ClassifierPredictor(load_model(model.spec, batch_size=spec.batch_size))
         else:
             predictor = load_predictor(model, kind, **options)
         if spec.vision and not predictor.reads_image:
@@ -199,10 +218,11 @@ def load_annotator(spec: AnnotatorSpec, workdir: str | Path) -> ChatBackend | Pr
         if importlib.util.find_spec("llguidance") is None:
             raise ValueError(f"{where}: constrained decoding needs llguidance: pip install llguidance (or set structured_output: none)")
     max_tokens = int(spec.params.get("max_tokens", 512))
-    generative = load_model(model, batch_size=spec.batch_size, max_new_tokens=max_tokens)
+    generative = load_model(model.spec, batch_size=spec.batch_size, max_new_tokens=max_tokens)
     if spec.vision and not generative.vision:
         raise ValueError(f"{where}: {spec.model} is a text model; set vision: false")
     return generative.backend
 
 
-__all__ = ["PREDICTOR_KINDS", "PredictorAnnotator", "answer_from_output", "is_deterministic", "load_annotator"]
+__all__ = ["PREDICTOR_KINDS", "PredictorAnnotator", "ResolvedAnnotator", "answer_from_output", "is_deterministic", "load_annotator",
+           "resolve_annotator"]

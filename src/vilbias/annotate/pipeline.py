@@ -20,13 +20,17 @@ evidence, one sample per item (:mod:`vilbias.annotate.classifiers`).
 Every answer is asked for as the JSON Schema of :func:`vilbias.annotate.prompts.response_format`
 (servers: ``response_format``; local models: llguidance-constrained decoding) and checked with
 :func:`vilbias.annotate.prompts.parse_annotation`; only valid answers vote.
+
+Why this module is long: it is the stage's one loop and the three parts that keep it at the
+server's limit, which are read together — the lazy jobs (:class:`_Jobs`, with the run's image
+parts), the grouped commits (:class:`_Recorder`) and the image descriptions asked before them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
@@ -34,11 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from vilbias.annotate import prompts as prompting
-from vilbias.annotate.classifiers import PredictorAnnotator, load_annotator, resolve_annotator
-from vilbias.annotate.config import AnnotateConfig
-from vilbias.annotate.specs import (
-    AnnotatorSpec,
+from vilbias.annotate.classifiers import (
+    PredictorAnnotator,
+    ResolvedAnnotator,
+    load_annotator,
+    resolve_annotator,
 )
+from vilbias.annotate.config import AnnotateConfig
 from vilbias.annotate.store import ActiveAnnotator, AnnotationStore, CallKey, call_row, row_status
 from vilbias.annotate.summary import format_summary, summarize
 from vilbias.annotate.voting import OTHER_LANGUAGE
@@ -80,6 +86,33 @@ def _image_sha(article: Article) -> str:
 def _image(workdir: Path, article: Article) -> tuple[str, bytes, str]:
     data = (workdir / article.image_path).read_bytes()
     return _image_sha(article), data, image_mime(data)
+
+
+class _ImageParts(OrderedDict):
+    """The images of a run as request parts, by content hash: the latest ones up to
+    :data:`IMAGE_CACHE_BYTES` (an image that several items share, a wire photo, is read and
+    encoded once for all of them and for every annotator; distinct images are read once each)."""
+
+    def __init__(self, workdir: Path):
+        super().__init__()
+        self.workdir, self.size = workdir, 0
+
+    def __call__(self, article: Article) -> dict[str, Any]:
+        sha = _image_sha(article)
+        if (hit := self.get(sha)) is not None:
+            self.move_to_end(sha)
+            return hit[0]
+        _, data, mime = _image(self.workdir, article)
+        part = image_part(data, mime)
+        self[sha] = (part, len(data))
+        self.size += len(data)
+        while self.size > IMAGE_CACHE_BYTES and len(self) > 1:
+            self.size -= self.popitem(last=False)[1][1]
+        return part
+
+
+IMAGE_CACHE_BYTES = 16 << 20
+"""Image bytes :class:`_ImageParts` keeps (memory stays flat, whatever the corpus)."""
 
 
 COMMIT_INTERVAL_S = 0.005
@@ -169,18 +202,18 @@ class _Recorder:
             rationale=answer.rationale, status=answer.status, **common,
         )
 
-    def mode(self, spec: AnnotatorSpec, built: bool = False) -> tuple[str, str | None]:
+    def mode(self, annotator: ResolvedAnnotator, built: bool = False) -> tuple[str, str | None]:
         """What this run's calls got: ``server``, ``local_grammar``, ``fallback`` (with the
         rejection), ``off``, or ``built`` (a predictor's answers, written from its output)."""
         if built:
             return "built", None
         if self.fallback is not None:
             return "fallback", self.fallback
-        if spec.structured_output == "none":
+        if annotator.spec.structured_output == "none":
             return "off", None
-        return ("local_grammar" if spec.kind_info.local else "server"), None
+        return ("local_grammar" if annotator.local else "server"), None
 
-    def sampling(self, spec: AnnotatorSpec, built: bool = False) -> tuple[str, str | None]:
+    def sampling(self, annotator: ResolvedAnnotator, built: bool = False) -> tuple[str, str | None]:
         """How this run's samples were asked: ``n`` (K samples in one request),
         ``num_return_sequences`` (local models), ``per_sample`` (with the server's answer to
         ``n`` > 1), or ``deterministic`` (a predictor: one sample)."""
@@ -188,7 +221,7 @@ class _Recorder:
             return "deterministic", None
         if self.sampling_fallback is not None:
             return "per_sample", self.sampling_fallback
-        return ("num_return_sequences" if spec.kind_info.local else "n"), None
+        return ("num_return_sequences" if annotator.local else "n"), None
 
     def _commit(self) -> None:
         """Hand the current group to the writer thread (one group at a time)."""
@@ -251,34 +284,34 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     workdir = Path(config.workdir)
     claim_workdir(workdir, "vilbias annotate")  # one writer per workdir (vilbias.outputs)
     versions = {p: prompting.prompt_version(p) for p in prompts}
-    # each spec resolved once: its fingerprint, languages and whether it is deterministic (a
-    # predictor checkpoint, asked one sample: its K would all be the same)
-    resolved = {s.name: resolve_annotator(s) for s in specs}
-    deterministic = {name: r.deterministic for name, r in resolved.items()}
-    samples = {s.name: 1 if deterministic[s.name] else config.samples for s in specs}
-    active = [ActiveAnnotator(s.name, resolved[s.name].fingerprint, 1 if samples[s.name] != config.samples else None) for s in specs]
+    # Each spec resolved once (its model by the catalogue, its fingerprint, what it reads, whether
+    # it is deterministic: a predictor checkpoint, asked one sample, its K would all be the same);
+    # below, only this object is asked.
+    annotators = [resolve_annotator(s) for s in specs]
+    samples = {a.name: 1 if a.deterministic else config.samples for a in annotators}
+    active = [ActiveAnnotator(a.name, a.fingerprint, 1 if samples[a.name] != config.samples else None) for a in annotators]
     backends: dict[str, ChatBackend | PredictorAnnotator] = dict(config.backends or {})
     run: Counter[str] = Counter()
     languages = _Languages()
+    images = _ImageParts(workdir)  # shared by the describer and the annotators
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
         # the first vision chat model describes the images (a classifier writes no description)
-        describer = next((s for s in specs if s.vision and not deterministic[s.name]), None) if "multimodal" in prompts else None
-        describer_key = f"{describer.name}@{resolved[describer.name].fingerprint}" if describer else None
+        describer = next((a for a in annotators if a.spec.vision and not a.deterministic), None) if "multimodal" in prompts else None
+        describer_key = f"{describer.name}@{describer.fingerprint}" if describer else None
         if describer is not None:
-            _describe_images(config, store, describer, describer_key, backends, run)
+            _describe_images(config, store, describer, describer_key, backends, run, images)
 
-        for spec in specs:
-            fp = resolved[spec.name].fingerprint
+        for annotator in annotators:
+            spec = annotator.spec
             # a classifier reads the image itself: its multimodal calls wait for no description
-            jobs = _Jobs(config, store, spec, fp, prompts, versions, None if deterministic[spec.name] else describer_key,
-                         samples[spec.name])
-            reads_only = resolved[spec.name].languages
-            if ANY not in reads_only:
+            jobs = _Jobs(config, store, annotator, prompts, versions, None if annotator.deterministic else describer_key,
+                         samples[spec.name], images)
+            if ANY not in annotator.languages:
                 # Items in a language the annotator does not read are answered with its abstention
                 # first, without loading the model; the jobs left are those it reads.
-                if abstained := _abstain_on_languages(store, jobs, spec, reads_only, languages):
+                if abstained := _abstain_on_languages(store, jobs, annotator, languages):
                     run[OTHER_LANGUAGE] += abstained
             pending = sum(1 for _ in jobs.keys())
             if pending == 0:
@@ -286,7 +319,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
                 continue
             if spec.name not in backends:
                 logger.info("%s: loading %s %s", spec.name, spec.backend, spec.model)
-                backends[spec.name] = load_annotator(spec, workdir)
+                backends[spec.name] = load_annotator(annotator, workdir)
             backend = backends[spec.name]
             built = isinstance(backend, PredictorAnnotator)
             jobs.requests = not built  # a predictor reads the article, not a rendered prompt
@@ -305,13 +338,14 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             finally:
                 recorder.flush()
             run.update(recorder.counts)
-            store.set_structured_output(spec.name, fp, spec.structured_output, *recorder.mode(spec, built))
-            store.set_sampling(spec.name, fp, *recorder.sampling(spec, built))
+            store.set_structured_output(spec.name, annotator.fingerprint, spec.structured_output, *recorder.mode(annotator, built))
+            store.set_sampling(spec.name, annotator.fingerprint, *recorder.sampling(annotator, built))
             # Free a local model before loading the next one; injected backends belong to the caller.
             if not (config.backends and spec.name in config.backends):
                 backends.pop(spec.name, None)
-        languages_seen = Counter(languages(a) or "unknown" for a in _articles(config))
-        summary = summarize(store, {a.unique_id for a in _articles(config)})
+        language_of = {a.unique_id: languages(a) or "unknown" for a in _articles(config)}  # one pass for both
+        languages_seen = Counter(language_of.values())
+        summary = summarize(store, language_of.keys())
     summary["run"] = dict(run)
     summary["languages"] = dict(languages_seen.most_common())
     if config.annotators is None and config.annotator_specs is None:
@@ -340,11 +374,12 @@ class _Languages(dict):
         return self[article.unique_id]
 
 
-def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSpec, languages: tuple[str, ...],
+def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, annotator: ResolvedAnnotator,
                           language_of: Callable[[Article], str] = article_language) -> int:
-    """Store an ``other_language`` abstention for each missing call of an item in a language
-    ``spec`` does not read (see :mod:`vilbias.annotate.store`); returns the calls stored."""
+    """Store an ``other_language`` abstention for each missing call of an item in a language the
+    annotator does not read (see :mod:`vilbias.annotate.store`); returns the calls stored."""
     requests, jobs.requests = jobs.requests, False  # nothing is rendered for the model: it is not asked
+    name, model, languages = annotator.name, annotator.spec.model, annotator.languages
     rows: list[tuple] = []
     stored = 0
     try:
@@ -352,9 +387,9 @@ def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, spec: AnnotatorSp
             language = language_of(article)
             if reads(languages, language):
                 continue
-            problem = (f"the article is in {describe_languages([language])}; {spec.name} reads {describe_languages(languages)}, "
+            problem = (f"the article is in {describe_languages([language])}; {name} reads {describe_languages(languages)}, "
                        "so it abstains")
-            rows += [call_row(key, model=spec.model, raw=problem, status=OTHER_LANGUAGE, problem=problem) for key in keys]
+            rows += [call_row(key, model=model, raw=problem, status=OTHER_LANGUAGE, problem=problem) for key in keys]
             if len(rows) >= CHUNK:
                 store.record_calls(rows)
                 stored, rows = stored + len(rows), []
@@ -376,17 +411,18 @@ class _Jobs:
     annotated one sample per request is complete under ``n`` and the other way round.
     """
 
-    def __init__(self, config: AnnotateConfig, store: AnnotationStore, spec: AnnotatorSpec, fingerprint: str, prompts: list[str],
-                 versions: dict[str, str], describer_key: str | None, samples: int):
+    def __init__(self, config: AnnotateConfig, store: AnnotationStore, annotator: ResolvedAnnotator, prompts: list[str],
+                 versions: dict[str, str], describer_key: str | None, samples: int, images: _ImageParts | None = None):
+        spec = annotator.spec
         self.config, self.store, self.spec, self.prompts, self.versions = config, store, spec, prompts, versions
+        self.images = images or _ImageParts(Path(config.workdir))
         self.samples = samples
         self.requests = True
         self.describer_key = describer_key
-        self.workdir = Path(config.workdir)
-        self.fp = fingerprint
+        self.fp = annotator.fingerprint
         self.system = {"role": "system", "content": prompting.system_message()}
         # Local grammars also bound the rationale, so a complete answer fits max_tokens.
-        bound = prompting.LOCAL_RATIONALE_CHARS if spec.kind_info.local else None
+        bound = prompting.LOCAL_RATIONALE_CHARS if annotator.local else None
         self.params: dict[str, list[dict[str, Any]]] = {}
         for p in prompts:
             self.params[p] = []
@@ -447,18 +483,18 @@ class _Jobs:
         content: Any = text
         if prompt == "multimodal":
             # resolve_prompts admits only vision annotators to this prompt: they see the image.
-            _, data, mime = _image(self.workdir, article)
-            content = [image_part(data, mime), {"type": "text", "text": text}]
+            content = [self.images(article), {"type": "text", "text": text}]
         return [self.system, {"role": "user", "content": content}]
 
 
 def _describe_images(
     config: AnnotateConfig,
     store: AnnotationStore,
-    describer: AnnotatorSpec,
+    annotator: ResolvedAnnotator,
     describer_key: str,
     backends: dict[str, ChatBackend],
     run: Counter[str],
+    images: _ImageParts | None = None,
 ) -> None:
     """Ask the first vision annotator once per image for the description text-only annotators see."""
     workdir = Path(config.workdir)
@@ -477,13 +513,15 @@ def _describe_images(
     pending = sum(1 for _ in todo())
     if not pending:
         return
-    if describer.name not in backends:
-        backends[describer.name] = load_annotator(describer, workdir)
-    params = {**describer.params, "temperature": 0.0}
+    name = annotator.name
+    if name not in backends:
+        backends[name] = load_annotator(annotator, workdir)
+    params = {**annotator.spec.params, "temperature": 0.0}
+
+    image = images or _ImageParts(workdir)
 
     def request(job: tuple[str, Article]) -> ChatRequest:
-        _, data, mime = _image(workdir, job[1])
-        return ChatRequest([{"role": "user", "content": [image_part(data, mime), {"type": "text", "text": prompting.template(DESCRIBE)}]}], params)
+        return ChatRequest([{"role": "user", "content": [image(job[1]), {"type": "text", "text": prompting.template(DESCRIBE)}]}], params)
 
     def record(job: tuple[str, Article], result: ChatResult) -> None:
         sha = job[0]
@@ -495,6 +533,6 @@ def _describe_images(
             run["description_failed"] += 1
 
     ask_missing(
-        todo(), total=pending, desc=f"describe images ({describer.name})", unit="image", progress=config.progress,
-        ask=lambda jobs, on_result: chat_jobs(backends[describer.name], jobs, request, on_result), record=record,
+        todo(), total=pending, desc=f"describe images ({name})", unit="image", progress=config.progress,
+        ask=lambda jobs, on_result: chat_jobs(backends[name], jobs, request, on_result), record=record,
     )

@@ -330,8 +330,9 @@ class AnnotationStore(Ledger):
         # An abstention's status is looked up (by primary key) only for calls without a label: the
         # vote needs it to set aside an annotator that does not read the item's language.
         match = " AND ".join(f"s.{k} = c.{k}" for k in CALLS.key)
+        texts = "techniques_json, rationale" if techniques else "NULL, NULL"  # counting labels reads no rationale
         rows = self.stream(
-            "SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, techniques_json, rationale, "
+            f"SELECT item_id, prompt, annotator, fingerprint, sample, prompt_version, label, {texts}, "
             f"CASE WHEN c.label IS NULL THEN (SELECT s.status FROM call_status s WHERE {match}) END "
             "FROM calls c ORDER BY item_id"
         )

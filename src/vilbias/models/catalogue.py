@@ -458,17 +458,52 @@ PREDICTORS: dict[str, Callable[..., Predictor]] = {
 :mod:`vilbias.models.predictors`, its loader here and its line in this dict."""
 
 
-def predictor_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
-    """The key of :data:`PREDICTORS` a checkpoint's files name (as :func:`load_model` reads them)."""
-    config = _checkpoint_config(ModelSpec.parse(spec))
-    return "vlm" if config is None else our_model_types().get(config.get("model_type"), "vlm")
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model spec resolved once (:func:`resolve_model`): the spec, its kind with the kind's
+    capabilities, and for a checkpoint what its files say. A stage resolves each spec once and
+    asks this object again and again: its files are read once, whatever is asked."""
+
+    spec: ModelSpec
+    kind: type[ModelKind]
+    """The registered kind (:mod:`vilbias.models.kinds`): ``kind.local``, ``kind.checkpoint``, ..."""
+    checkpoint_kind: str | None
+    """What a checkpoint is (:func:`checkpoint_kind`); None for the other kinds."""
+    languages: tuple[str, ...]
+    """What the model reads (:func:`declared_languages`)."""
+
+    @property
+    def predictor_kind(self) -> str:
+        """The key of :data:`PREDICTORS` its files name (a checkpoint)."""
+        return self.checkpoint_kind if self.checkpoint_kind in PREDICTORS else "vlm"
 
 
-def checkpoint_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
-    """What a checkpoint is, from its files (as :func:`load_model` reads them): a key of
-    :data:`PREDICTORS` for our own models and VLMs, ``causal_lm`` for a text LM and
-    ``text_classifier`` for a ``*ForSequenceClassification`` of another project."""
-    config = _checkpoint_config(ModelSpec.parse(spec))
+def resolve_model(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel) -> ResolvedModel:
+    """``spec`` parsed and, for a checkpoint, its config read, once (see :class:`ResolvedModel`).
+
+    Raises:
+        FileNotFoundError: a checkpoint without ``config.json`` or ``adapter_config.json``.
+        ValueError: a malformed spec.
+    """
+    if isinstance(spec, ResolvedModel):
+        return spec
+    parsed = ModelSpec.parse(spec)
+    info = parsed.kind_info
+    if not info.checkpoint:
+        return ResolvedModel(parsed, info, None, normalize_languages(parsed.languages) if parsed.languages else (ANY,))
+    config = _checkpoint_config(parsed)
+    kind = _kind_of(config)
+    if parsed.languages:
+        languages = normalize_languages(parsed.languages)
+    elif config is not None and config.get("languages"):
+        languages = normalize_languages(config["languages"])
+    else:
+        languages = KIND_LANGUAGES.get(kind, (ANY,))
+    return ResolvedModel(parsed, info, kind, languages)
+
+
+def _kind_of(config: dict | None) -> str:
+    """:func:`checkpoint_kind` from a checkpoint's ``config.json`` (None: a PEFT adapter)."""
     if config is None:
         return "vlm"
     ours = our_model_types().get(config.get("model_type"))
@@ -482,12 +517,25 @@ def checkpoint_kind(spec: str | Mapping[str, Any] | ModelSpec) -> str:
     return "vlm"
 
 
+def predictor_kind(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel) -> str:
+    """The key of :data:`PREDICTORS` a checkpoint's files name (as :func:`load_model` reads them)."""
+    return resolve_model(spec).predictor_kind
+
+
+def checkpoint_kind(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel) -> str:
+    """What a checkpoint is, from its files (as :func:`load_model` reads them): a key of
+    :data:`PREDICTORS` for our own models and VLMs, ``causal_lm`` for a text LM and
+    ``text_classifier`` for a ``*ForSequenceClassification`` of another project."""
+    resolved = resolve_model(spec)
+    return resolved.checkpoint_kind if resolved.checkpoint_kind is not None else _kind_of(_checkpoint_config(resolved.spec))
+
+
 KIND_LANGUAGES: dict[str, tuple[str, ...]] = {"sentence": ("en",)}
 """Checkpoint kinds whose every model reads the same languages when its config declares none:
 the sentence model's encoder (all-MiniLM-L6-v2) and its training data (BABE) are English."""
 
 
-def declared_languages(spec: str | Mapping[str, Any] | ModelSpec) -> tuple[str, ...]:
+def declared_languages(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel) -> tuple[str, ...]:
     """The languages a model reads, as ISO 639-1 codes, or ``("any",)``
     (:data:`vilbias.languages.ANY`): the spec's ``languages``, else the ``languages`` its
     checkpoint's ``config.json`` records, else its kind's (:data:`KIND_LANGUAGES`: the shipped
@@ -500,15 +548,7 @@ def declared_languages(spec: str | Mapping[str, Any] | ModelSpec) -> tuple[str, 
         >>> declared_languages("openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
         ('any',)
     """
-    parsed = ModelSpec.parse(spec)
-    if parsed.languages:
-        return normalize_languages(parsed.languages)
-    if not parsed.kind_info.checkpoint:
-        return (ANY,)
-    config = _checkpoint_config(parsed)
-    if config is not None and config.get("languages"):
-        return normalize_languages(config["languages"])
-    return KIND_LANGUAGES.get(checkpoint_kind(parsed), (ANY,))
+    return resolve_model(spec).languages
 
 
 def shipped_sentence_model() -> Path:
@@ -529,15 +569,15 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
             ``fusion``: ``temperature``, ``calibration``; ``vlm``: ``samples``, ``max_new_tokens``,
             ``load_in_4bit``, ``generate``.
     """
-    parsed = ModelSpec.parse(spec)
-    if not parsed.kind_info.checkpoint:
-        raise ValueError(f"{parsed}: a {parsed.kind} model is a chat backend (load_model), not a predictor checkpoint")
-    kind = kind or predictor_kind(parsed)
+    resolved = resolve_model(spec)  # a chat kind's files are not read
+    if not resolved.kind.checkpoint:
+        raise ValueError(f"{resolved.spec}: a {resolved.spec.kind} model is a chat backend (load_model), not a predictor checkpoint")
+    kind = kind or resolved.predictor_kind
     if kind not in PREDICTORS:
         raise ValueError(f"unknown predictor kind {kind!r}: use {', '.join(PREDICTORS)}")
-    predictor = PREDICTORS[kind](parsed, **options)
+    predictor = PREDICTORS[kind](resolved.spec, **options)
     if not getattr(predictor, "languages", None):  # a predictor may declare its own; else its checkpoint's
-        predictor.languages = declared_languages(parsed)  # callers check items against it (check_language)
+        predictor.languages = resolved.languages  # callers check items against it (check_language)
     return predictor
 
 
@@ -583,6 +623,6 @@ def load_model(spec: str | Mapping[str, Any] | ModelSpec, *, revision: str | Non
 __all__ = [
     "KIND_LANGUAGES", "ClassifierModel", "GenerativeModel", "KINDS", "CheckpointKind", "OpenAIKind", "SmolLM2Kind",
     "TransformersKind", "LoadOptions", "Model", "ModelSpec", "PREDICTORS", "check_spec", "checkpoint_kind", "declared_languages",
-    "hub_file", "load_chat_backend", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
+    "hub_file", "load_chat_backend", "ResolvedModel", "resolve_model", "load_fusion", "load_model", "load_predictor", "load_sentence_model", "load_vlm_model",
     "local_folder", "looks_local", "our_model_types", "predictor_kind", "shipped_sentence_model",
 ]
