@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -155,6 +156,7 @@ class _Recorder:
         self._writer: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
         self._last_commit: Future | None = None
+        self._second, self._created = -1, ""
 
     def call(self, keys: tuple[CallKey, ...], result: ChatResult) -> asyncio.Future | None:
         """Store the answers to one request: ``keys`` are its samples, in the order asked.
@@ -162,7 +164,9 @@ class _Recorder:
         commit (else None)."""
         if self._error is not None:
             raise self._error
-        created = utcnow()
+        if (second := int(time.time())) != self._second:  # the stamp is to the second: made once a second
+            self._second, self._created = second, utcnow()
+        created = self._created
         rows = [self._row(key, sample, created) for key, sample in zip(keys, result.per_sample(len(keys)), strict=True)]
         self.counts.update(row_status(row) for row in rows)
         self.fallback = self.fallback or result.fallback
