@@ -102,20 +102,22 @@ SmolLM2, ~25 s on 2 cores): they run in one process, as one unit."""
 SPREAD_FILES = {"tests/test_benchmarks.py", "tests/test_stops.py"}
 """Files of long, independent tests (a subprocess each, no module fixture): each test is its own unit."""
 HEAVY_FIRST = [
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_babe]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_speed]",
     "tests/training_classifier/test_default_model.py",
     "smollm2",
+    "tests/audit/test_run.py",
+    "tests/test_benchmarks.py::test_benchmark_runs[bench_babe]",
+    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_speed]",
+    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_reproduce]",
     "tests/test_benchmarks.py::test_benchmark_runs[bench_space]",
+    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_int8]",
     "tests/test_stops.py::test_annotate_offline_stops_and_resumes_every_article_once",
     "tests/test_stops.py::test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_reproduce]",
-    "tests/audit/test_run.py",
-    "tests/test_writers.py",
+    "tests/corpus/test_one_split.py",
     "tests/models/test_sentence_precision.py",
+    "tests/test_writers.py",
     "tests/test_benchmarks.py::test_benchmark_runs[bench_import]",
     "tests/test_benchmarks.py::test_benchmark_runs[bench_peft_memory]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_int8]",
+    "tests/models/test_sentence_doors.py",
     "tests/test_progress_flag.py",
     "tests/publish/test_publish_dataset.py",
 ]
