@@ -210,9 +210,9 @@ def test_bad_rows_are_excluded_by_reason_and_the_rest_kept(tmp_path, monkeypatch
     assert "unknown_label 2" in _card(tmp_path / "out")
 
 
-def test_a_large_source_is_checked_in_a_pool_with_the_serial_scans_outcome(tmp_path, monkeypatch):
-    """Past SERIAL_ROWS rows the images and languages are checked in worker processes, in chunks:
-    the same rows, cells, languages and exclusions, in the same order, as checked here."""
+def test_images_checked_in_worker_threads_give_the_serial_scans_outcome(tmp_path, monkeypatch):
+    """The images and languages are checked in worker threads, in chunks: the same rows, cells,
+    languages and exclusions, in the same order, as checked one by one here."""
     import vilbias.corpus.importer as importer
 
     rows = items(30)
@@ -222,7 +222,6 @@ def test_a_large_source_is_checked_in_a_pool_with_the_serial_scans_outcome(tmp_p
     records.append(dict(records[1]))
     pq.write_table(pa.Table.from_pylist(records), tmp_path / "nmb.parquet")
     serial = build(BuildConfig(source=str(tmp_path / "nmb.parquet"), output=tmp_path / "serial", num_proc=1))
-    monkeypatch.setattr(importer, "SERIAL_ROWS", 5)
     monkeypatch.setattr(importer, "CHUNK", 3)
     pooled = build(BuildConfig(source=str(tmp_path / "nmb.parquet"), output=tmp_path / "pooled", num_proc=2))
     assert pooled["exclusions"] == serial["exclusions"] and pooled["rows"] == serial["rows"] == 28
@@ -377,3 +376,41 @@ def test_gated_private_and_unreachable_hub_sources_are_one_sentence_and_write_no
     with pytest.raises(SourceError, match=r"is not reachable \(offline mode is on \(HF_HUB_OFFLINE=1\)\)"):
         build(BuildConfig(source="vector-institute/newsmediabias-plus", output=out))
     assert not out.exists()
+
+
+def test_the_import_detects_languages_as_the_detector_library_does_to_the_bit():
+    """An import tells every row's language (:func:`vilbias.languages.item_language`); the
+    detector's byte-by-byte walk is done as vectorised steps, which holds only because the state
+    after a byte depends on the last :data:`~vilbias.languages.DFA_DEPTH` bytes alone: the
+    automaton's deepest state is that many bytes from its start. Checked here against the
+    model, and the answers (language and probability) against the library's own ``classify`` on
+    real articles, many languages, upper case, and random text."""
+    import random
+
+    import numpy as np
+
+    from vilbias.languages import DFA_DEPTH, _classify, _identifier, _walk_tables
+    from vilbias.workdir import read_articles, sample_workdir
+
+    nextmove, rowbase, _, _ = _walk_tables()
+    depth = np.full(len(rowbase), -1)
+    depth[0], frontier, level = 0, np.array([0]), 0
+    while frontier.size:  # breadth first from the start state: a state's depth is its shortest way in
+        level += 1
+        reached = np.unique(nextmove[(rowbase[frontier][:, None] + np.arange(256)).ravel()])
+        frontier = reached[depth[reached] < 0]
+        depth[frontier] = level
+    assert depth.min() == 0 and depth.max() == DFA_DEPTH
+
+    texts = [f"{a.headline}\n\n{a.article_text}"[:2000] for a in read_articles(sample_workdir())]
+    texts += [
+        "Der Stadtrat hat am Dienstag den Haushalt für den Hafen mit sieben zu zwei Stimmen gebilligt.",
+        "Le conseil municipal a approuvé mardi le budget du port par sept voix contre deux.",
+        "Городской совет во вторник утвердил бюджет порта семью голосами против двух.",
+        "市议会周二以七票对两票批准了港口预算。", "THE COUNCIL APPROVED THE BUDGET", "a", "", "ab cd", "12 34",
+    ]
+    rng = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyzäöüßéèçñ АБВГабвг中文日本語 ,.!?0123\n"
+    texts += ["".join(rng.choice(letters) for _ in range(rng.randint(0, 400))) for _ in range(300)]
+    library = _identifier()
+    assert [_classify(t) for t in texts] == [library.classify(t) for t in texts]

@@ -14,9 +14,9 @@ batch plus a few small facts per row, whatever the corpus size:
    sane size; gives the sha256 and perceptual hash that group identical and near-identical
    images) and detect its language (:func:`vilbias.languages.item_language`: a release records
    none the corpus could trust). What is excluded is counted by reason; the same ``unique_id``
-   twice with different labels is left out whole and listed. Past 2,000 rows the images and
-   languages are checked in a process pool (``num_proc``, as a workdir build validates its
-   images), in order, a few chunks ahead of the reading.
+   twice with different labels is left out whole and listed. The images and languages are
+   checked in worker threads (``num_proc``; decoding and hashing release the GIL), in order, a
+   few chunks ahead of the reading.
 2. **write** — :func:`vilbias.corpus.splits.assign_splits` gives every kept row its cell (rows
    of the previous build in the output keep theirs: a newer release of the source moves no
    row), then the rows are read again and handed to the build (:mod:`vilbias.corpus.pipeline`),
@@ -34,7 +34,7 @@ import logging
 import os
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -115,11 +115,8 @@ def _exclude(scan: _Scan, uid: str, reason: str, where: str, **extra: Any) -> No
         scan.exclusions.append({"unique_id": uid, "reason": reason, "where": where, **extra})
 
 
-SERIAL_ROWS = 2000
-"""Rows checked in this process before a pool takes over (as a workdir build: a pool's start costs more
-than it saves on a small source)."""
-CHUNK = 32
-"""Rows a pool worker checks per task."""
+CHUNK = 16
+"""Rows a worker thread checks per task."""
 
 
 def _check(data: bytes, headline: str, text: str) -> tuple[str | None, int | None, str | None, str, str]:
@@ -137,42 +134,43 @@ def _check_chunk(chunk: list[tuple[bytes | None, str, str]]) -> list[tuple | Non
 
 def _checked(jobs: Iterable[tuple[Any, bytes | None, str, str]], num_proc: int | None) -> Iterator[tuple[Any, int, tuple | None]]:
     """``(context, image bytes, headline, text)`` -> ``(context, bytes, _check's result)``, in order
-    (a job without bytes passes through, its result None): the first :data:`SERIAL_ROWS` here, the
-    rest in a pool of ``num_proc`` processes (default: every core, at most 8), at most two chunks a
-    worker ahead of the reading (memory holds a few chunks' images, whatever the source's size)."""
+    (a job without bytes passes through, its result None), checked in ``num_proc`` worker threads
+    (default: every core, at most 8; 1: here), at most two chunks a worker ahead of the reading, so
+    memory holds a few chunks' images whatever the source's size.
+
+    Threads, not processes: decoding an image, resizing it for its perceptual hash and its sha256
+    run with the GIL released, so they run side by side on every core, and the image bytes are
+    not copied to another process and back (a process pool spent a fifth of the import's CPU
+    time in that, beside two interpreters' start and the detector loaded in each)."""
     workers = num_proc if num_proc is not None else min(os.cpu_count() or 1, 8)
-    pool: ProcessPoolExecutor | None = None
+    if workers <= 1:
+        for context, data, headline, text in jobs:
+            yield context, 0 if data is None else len(data), None if data is None else _check(data, headline, text)
+        return
+    load_detector()  # once, here, before the threads would each start loading it
     pending: deque = deque()
     chunk: list = []
 
     def done(entry):
         contexts, future = entry
-        return zip(contexts, future.result(), strict=True)
+        return ((context, size, result) for (context, size), result in zip(contexts, future.result(), strict=True))
 
-    try:
-        for n, (context, data, headline, text) in enumerate(jobs):
-            if pool is None and workers > 1 and n >= SERIAL_ROWS:
-                load_detector()  # loaded once here, inherited by the forked workers
-                pool = ProcessPoolExecutor(workers)
-            size = 0 if data is None else len(data)
-            if pool is None:
-                yield context, size, None if data is None else _check(data, headline, text)
-                continue
-            chunk.append(((context, size), (data, headline, text)))
-            if len(chunk) == CHUNK:
+    with ThreadPoolExecutor(workers, thread_name_prefix="import-check") as pool:
+        try:
+            for context, data, headline, text in jobs:
+                chunk.append(((context, 0 if data is None else len(data)), (data, headline, text)))
+                if len(chunk) == CHUNK:
+                    pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
+                    chunk = []
+                    while len(pending) > 2 * workers:
+                        yield from done(pending.popleft())
+            if chunk:
                 pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
-                chunk = []
-                while len(pending) > 2 * workers:
-                    for (ctx, size), result in done(pending.popleft()):
-                        yield ctx, size, result
-        if chunk:
-            pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
-        while pending:
-            for (ctx, size), result in done(pending.popleft()):
-                yield ctx, size, result
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+            while pending:
+                yield from done(pending.popleft())
+        finally:
+            for _, future in pending:  # a stop or an error: no check left running after the scan
+                future.cancel()
 
 
 def scan_source(source: Source, layout: Layout, num_proc: int | None = None) -> _Scan:
@@ -333,8 +331,7 @@ class ReleaseSource:
         images: ``--images``, the folder the table's image paths are relative to.
         preset, columns, label_map, license: ``--preset``, ``--column``, ``--label-map`` and
             ``--source-license`` (:func:`vilbias.corpus.presets.resolve_layout`).
-        num_proc: processes checking images and languages past :data:`SERIAL_ROWS` rows (default:
-            every core, at most 8).
+        num_proc: threads checking images and languages (default: every core, at most 8; 1: none).
 
     :meth:`plan` raises :class:`vilbias.corpus.source.SourceError` when the source cannot be read
     or the Hub refused it, and ``ValueError`` for an unrecognised layout, a bad ``--column`` /

@@ -178,13 +178,13 @@ class RepoWriter:
         self.cells[cell].add(table, self.row_group_size)
 
     def add_rows(self, rows: list[tuple[tuple[str, int], dict]]) -> None:
-        """Add ``(cell, example)`` pairs of any cells: one Arrow conversion, then each cell's slice."""
-        table = self.to_table([example for _, example in rows])
-        by_cell: dict[tuple[str, int], list[int]] = {}
-        for i, (cell, _) in enumerate(rows):
-            by_cell.setdefault(cell, []).append(i)
-        for cell, idx in by_cell.items():
-            self.add(cell, table.take(idx))
+        """Add ``(cell, example)`` pairs of any cells: each cell's examples converted to Arrow once
+        (never a whole batch converted and then sliced by cell, which copies every image again)."""
+        by_cell: dict[tuple[str, int], list[dict]] = {}
+        for cell, example in rows:
+            by_cell.setdefault(cell, []).append(example)
+        for cell, examples in by_cell.items():
+            self.add(cell, self.to_table(examples))
 
     def close(self) -> dict[str, DatasetInfo]:
         for c, w in self.cells.items():
