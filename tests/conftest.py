@@ -167,7 +167,6 @@ SLOW = (
     "tests/corpus/test_build.py::test_rebuild_in_place_keeps_the_previous_build_s_cells",
     "tests/corpus/test_card_truth.py",
     "tests/corpus/test_import.py::test_2025_hub_layout_embedded_images_and_sft_without_rationale",
-    "tests/corpus/test_import.py::test_a_large_source_is_checked_in_a_pool_with_the_serial_scans_outcome",
     "tests/corpus/test_import.py::test_any_table_with_column_and_label_map_flags_xlsx_and_csv",
     "tests/corpus/test_import.py::test_version_sequence_2024_then_2025_layout_moves_no_row",
     "tests/corpus/test_import.py::test_version_sequence_published_and_a_moved_row_refused",
