@@ -30,10 +30,10 @@ Measured on the 2-core development machine (shared with other jobs, load about 4
 | 3: CSV + images folder | 131 s / 116 s = 1.13 (1.22) | 1.0172 | 588 / 487 MiB = 1.21 |
 
 Printed per layout: ``import wall / baseline wall`` (target <= 1.1, with the CPU-time ratio,
-steadier on a shared machine; the import checks images and languages in worker threads, as a
-workdir build does, and writes one row group while it reads the next, so its wall can beat the
-one-thread baseline while its CPU time stays above it: it reads the source twice, tells every
-row's language and converts every row to the corpus's columns, which the baseline does not),
+steadier on a shared machine; the import checks images and languages in worker threads, so its
+wall can beat the one-thread baseline while its CPU time stays above it: it reads the source
+twice, tells every row's language and converts every row to the corpus's columns, which the
+baseline does not),
 ``bytes written / source image bytes`` (target <= 1.02: the
 corpus is written once, images as they were) and ``peak RSS at rows / at small rows`` (target
 <= 1.3: memory flat in corpus size). Outputs are deleted after they are measured.

@@ -153,7 +153,8 @@ class BuildConfig:
                           "`sft` answer is the label alone. The rows and their rationales stay in `default`; the card states the count."},
     )
     num_proc: int | None = field(
-        default=None, metadata={"help": "Threads validating images (and, in an import, telling languages): default every core, at most 8; 1 for none."}
+        default=None, metadata={"help": "Processes validating a workdir's images (default: all cores above 2,000 images, else 1); threads checking "
+                                    "an import's images and languages (default: every core, at most 8; 1: none)."}
     )
 
     def __post_init__(self) -> None:

@@ -33,7 +33,6 @@ import json
 import logging
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -153,23 +152,15 @@ def write_rows(source: CorpusSource, repo: Path, max_shard_size: str,
     Returns the configs' ``DatasetInfo`` and the bytes written (one copy of the corpus)."""
     writer = RepoWriter(repo, source.features, source.views, max_shard_size=max_shard_size)
     batch: list[tuple[CellKey, dict[str, Any]]] = []
-    # One row group is written (Arrow encoding and compression, which release the GIL) in a thread
-    # while the next is read from the source: the two overlap on a second core. Only this thread
-    # touches the writer, one batch at a time, and an error in it is raised here.
-    with tqdm(desc="writing", unit=" rows") as bar, ThreadPoolExecutor(1, thread_name_prefix="build-write") as thread:
-        writing: Future | None = None
+    with tqdm(desc="writing", unit=" rows") as bar:
         for item in source.examples():
             if tally is not None:
                 tally.add(item[1], source.rationale_author(item[1]))
             batch.append(item)
             if len(batch) >= writer.row_group_size:
-                if writing is not None:
-                    writing.result()
-                    bar.update(writer.row_group_size)
-                writing, batch = thread.submit(writer.add_rows, batch), []
-        if writing is not None:
-            writing.result()
-            bar.update(writer.row_group_size)
+                writer.add_rows(batch)
+                bar.update(len(batch))
+                batch.clear()
         if batch:
             writer.add_rows(batch)
             bar.update(len(batch))

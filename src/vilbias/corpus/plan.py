@@ -14,7 +14,7 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ def make_plan(
         workdir: The pipeline workdir; None for the embedded sample.
         plan_dir: Scratch folder for ``plan.json`` and ``resolved.sqlite``.
         pinned: ``{unique_id: Cell}`` of a previous release; those rows keep their cells.
-        num_proc: Threads validating images (default: every core, at most 8; 1: none).
+        num_proc: Processes for image validation (default: all cores above 2,000 images).
     """
     workdir = Path(workdir) if workdir else sample_workdir()
     plan_dir = Path(plan_dir)
@@ -370,35 +370,19 @@ def _check_image(args: tuple[str, str]) -> tuple[str, str | None, int | None, st
     return unique_id, info.sha256, info.phash, info.ext, ""
 
 
-CHECK_CHUNK = 64
-"""Images a worker thread checks per task."""
-
-
-def _check_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, str | None, int | None, str | None, str]]:
-    return [_check_image(args) for args in chunk]
-
-
 def _check_images(candidates: list[tuple[str, str]], meta: dict[str, tuple], plan: Plan, num_proc: int | None) -> list[SplitItem]:
-    """Validate every candidate's image in ``num_proc`` worker threads (default: every core, at
-    most 8); valid rows enter the plan, in the candidates' order. Threads, not processes: reading
-    a file, decoding it and hashing it release the GIL, so they run side by side on every core
-    without forking the build (whose memory the children would copy as they touch it)."""
+    """Validate every candidate's image (in parallel for large corpora); valid rows enter the plan."""
     split_items = []
-    workers = num_proc if num_proc is not None else min(os.cpu_count() or 1, 8)
-    chunks = [candidates[i : i + CHECK_CHUNK] for i in range(0, len(candidates), CHECK_CHUNK)]
-    with ThreadPoolExecutor(workers, thread_name_prefix="build-check") if workers > 1 else contextlib.nullcontext() as pool:
-        checked = pool.map(_check_chunk, chunks) if pool else map(_check_chunk, chunks)
-        results = (result for chunk in checked for result in chunk)
-        try:
-            for uid, sha, phash, ext, error in tqdm(results, total=len(candidates), desc="images", unit=" img", leave=False):
-                if error:
-                    plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
-                    continue
-                label, text_label, review, outlet, agreement, image_path, order, stories, source, language = meta.pop(uid)
-                plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext, label_source=source,
-                                         language=language)
-                split_items.append(SplitItem(uid, label, order, sha, phash, stories))
-        finally:
-            if pool is not None:  # a stop: the chunks not started are dropped, not checked first
-                pool.shutdown(cancel_futures=True)
+    if num_proc is None:
+        num_proc = min(os.cpu_count() or 1, 8) if len(candidates) > 2000 else 1
+    with ProcessPoolExecutor(num_proc) if num_proc > 1 else contextlib.nullcontext() as pool:
+        results = pool.map(_check_image, candidates, chunksize=256) if pool else map(_check_image, candidates)
+        for uid, sha, phash, ext, error in tqdm(results, total=len(candidates), desc="images", unit=" img", leave=False):
+            if error:
+                plan.exclusions.append({"unique_id": uid, "reason": f"invalid_image:{error}"})
+                continue
+            label, text_label, review, outlet, agreement, image_path, order, stories, source, language = meta.pop(uid)
+            plan.rows[uid] = PlanRow(uid, label, text_label, review, outlet, agreement, image_path, ext, label_source=source,
+                                     language=language)
+            split_items.append(SplitItem(uid, label, order, sha, phash, stories))
     return split_items
