@@ -225,10 +225,12 @@ class SentencePredictor:
     def predict(self, item: ItemLike) -> ModelOutput:
         return self.predict_batch([item])[0]
 
-    def predict_batch(self, items: Sequence[ItemLike], batch_size: int = 16) -> list[ModelOutput]:
+    def predict_batch(self, items: Sequence[ItemLike], batch_size: int | None = None) -> list[ModelOutput]:
         """:meth:`predict` for several items, their sentences scored together (length-sorted
         batches of ``batch_size`` across items: a few hundred articles in one call; small
-        batches keep padding small when a single article is scored)."""
+        batches keep padding small when a single article is scored). ``batch_size`` None: the
+        model's ``preferred_batch_size`` (its runtime's: 64 in bfloat16 on AMX), else 16."""
+        batch_size = batch_size or getattr(self.model, "preferred_batch_size", 16)
         read = [item_sentences(item, self._split) for item in items]
         kept = [s if self.max_sentences is None else s[:self.max_sentences] for s in read]
         if any(not k for k in kept):

@@ -180,6 +180,7 @@ class SentenceBiasModel(base.SentenceBiasModel):
         # what runs the passes, chosen for this CPU where the config says auto (sentence_runtime.choose_runtime)
         self.runtime = prepare_runtime(self, source, revision)
         self.passes_at_once = self.runtime.passes_at_once
+        self.preferred_batch_size = self.runtime.batch_size
         self._workers = self.runtime.workers()
         self._cache = SentenceCache()
 

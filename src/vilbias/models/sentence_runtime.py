@@ -210,6 +210,13 @@ def _checkpoint_json(source, filename: str, revision: str | None) -> dict | None
 # -- a loaded model's runtime -------------------------------------------------------------------
 
 
+BFLOAT16_BATCH = 64
+"""Sentences per bfloat16 pass: AMX tiles gain from taller matrices, and length-sorted batches of 64
+keep the padding small. On the shipped model (Xeon with AMX, one core, CPU time, 30 real articles)
+batches of 64 cost 73 ms an article against 90 ms in batches of 16 (32 and 128: no better than 64),
+with the same answers on the 308 test sentences (0 flipped against float32, either size)."""
+
+
 class Runtime:
     """How a loaded model runs its passes: the :class:`RuntimeChoice` made at load, and its
     ONNX Runtime session (``onnxruntime``) or its autocast (``bfloat16``).
@@ -225,6 +232,8 @@ class Runtime:
         self.choice, self.session = choice, session
         side_by_side = session is not None or (choice.precision == "bfloat16" and _one_thread_per_worker() is not None)
         self.passes_at_once = torch.get_num_threads() if side_by_side else 1
+        self.batch_size = BFLOAT16_BATCH if choice.precision == "bfloat16" else 16
+        """Sentences a pass takes at most when its caller leaves it to the model (a predictor's batches)."""
 
     @property
     def reason(self) -> str:
