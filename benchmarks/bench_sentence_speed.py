@@ -19,7 +19,11 @@ What it prints, in one run (ratios are against the plain fp32 call measured in t
 - **the Space**: a real ``vilbias demo`` process (its own defaults), driven by ``--users`` threads of
   ``gradio_client``, each sending ``--per-user`` articles back to back: articles/s, p50/p95
   latency, errors; once with distinct articles, once with ``--distinct`` articles sent again and
-  again (target on a CPU with VNNI, distinct articles: >= 3x the plain call, p95 <= 4 s, 0 errors).
+  again (target on a CPU with VNNI, distinct articles: >= 3x the plain call, p95 <= 4 s, 0 errors);
+  and the CPU each article cost the Space's process and the ``gradio_client`` threads measuring it
+  (they share the machine: on 2 cores the harness's CPU is taken from the app's).
+  ``--space-only``: the plain call on the very articles the Space is sent, then the Space with
+  distinct articles, and nothing else (a few minutes).
 - **FLOPs per article**: multiply-adds of the encoder's linear layers and attention for the tokens
   actually run (padding included, as the batches run them), x2; the share of this CPU's peak that
   the plain call and the shipped path reach, the peak measured with the library kernels each
@@ -62,7 +66,7 @@ SMOKE_CHARS = 600
 """``--smoke``: each article cut to about this many characters (a few sentences), so every path runs on little."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from demo_process import load_average, running_demo  # noqa: E402  (the benchmarks' own helper)
+from demo_process import cpu_seconds, load_average, running_demo  # noqa: E402  (the benchmarks' own helper)
 
 
 def real_articles(n: int, seed: int = 0) -> list[dict]:
@@ -217,15 +221,18 @@ def space_under_load(articles: list[dict], users: int, per_user: int, flags: lis
                     latencies.append(time.perf_counter() - start)
 
         threads = [threading.Thread(target=user, args=(k,)) for k in range(users)]
-        start = time.perf_counter()
+        start, server, client = time.perf_counter(), cpu_seconds(url.pid), time.process_time()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         wall = time.perf_counter() - start
+        server, client = cpu_seconds(url.pid) - server, time.process_time() - client
     latencies.sort()
+    done = max(1, len(latencies))
     return {"articles_s": len(latencies) / wall, "p50": statistics.median(latencies) if latencies else float("nan"),
-            "p95": latencies[max(0, int(0.95 * len(latencies)) - 1)] if latencies else float("nan"), "errors": errors}
+            "p95": latencies[max(0, int(0.95 * len(latencies)) - 1)] if latencies else float("nan"), "errors": errors,
+            "server_cpu": server / done, "client_cpu": client / done}
 
 
 def _fresh(model) -> None:
@@ -279,6 +286,8 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=20,
                         help="Distinct articles in the Space's second run (sent again and again, as a demo's popular pages are).")
     parser.add_argument("--skip-space", action="store_true", help="Only the in-process variants.")
+    parser.add_argument("--space-only", action="store_true",
+                        help="Only the plain fp32 call (the baseline) and the Space with distinct articles, side by side in one run.")
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
     if args.smoke:
@@ -308,6 +317,19 @@ def main() -> None:
 
     plain = AutoModel.from_pretrained(folder, inference_precision="float32", inference_runtime="torch")
     plain._cache = None  # today's model: every sentence through the encoder
+    if args.space_only:  # the plain call on the very articles the Space is sent, every sentence the Space reads
+        sent = articles[:args.users * args.per_user]
+        read = [item_sentences(Item("", a["headline"], a["text"], -1, None)) for a in sent]
+        plain.score_article(read[0])
+        print(f"{len(sent)} articles sent to the Space: median {statistics.median(len(a['text']) for a in sent):,.0f} characters, "
+              f"{statistics.mean(map(len, read)):.1f} sentences on average; load average before the plain call: {load_average()}")
+        cpu = time.process_time()
+        base = _rate(lambda xs: [plain.score_article(s) for s in xs], read)
+        print(f"  plain fp32 (AutoModel + score_article, torch, 2 threads) on them: {base:.2f} articles/s, "
+              f"{(time.process_time() - cpu) / len(read) * 1000:.0f} ms CPU per article (load after {load_average()})")
+        del plain
+        space_step(sent, args, base)
+        return
     onnx = AutoModel.from_pretrained(folder, inference_runtime="onnxruntime")
     predictor = load_predictor(str(folder), "sentence", max_sentences=120)
     choice = predictor.model.runtime.choice
@@ -359,15 +381,23 @@ def main() -> None:
           f"the shipped path ({shipped}) {macro_f1(predictor.model, test):.4f}")
 
     if not args.skip_space:
-        runs = {f"{args.users * args.per_user} distinct articles": articles[:args.users * args.per_user],
-                f"{args.distinct} distinct articles, each sent {args.users * args.per_user // args.distinct} times": articles[:args.distinct]}
-        for name, sent in list(runs.items())[:1 if args.smoke else None]:
-            print(f"load average before the Space ({name}): {load_average()}")
-            space = space_under_load(sent, args.users, args.per_user, [])
-            print(f"the Space (its defaults), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "
-                  f"{space['articles_s'] / base:.2f}x plain fp32; p50 {space['p50']:.1f} s, p95 {space['p95']:.1f} s; "
-                  f"{len(space['errors'])} errors {space['errors'][:3]} (target on a CPU with VNNI: >= 3x, p95 <= 4 s, 0 errors; "
-                  f"load after {load_average()})")
+        space_step(articles[:args.users * args.per_user], args, base)
+        if not args.smoke:
+            space_step(articles[:args.distinct], args, base)
+
+
+def space_step(sent: list[dict], args, base: float) -> None:
+    """The Space under ``args.users`` users sending ``sent`` (distinct, or fewer articles sent again), against the plain call's rate ``base``."""
+    total = args.users * args.per_user
+    name = f"{total} distinct articles" if len(sent) >= total else f"{len(sent)} distinct articles, each sent {total // len(sent)} times"
+    print(f"load average before the Space ({name}): {load_average()}")
+    space = space_under_load(sent, args.users, args.per_user, [])
+    print(f"the Space (its defaults), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "
+          f"{space['articles_s'] / base:.2f}x plain fp32; p50 {space['p50']:.1f} s, p95 {space['p95']:.1f} s; "
+          f"{len(space['errors'])} errors {space['errors'][:3]} (target on a CPU with VNNI: >= 3x, p95 <= 4 s, 0 errors; "
+          f"load after {load_average()})")
+    print(f"  CPU per article: the Space's process {space['server_cpu'] * 1000:.0f} ms, the {args.users} gradio_client "
+          f"threads measuring it {space['client_cpu'] * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

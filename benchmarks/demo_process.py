@@ -21,6 +21,19 @@ def load_average() -> str:
     return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, all threads) process ``pid`` has used so far (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class DemoURL(str):
+    """The demo's URL, with its process id (``pid``: for :func:`cpu_seconds`)."""
+
+    pid: int
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -28,9 +41,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_demo(flags: list[str], *, timeout: float = 300, poll: float = 0.05) -> Iterator[str]:
+def running_demo(flags: list[str], *, timeout: float = 300, poll: float = 0.05) -> Iterator[DemoURL]:
     """``vilbias -q demo --port P *flags`` offline, until it listens (at most ``timeout`` s); yields
-    its URL and terminates it afterwards."""
+    its URL (with its ``pid``) and terminates it afterwards."""
     port = free_port()
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "vilbias.cli", "-q", "demo", "--port", str(port), *flags],
@@ -45,7 +58,9 @@ def running_demo(flags: list[str], *, timeout: float = 300, poll: float = 0.05) 
                 if time.perf_counter() > deadline or proc.poll() is not None:
                     raise RuntimeError("vilbias demo did not start") from None
                 time.sleep(poll)
-        yield f"http://127.0.0.1:{port}/"
+        url = DemoURL(f"http://127.0.0.1:{port}/")
+        url.pid = proc.pid
+        yield url
     finally:
         proc.terminate()
         proc.wait(30)
