@@ -288,6 +288,9 @@ def main() -> None:
     parser.add_argument("--skip-space", action="store_true", help="Only the in-process variants.")
     parser.add_argument("--space-only", action="store_true",
                         help="Only the plain fp32 call (the baseline) and the Space with distinct articles, side by side in one run.")
+    parser.add_argument("--space-path", default=None, metavar="RUNTIME/PRECISION",
+                        help="With --space-only: also run the Space with the default model on this path (e.g. onnxruntime/float32, "
+                             "the path a CPU without VNNI or AMX gets), its models.yaml otherwise the shipped one.")
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
     if args.smoke:
@@ -329,6 +332,8 @@ def main() -> None:
               f"{(time.process_time() - cpu) / len(read) * 1000:.0f} ms CPU per article (load after {load_average()})")
         del plain
         space_step(sent, args, base)
+        if args.space_path:
+            space_step(sent, args, base, path=args.space_path)
         return
     onnx = AutoModel.from_pretrained(folder, inference_runtime="onnxruntime")
     predictor = load_predictor(str(folder), "sentence", max_sentences=120)
@@ -386,13 +391,26 @@ def main() -> None:
             space_step(articles[:args.distinct], args, base)
 
 
-def space_step(sent: list[dict], args, base: float) -> None:
-    """The Space under ``args.users`` users sending ``sent`` (distinct, or fewer articles sent again), against the plain call's rate ``base``."""
+def space_step(sent: list[dict], args, base: float, path: str | None = None) -> None:
+    """The Space under ``args.users`` users sending ``sent`` (distinct, or fewer articles sent again), against the plain call's
+    rate ``base``; with ``path`` (``runtime/precision``) its default model asked to run on that path."""
+    import tempfile
+
+    import yaml
+    from vilbias.spaces.config import MODELS_YAML
+
     total = args.users * args.per_user
     name = f"{total} distinct articles" if len(sent) >= total else f"{len(sent)} distinct articles, each sent {total // len(sent)} times"
-    print(f"load average before the Space ({name}): {load_average()}")
-    space = space_under_load(sent, args.users, args.per_user, [])
-    print(f"the Space (its defaults), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "
+    print(f"load average before the Space ({name}{f', {path}' if path else ''}): {load_average()}")
+    with tempfile.TemporaryDirectory(prefix="bench-space-") as tmp:
+        flags = []
+        if path:
+            models = yaml.safe_load(MODELS_YAML.read_text(encoding="utf-8"))
+            models["models"][0]["inference_runtime"], models["models"][0]["inference_precision"] = path.split("/")
+            (Path(tmp) / "models.yaml").write_text(yaml.safe_dump(models), encoding="utf-8")
+            flags = ["--models-config", str(Path(tmp) / "models.yaml")]
+        space = space_under_load(sent, args.users, args.per_user, flags)
+    print(f"the Space ({f'default model on {path}' if path else 'its defaults'}), {args.users} users x {args.per_user} articles, {name}: {space['articles_s']:.2f} articles/s = "
           f"{space['articles_s'] / base:.2f}x plain fp32; p50 {space['p50']:.1f} s, p95 {space['p95']:.1f} s; "
           f"{len(space['errors'])} errors {space['errors'][:3]} (target on a CPU with VNNI: >= 3x, p95 <= 4 s, 0 errors; "
           f"load after {load_average()})")
