@@ -569,15 +569,17 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
             ``fusion``: ``temperature``, ``calibration``; ``vlm``: ``samples``, ``max_new_tokens``,
             ``load_in_4bit``, ``generate``.
     """
-    resolved = resolve_model(spec)  # a chat kind's files are not read
-    if not resolved.kind.checkpoint:
-        raise ValueError(f"{resolved.spec}: a {resolved.spec.kind} model is a chat backend (load_model), not a predictor checkpoint")
+    parsed = spec.spec if isinstance(spec, ResolvedModel) else ModelSpec.parse(spec)
+    if not parsed.kind_info.checkpoint:
+        raise ValueError(f"{parsed}: a {parsed.kind} model is a chat backend (load_model), not a predictor checkpoint")
+    # A kind given by the caller needs no look at the checkpoint's files; else they are read once.
+    resolved = spec if isinstance(spec, ResolvedModel) else None if kind else resolve_model(parsed)
     kind = kind or resolved.predictor_kind
     if kind not in PREDICTORS:
         raise ValueError(f"unknown predictor kind {kind!r}: use {', '.join(PREDICTORS)}")
-    predictor = PREDICTORS[kind](resolved.spec, **options)
+    predictor = PREDICTORS[kind](parsed, **options)
     if not getattr(predictor, "languages", None):  # a predictor may declare its own; else its checkpoint's
-        predictor.languages = resolved.languages  # callers check items against it (check_language)
+        predictor.languages = (resolved or resolve_model(parsed)).languages  # callers check items against it (check_language)
     return predictor
 
 
