@@ -200,6 +200,28 @@ def test_bfloat16_runs_on_torch_and_answers_alike(folder):
         SentenceBiasModel.from_pretrained(folder, inference_precision="bfloat16", inference_runtime="onnxruntime")
 
 
+def test_bfloat16_passes_take_longer_batches_and_a_predictor_answers_as_in_short_ones(folder):
+    """AMX gains from taller matrices: a bfloat16 model prefers passes of 64 sentences, the others
+    16; a predictor left to choose uses the model's size, and the answers stay alike."""
+    from vilbias.models.predictors import SentencePredictor
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.models.sentence_runtime import BFLOAT16_BATCH
+    from vilbias.task import Item
+
+    bf16 = SentenceBiasModel.from_pretrained(folder, inference_precision="bfloat16")
+    exact = SentenceBiasModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
+    assert (bf16.preferred_batch_size, exact.preferred_batch_size) == (BFLOAT16_BATCH, 16) == (64, 16)
+    sizes = []
+    bf16._slice_size = lambda n, size, real=bf16._slice_size: sizes.append(size) or real(n, size)
+    item = Item("", "Council approves budget", " ".join(TEXTS * 20), -1, None)
+    predictor = SentencePredictor(bf16)
+    long = predictor.predict(item)
+    bf16._cache.clear()  # read anew, not from the cache
+    short = predictor.predict_batch([item], batch_size=4)[0]
+    assert sizes == [64, 4]
+    assert long.label == short.label and abs(long.probabilities["biased"] - short.probabilities["biased"]) < 0.02
+
+
 EVIDENCE = {"split": "test", "rows": 300, "reference": {"path": "torch/float32", "macro_f1": 0.80},
             "paths": {"torch/bfloat16": {"macro_f1": 0.80, "flipped": 0}, "onnxruntime/int8": {"macro_f1": 0.798, "flipped": 3}}}
 AMX = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_int8", "amx_bf16"})
