@@ -59,15 +59,19 @@ So the state after any byte is the one reached from the start by the last 6 byte
 
 
 @functools.cache
-def _walk_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _walk_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The detector's automaton and feature table as numpy views of its own arrays (no copy)."""
     import numpy as np  # the detector's own dependency: loaded with it, not with this module
 
     ident = _identifier()
-    nextmove = np.frombuffer(ident.tk_nextmove, dtype=np.uint32)
-    # The feature table in float32 (57 MB, converted once; the library converts each text's rows
-    # from float16 at every call, which was half of its time): the same values, so the same sums.
-    return nextmove, np.asarray(ident._rowbase, dtype=np.intp), np.asarray(ident.tk_output, dtype=np.intp), ident.nb_ptc.astype(np.float32)
+    try:
+        nextmove = np.frombuffer(ident.tk_nextmove, dtype=np.uint32)
+        # The feature table in float32 (57 MB, converted once; the library converts each text's rows
+        # from float16 at every call, which was half of its time): the same values, so the same sums.
+        return (nextmove, np.asarray(ident._rowbase, dtype=np.intp), np.asarray(ident.tk_output, dtype=np.intp),
+                ident.nb_ptc.astype(np.float32))
+    except AttributeError:  # a py3langid whose internals differ: its own classify answers (slower, the same)
+        return None
 
 
 def _classify(text: str) -> tuple[str, float]:
@@ -78,8 +82,11 @@ def _classify(text: str) -> tuple[str, float]:
     import numpy as np
 
     ident = _identifier()
+    tables = _walk_tables()
+    if tables is None or not hasattr(ident, "_encode") or not hasattr(ident, "_alias_pairs"):
+        return ident.classify(text)
+    nextmove, rowbase, output, table = tables
     data = ident._encode(text)
-    nextmove, rowbase, output, table = _walk_tables()
     letters = np.frombuffer(data, dtype=np.uint8)
     n = len(letters)
     states = np.zeros(n, dtype=np.intp)

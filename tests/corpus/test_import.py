@@ -414,3 +414,15 @@ def test_the_import_detects_languages_as_the_detector_library_does_to_the_bit():
     texts += ["".join(rng.choice(letters) for _ in range(rng.randint(0, 400))) for _ in range(300)]
     library = _identifier()
     assert [_classify(t) for t in texts] == [library.classify(t) for t in texts]
+
+
+def test_a_detector_library_whose_internals_differ_answers_through_its_own_classify(monkeypatch):
+    """The vectorised walk reads py3langid's internals; where they are missing (another release),
+    detection falls back to the library's own ``classify``: slower, the same answers."""
+    from vilbias import languages
+
+    text = "The city council approved the harbour budget on Tuesday by seven votes to two."
+    expected = languages._classify(text)
+    monkeypatch.setattr(languages, "_walk_tables", lambda: None)
+    assert languages._classify(text) == languages._identifier().classify(text) == expected
+    assert languages.detect_language(text) == "en"
