@@ -13,8 +13,11 @@ for ``n`` samples (as vLLM does; ``--n-support refuse|ignore`` plays a server wi
   minimum (each distinct prompt once per annotator and item; the image descriptions included):
   the target ratio is 1.00 (one request per item, prompt and annotator, for its K samples).
 - **Throughput.** The ideal rate is concurrency / latency requests per second (640/s for 32 /
-  50 ms): the annotators are asked one after the other, each with ``concurrency`` requests in
-  flight, so no more than that is ever at the server. The target is a ratio of at least 0.95 of
+  50 ms): the three annotators (both prompts each) and the image description are asked together,
+  their requests streamed through the server's one budget of ``concurrency`` requests in flight
+  (shared by every backend that sends to it; the text prompts wait for no description), so no
+  more than that is ever at the server, and no annotator's ramp-up or tail leaves it short while
+  work remains. The target is a ratio of at least 0.95 of
   it, for the backend alone (requests streamed
   into ``OpenAIBackend.chat``) and for the whole stage (prompt rendering, the structured-output
   request, the strict schema check of every sample, grouped SQLite commits, the counting pass

@@ -21,19 +21,28 @@ Every answer is asked for as the JSON Schema of :func:`vilbias.annotate.prompts.
 (servers: ``response_format``; local models: llguidance-constrained decoding) and checked with
 :func:`vilbias.annotate.prompts.parse_annotation`; only valid answers vote.
 
-Why this module is long: it is the stage's one loop and the three parts that keep it at the
-server's limit, which are read together — the lazy jobs (:class:`_Jobs`, with the run's image
-parts), the grouped commits (:class:`_Recorder`) and the image descriptions asked before them.
+The annotators asked over HTTP are asked together (:meth:`_Stage.together`): each prompt of each
+annotator, and the image descriptions, from a thread of its own, their requests streamed through
+one budget of requests in flight per server (:mod:`vilbias.models.chat_openai`), so the server
+has as many as it takes while work remains and never more; an annotator's multimodal calls start
+once the images are described (the description is part of their prompt), its text calls at once.
+Local models are asked one after another (one loaded at a time).
+
+Why this module is long: it is the stage's one loop and the parts that keep it at the server's
+limit, which are read together — the annotators asked together (:class:`_Stage`, :class:`_Asking`),
+the lazy jobs (:class:`_Jobs`, with the run's image parts), the grouped commits
+(:class:`_Recorder`) and the image descriptions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, CancelledError, Future, ThreadPoolExecutor, wait
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -59,6 +68,7 @@ from vilbias.models.chat import (
     image_mime,
     image_part,
 )
+from vilbias.models.chat_openai import OpenAIBackend
 from vilbias.progress_flag import follows_progress_flag
 from vilbias.workdir import Article, claim_workdir, read_articles, utcnow
 
@@ -294,59 +304,26 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     annotators = [resolve_annotator(s) for s in specs]
     samples = {a.name: 1 if a.deterministic else config.samples for a in annotators}
     active = [ActiveAnnotator(a.name, a.fingerprint, 1 if samples[a.name] != config.samples else None) for a in annotators]
-    backends: dict[str, ChatBackend | PredictorAnnotator] = dict(config.backends or {})
     run: Counter[str] = Counter()
     languages = _Languages()
-    images = _ImageParts(workdir)  # shared by the describer and the annotators
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
         # the first vision chat model describes the images (a classifier writes no description)
         describer = next((a for a in annotators if a.spec.vision and not a.deterministic), None) if "multimodal" in prompts else None
-        describer_key = f"{describer.name}@{describer.fingerprint}" if describer else None
-        if describer is not None:
-            _describe_images(config, store, describer, describer_key, backends, run, images)
-
-        for annotator in annotators:
-            spec = annotator.spec
-            # a classifier reads the image itself: its multimodal calls wait for no description
-            jobs = _Jobs(config, store, annotator, prompts, versions, None if annotator.deterministic else describer_key,
-                         samples[spec.name], images)
-            if ANY not in annotator.languages:
-                # Items in a language the annotator does not read are answered with its abstention
-                # first, without loading the model; the jobs left are those it reads.
-                if abstained := _abstain_on_languages(store, jobs, annotator, languages):
-                    run[OTHER_LANGUAGE] += abstained
-            pending = sum(1 for _ in jobs.keys())
-            if pending == 0:
-                logger.info("%s: nothing to ask", spec.name)
-                continue
-            if spec.name not in backends:
-                logger.info("%s: loading %s %s", spec.name, spec.backend, spec.model)
-                backends[spec.name] = load_annotator(annotator, workdir)
-            backend = backends[spec.name]
-            built = isinstance(backend, PredictorAnnotator)
-            jobs.requests = not built  # a predictor reads the article, not a rendered prompt
-            if built:
-                ask = backend.ask
-            else:
-                def ask(todo, on_result, backend=backend):
-                    return chat_jobs(backend, todo, lambda job: job[1], on_result)
-            recorder = _Recorder(store, spec.model, max_backlog=spec.concurrency)
-            try:
-                # _Jobs yields only the missing calls, lazily (memory flat); ``pending`` counts them.
-                ask_missing(
-                    iter(jobs), total=pending, desc=f"annotate {spec.name}", progress=config.progress, ask=ask,
-                    record=lambda job, result, recorder=recorder: recorder.call(job[0], result), size=lambda job: len(job[0]),
-                )
-            finally:
-                recorder.flush()
-            run.update(recorder.counts)
-            store.set_structured_output(spec.name, annotator.fingerprint, spec.structured_output, *recorder.mode(annotator, built))
-            store.set_sampling(spec.name, annotator.fingerprint, *recorder.sampling(annotator, built))
-            # Free a local model before loading the next one; injected backends belong to the caller.
-            if not (config.backends and spec.name in config.backends):
-                backends.pop(spec.name, None)
+        stage = _Stage(config, store, prompts, versions, samples, describer, languages)
+        # The annotators asked over HTTP are asked together, through their server's one budget of
+        # requests in flight (the describer's with them); local models one after another, after.
+        remote = [a for a in annotators if stage.remote(a)]
+        local = [a for a in annotators if a not in remote]
+        if describer is not None and describer not in remote:
+            _describe_images(config, store, describer, stage.describer_key, stage.backends, run, stage.images)
+        if remote:
+            stage.together(remote, describer if describer in remote else None, run)
+        for annotator in local:
+            asking = stage.asking(annotator)
+            asking.phase(prompts)
+            asking.finish(run)
         language_of = {a.unique_id: languages(a) or "unknown" for a in _articles(config)}  # one pass for both
         languages_seen = Counter(language_of.values())
         summary = summarize(store, language_of.keys())
@@ -359,6 +336,159 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     for line in format_summary(summary).splitlines():
         logger.debug(line)
     return summary
+
+
+STOP_S = 1.5
+"""How long a stop waits for the annotators asked together to cancel their requests and store
+what they got."""
+
+
+class _Stage:
+    """What the annotators of one run share: the store, the prompts, the run's image parts, the
+    languages detected and the backends."""
+
+    def __init__(self, config: AnnotateConfig, store: AnnotationStore, prompts: list[str], versions: dict[str, str],
+                 samples: dict[str, int], describer: ResolvedAnnotator | None, languages: _Languages):
+        self.config, self.store, self.prompts, self.versions, self.samples = config, store, prompts, versions, samples
+        self.workdir = Path(config.workdir)
+        self.describer_key = f"{describer.name}@{describer.fingerprint}" if describer else None
+        self.languages = languages
+        self.images = _ImageParts(self.workdir)  # shared by the describer and the annotators
+        self.backends: dict[str, ChatBackend | PredictorAnnotator] = dict(config.backends or {})
+        self.stopping = threading.Event()
+
+    def remote(self, annotator: ResolvedAnnotator) -> bool:
+        """Is the annotator asked over HTTP (an OpenAI-compatible server: made now, it is only a
+        client), so that it can be asked together with the others?"""
+        name = annotator.name
+        if name not in self.backends and not annotator.deterministic and annotator.spec.kind == "openai":
+            self.backends[name] = load_annotator(annotator, self.workdir)
+        return isinstance(self.backends.get(name), OpenAIBackend)
+
+    def asking(self, annotator: ResolvedAnnotator) -> _Asking:
+        return _Asking(self, annotator)
+
+    def together(self, annotators: list[ResolvedAnnotator], describer: ResolvedAnnotator | None, run: Counter[str]) -> None:
+        """Ask ``annotators`` (and the image descriptions, when ``describer`` is one of them) at
+        once, each from a thread of its own: their requests stream through their server's one
+        budget of requests in flight (:mod:`vilbias.models.chat_openai`), so the server has as
+        many as it takes while any work remains, and no annotator's ramp-up or tail leaves it
+        idle. The text prompt waits for nothing; an annotator's multimodal calls start when the
+        descriptions are done (they are part of its prompt). A stop or an error cancels every
+        annotator's requests and stores what they got before it is raised."""
+        described: Counter[str] = Counter()
+        pool = ThreadPoolExecutor(2 * len(annotators) + 1, thread_name_prefix="annotate")
+        describing = None
+        if describer is not None:
+            assert self.describer_key is not None
+            describing = pool.submit(_describe_images, self.config, self.store, describer, self.describer_key, self.backends,
+                                     described, self.images, self.stopping)
+        askings = [self.asking(a) for a in annotators]
+        first = [p for p in self.prompts if p != "multimodal"]
+        later = [p for p in self.prompts if p == "multimodal"]
+
+        def ask_later(asking: _Asking) -> None:
+            if describing is not None:
+                describing.result()
+            asking.phase(later)
+
+        # Each annotator's phases run at once too: while its text calls end, its multimodal calls
+        # (and the others') already fill the budget, so no phase's tail leaves the server idle.
+        futures = [pool.submit(asking.phase, first) for asking in askings if first]
+        futures += [pool.submit(ask_later, asking) for asking in askings if later]
+        futures += [describing] if describing is not None else []
+        try:
+            while True:  # in short waits: a stop is raised here at once, however it is delivered
+                done, left = wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION)
+                for future in futures:
+                    if future in done and (error := future.exception()) is not None:
+                        raise error
+                if not left:
+                    break
+        except BaseException:
+            self.stopping.set()
+            deadline = time.monotonic() + STOP_S
+            while time.monotonic() < deadline and not all(f.done() for f in futures):
+                for a in [*annotators, *([describer] if describer else [])]:
+                    self.backends[a.name].cancel()  # type: ignore[union-attr]  (OpenAIBackend: remote())
+                wait(futures, timeout=0.02)
+            raise
+        finally:
+            pool.shutdown(wait=False)
+        run.update(described)
+        for asking in askings:
+            asking.finish(run)
+
+
+class _Asking:
+    """One annotator's calls in this run, asked a phase (a set of prompts) at a time; what its
+    answers got (counts, structured output, sampling) over all the phases."""
+
+    def __init__(self, stage: _Stage, annotator: ResolvedAnnotator):
+        self.stage, self.annotator = stage, annotator
+        self.abstained: list[int] = []  # one count a phase (phases may run at once, in threads)
+        self.built = False
+        self.recorders: list[_Recorder] = []
+
+    def phase(self, prompts: list[str]) -> None:
+        """Store the abstentions and ask the missing calls of ``prompts``."""
+        stage, annotator = self.stage, self.annotator
+        spec = annotator.spec
+        # a classifier reads the image itself: its multimodal calls wait for no description
+        jobs = _Jobs(stage.config, stage.store, annotator, prompts, stage.versions,
+                     None if annotator.deterministic else stage.describer_key, stage.samples[spec.name], stage.images)
+        if ANY not in annotator.languages:
+            # Items in a language the annotator does not read are answered with its abstention
+            # first, without loading the model; the jobs left are those it reads.
+            self.abstained.append(_abstain_on_languages(stage.store, jobs, annotator, stage.languages))
+        pending = sum(1 for _ in jobs.keys())
+        if pending == 0:
+            logger.info("%s: nothing to ask (%s)", spec.name, ", ".join(prompts))
+            return
+        backends = stage.backends
+        if spec.name not in backends:
+            logger.info("%s: loading %s %s", spec.name, spec.backend, spec.model)
+            backends[spec.name] = load_annotator(annotator, stage.workdir)
+        backend = backends[spec.name]
+        self.built = built = isinstance(backend, PredictorAnnotator)
+        jobs.requests = not built  # a predictor reads the article, not a rendered prompt
+        if built:
+            ask = backend.ask
+        else:
+            def ask(todo, on_result, backend=backend):
+                if stage.stopping.is_set():  # a stop came while this annotator was between phases
+                    raise CancelledError
+                return chat_jobs(backend, todo, lambda job: job[1], on_result)
+        recorder = _Recorder(stage.store, spec.model, max_backlog=spec.concurrency)
+        self.recorders.append(recorder)
+        try:
+            # _Jobs yields only the missing calls, lazily (memory flat); ``pending`` counts them.
+            ask_missing(
+                iter(jobs), total=pending, desc=f"annotate {spec.name}", progress=stage.config.progress, ask=ask,
+                record=lambda job, result, recorder=recorder: recorder.call(job[0], result), size=lambda job: len(job[0]),
+            )
+        finally:
+            recorder.flush()
+
+    def finish(self, run: Counter[str]) -> None:
+        """Count the run's calls and record how they were asked; free a local model."""
+        stage, annotator = self.stage, self.annotator
+        spec = annotator.spec
+        if abstained := sum(self.abstained):
+            run[OTHER_LANGUAGE] += abstained
+        if not self.recorders:
+            return
+        recorder = self.recorders[0]
+        for other in self.recorders[1:]:
+            recorder.counts.update(other.counts)
+            recorder.fallback = recorder.fallback or other.fallback
+            recorder.sampling_fallback = recorder.sampling_fallback or other.sampling_fallback
+        run.update(recorder.counts)
+        stage.store.set_structured_output(spec.name, annotator.fingerprint, spec.structured_output, *recorder.mode(annotator, self.built))
+        stage.store.set_sampling(spec.name, annotator.fingerprint, *recorder.sampling(annotator, self.built))
+        # Free a local model before loading the next one; injected backends belong to the caller.
+        if not (stage.config.backends and spec.name in stage.config.backends):
+            stage.backends.pop(spec.name, None)
 
 
 def article_language(article: Article) -> str:
@@ -499,6 +629,7 @@ def _describe_images(
     backends: dict[str, ChatBackend],
     run: Counter[str],
     images: _ImageParts | None = None,
+    stopping: threading.Event | None = None,
 ) -> None:
     """Ask the first vision annotator once per image for the description text-only annotators see."""
     workdir = Path(config.workdir)
@@ -536,7 +667,11 @@ def _describe_images(
             logger.warning("no description for image %s (%s); its multimodal calls wait for the next run", sha, result.error)
             run["description_failed"] += 1
 
+    def ask(jobs: Iterator[tuple[str, Article]], on_result: Callable[[tuple[str, Article], ChatResult], Any]) -> None:
+        if stopping is not None and stopping.is_set():  # asked together with the annotators, which stopped
+            raise CancelledError
+        chat_jobs(backends[name], jobs, request, on_result)
+
     ask_missing(
-        todo(), total=pending, desc=f"describe images ({name})", unit="image", progress=config.progress,
-        ask=lambda jobs, on_result: chat_jobs(backends[name], jobs, request, on_result), record=record,
+        todo(), total=pending, desc=f"describe images ({name})", unit="image", progress=config.progress, ask=ask, record=record,
     )

@@ -4,14 +4,21 @@ the structured-output and ``n`` fallbacks described in :mod:`vilbias.models.chat
 
 Every backend of the process sends through one HTTP client (:class:`_Client`): one event loop on a
 thread of its own and one keep-alive connection pool. The annotators of a run, the image
-descriptions before them and the next run in the same process (a Space, a test) reuse the
-connections the first one opened, so no backend pays for its own pool, loop and connection ramp.
+descriptions and the next run in the same process (a Space, a test) reuse the connections the
+first one opened, so no backend pays for its own pool, loop and connection ramp. The backends
+that send to one endpoint at once share one budget of requests in flight there (:class:`_Budget`):
+several annotators asked together keep the server at its limit, never over it.
+
+Why this module is long: the shared client and the endpoint budgets, the backend's request loop
+and its retries and fallbacks (structured output, ``n``) are one path that a request takes, read
+together.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import concurrent.futures
 import contextlib
 import email.utils
@@ -55,6 +62,57 @@ STOP_WAIT_S = 1.0
 """How long a stopped :meth:`OpenAIBackend.chat` waits for its requests to be cancelled."""
 
 
+class _Budget:
+    """The requests in flight at one endpoint, shared by every backend of the process that sends to
+    it: at most the largest ``concurrency`` among the backends sending now (each also stays within
+    its own). Waiters are served first come, first served, so backends asked together interleave.
+    Used on the client's loop only."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.limits: list[int] = []
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
+
+    @property
+    def limit(self) -> int:
+        return max(self.limits, default=1)
+
+    def join(self, concurrency: int) -> None:
+        self.limits.append(concurrency)
+        self._wake()
+
+    def leave(self, concurrency: int) -> None:
+        self.limits.remove(concurrency)
+        self._wake()
+
+    async def __aenter__(self) -> None:
+        if self.in_flight < self.limit and not self._waiters:
+            self.in_flight += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # granted: _wake counted it in flight
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                await self.__aexit__(None, None, None)  # granted, then cancelled: hand it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
+
+
 class _Client:
     """The process's HTTP client: an event loop on a daemon thread and one ``aiohttp`` session
     (a keep-alive pool without a global cap: each backend bounds its own requests in flight).
@@ -65,6 +123,14 @@ class _Client:
     _thread: threading.Thread | None = None
     _pid: int | None = None
     _session: Any = None
+    _budgets: dict[str, _Budget] = {}
+
+    @classmethod
+    def budget(cls, url: str) -> _Budget:
+        """The in-flight budget of the endpoint ``url`` (on the client's loop only)."""
+        if (budget := cls._budgets.get(url)) is None:
+            budget = cls._budgets[url] = _Budget()
+        return budget
 
     @classmethod
     def loop(cls) -> asyncio.AbstractEventLoop:
@@ -75,7 +141,7 @@ class _Client:
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name="vilbias-http", daemon=True)
                 thread.start()
-                cls._loop, cls._thread, cls._pid, cls._session = loop, thread, os.getpid(), None
+                cls._loop, cls._thread, cls._pid, cls._session, cls._budgets = loop, thread, os.getpid(), None, {}
             return cls._loop
 
     @classmethod
@@ -88,20 +154,26 @@ class _Client:
         return cls._session
 
     @classmethod
-    def run(cls, coro: Coroutine[Any, Any, Any]) -> Any:
+    def run(cls, coro: Coroutine[Any, Any, Any], running: set[concurrent.futures.Future] | None = None) -> Any:
         """Run ``coro`` on the client's loop and wait for it. A stop (Ctrl-C, SIGTERM) or any
-        error here cancels it: its requests end before this raises (within :data:`STOP_WAIT_S`)."""
+        error here cancels it: its requests end before this raises (within :data:`STOP_WAIT_S`).
+        ``running`` holds the run meanwhile (another thread may cancel it: :meth:`OpenAIBackend.cancel`)."""
         loop = cls.loop()
         if threading.current_thread() is cls._thread:
             coro.close()
             raise RuntimeError("OpenAIBackend.chat was called from inside a result callback; await achat there")
         future = asyncio.run_coroutine_threadsafe(coro, loop)
+        if running is not None:
+            running.add(future)
         try:
             return future.result()
         except BaseException:
             future.cancel()
             concurrent.futures.wait([future], timeout=STOP_WAIT_S)
             raise
+        finally:
+            if running is not None:
+                running.discard(future)
 
     @classmethod
     def close(cls) -> None:
@@ -169,6 +241,11 @@ class OpenAIBackend:
         self._timeout: Any = None
         self._model_json = json.dumps(model).encode()
         self._encoded: dict[tuple[int, bool], tuple[Any, bytes]] = {}
+        self._budget: _Budget | None = None
+        self._state_loop: asyncio.AbstractEventLoop | None = None
+        self._active = 0
+        """This backend's chats running now (on the client's loop they share its slots)."""
+        self._running: set[concurrent.futures.Future] = set()
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, url={self.url!r}, concurrency={self.concurrency})"
@@ -176,7 +253,14 @@ class OpenAIBackend:
     def chat(self, requests: Iterable[ChatRequest], on_result: OnResult | None = None) -> list[ChatResult]:
         """Ask every request, ``concurrency`` in flight, through the process's shared HTTP client;
         ``on_result`` is called on the client's thread, as each result arrives."""
-        return collect(requests, lambda reqs, cb: _Client.run(self._achat(reqs, cb)), on_result)
+        return collect(requests, lambda reqs, cb: _Client.run(self._achat(reqs, cb), self._running), on_result)
+
+    def cancel(self) -> None:
+        """Cancel this backend's :meth:`chat` calls running now, from any thread (a stage that
+        asks several backends at once, each from a thread of its own, stops them all this way):
+        each raises ``CancelledError`` in its caller once its requests are cancelled."""
+        for future in list(self._running):
+            future.cancel()
 
     async def achat(self, requests: Iterable[ChatRequest], on_result: OnResult) -> None:
         """Async form of :meth:`chat` for callers already inside an event loop (a session of its
@@ -189,19 +273,30 @@ class OpenAIBackend:
     async def _achat(self, requests: Iterable[ChatRequest], on_result: OnResult, session: Any = None) -> None:
         import aiohttp
 
+        loop = asyncio.get_running_loop()
+        if not (self._active and session is None and self._state_loop is loop):
+            # The first chat of this backend now (chats running at once on the client's loop, as
+            # a stage's phases are, share what follows: the backend's bound holds over them all).
+            self._state_loop = loop if session is None else None
+            self._headers = {"Content-Type": "application/json"}
+            if self._api_key:
+                self._headers["Authorization"] = f"Bearer {self._api_key}"
+            self._timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+            # At most `concurrency` requests of this backend at the server (the pool is shared),
+            # and at most the budget of the endpoint, shared by all the backends sending to it
+            # from the client's loop (a session of the caller's own, achat, has one of its own).
+            self._slots = asyncio.Semaphore(self.concurrency)
+            self._budget = _Client.budget(self.url) if session is None else _Budget()
+            # Requests for n > 1 samples go out at once (most servers take n). The first answer
+            # that lacks samples finds out, under this lock, whether the server takes n; until
+            # then the requests in flight with n (at most `concurrency`) are not wasted: a refusal
+            # costs the server no prefill, and a server that ignores n answers one sample, which
+            # is kept.
+            self._probe = asyncio.Lock()
         session = session or _Client.session()
-        self._headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            self._headers["Authorization"] = f"Bearer {self._api_key}"
-        self._timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        # At most `concurrency` requests of this backend at the server (the pool is shared).
-        self._slots = asyncio.Semaphore(self.concurrency)
+        budget = self._budget
+        assert budget is not None
         source = enumerate(requests)
-        # Requests for n > 1 samples go out at once (most servers take n). The first answer that
-        # lacks samples finds out, under this lock, whether the server takes n; until then the
-        # requests in flight with n (at most `concurrency`) are not wasted: a refusal costs the
-        # server no prefill, and a server that ignores n answers one sample, which is kept.
-        self._probe = asyncio.Lock()
 
         async def worker() -> None:
             # Workers pull from one shared iterator: at most `concurrency` requests are
@@ -213,6 +308,8 @@ class OpenAIBackend:
                     # until its result is stored, so an unstored result counts as in flight.
                     await stored
 
+        self._active += 1
+        budget.join(self.concurrency)
         workers = [asyncio.ensure_future(worker()) for _ in range(self.concurrency)]
         try:
             await asyncio.gather(*workers)
@@ -220,6 +317,8 @@ class OpenAIBackend:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            budget.leave(self.concurrency)
+            self._active -= 1
 
     def _body(self, request: ChatRequest, *, plain: bool = False) -> bytes:
         """The JSON body ``{"model", "messages", **params, "n"}``; ``plain`` leaves out the
@@ -327,7 +426,7 @@ class OpenAIBackend:
             wait: float | None = None
             status = None
             try:
-                async with self._slots, session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as response:
+                async with self._slots, self._budget, session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as response:
                     body = await response.read()
                     status, retry_after = response.status, response.headers.get("Retry-After")
             except asyncio.TimeoutError:
