@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from vilbias.models.chat import ChatResult
+from tests.fakes.rationale import StubRationale
 
 # Articles written for these tests: one in loaded, one in plain news wording.
 BIASED_ITEM = (
@@ -23,22 +23,6 @@ NEUTRAL_ITEM = (
     "funds for dredging the main channel and repairing two piers. Work is scheduled to begin in the spring. "
     "The harbour authority said it would publish the contracts next month.",
 )
-
-
-class StubRationale:
-    """A chat backend standing in for SmolLM2 (its load takes ~30-90 s on 2 cores): answers
-    every request with ``answer(prompt_text)`` and records the prompts."""
-
-    def __init__(self, answer=None):
-        self.prompts = []
-        self.answer = answer or (lambda prompt: "The flagged sentences use loaded words.")
-
-    def chat(self, requests, on_result=None):
-        out = []
-        for r in requests:
-            self.prompts.append(r.messages)
-            out.append(ChatResult(self.answer(r.messages[-1]["content"])))
-        return out
 
 
 def free_port() -> int:

@@ -11,9 +11,10 @@ from gradio_client import handle_file
 from gradio_client.exceptions import AppError
 from vilbias.spaces.app import sample_examples
 
+from tests.fakes.rationale import StubRationale
 from tests.fakes.web_server import Page, WebServer
 from tests.ingest import site
-from tests.spaces.conftest import BIASED_ITEM, NEUTRAL_ITEM, StubRationale
+from tests.spaces.conftest import BIASED_ITEM, NEUTRAL_ITEM
 
 MODEL = "offline-default"
 WORDED = "offline-default-worded"
