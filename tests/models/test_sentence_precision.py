@@ -141,6 +141,46 @@ def test_the_exported_graph_is_kept_and_reused(folder, monkeypatch):
     assert again.sentence_logits(TEXTS)[0].argmax(-1).tolist() == [1, 0]
 
 
+def test_the_evidence_exports_once_and_its_graphs_serve_the_loads(folder, tmp_path, monkeypatch):
+    """``runtime_evidence`` (what ``train sentence`` writes last) exports the float32 graph once
+    and makes the int8 graph once, and keeps both where the loads of either path find them: a
+    graph's cache key leaves out how the model is run (RUNTIME_FIELDS), and an int8 graph never
+    shares a key with a float32 one."""
+    import json
+    import shutil
+
+    import huggingface_hub
+
+    from vilbias.models import sentence_runtime
+    from vilbias.models.sentence_bias import SentenceBiasModel
+    from vilbias.models.sentence_runtime import CALIBRATION_FILE, runtime_evidence
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HOME", str(tmp_path / "hf"))
+    small = tmp_path / "model"
+    shutil.copytree(folder, small)
+    saved = json.loads((small / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    (small / CALIBRATION_FILE).write_text(json.dumps({**saved, "sentences": saved["sentences"][:16]}), encoding="utf-8")
+    made = {"export": 0, "quantize": 0}
+    export, quantize = sentence_runtime._export_onnx, sentence_runtime.quantize_static
+
+    def counted(name, fn):
+        def call(*args, **kwargs):
+            made[name] += 1
+            return fn(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(sentence_runtime, "_export_onnx", counted("export", export))
+    monkeypatch.setattr(sentence_runtime, "quantize_static", counted("quantize", quantize))
+    evidence = runtime_evidence(small, TEXTS, [1, 0])
+    assert made == {"export": 1, "quantize": 1}
+    assert set(evidence["paths"]) == {"onnxruntime/float32", "onnxruntime/int8", "torch/bfloat16"}
+    for precision in ("float32", "int8"):
+        model = SentenceBiasModel.from_pretrained(small, inference_runtime="onnxruntime", inference_precision=precision)
+        assert model.runtime.choice.path == f"onnxruntime/{precision}"
+    assert made == {"export": 1, "quantize": 1}
+    assert len(list((tmp_path / "hf" / "vilbias" / "onnx").glob("*.onnx"))) == 2
+
+
 def test_int8_on_onnxruntime_is_static_and_answers_alike_in_every_batch(folder, tmp_path, monkeypatch):
     """int8 on ONNX Runtime: the attention projections and feed-forward inputs in int8, their
     activation scales fixed by the ranges the checkpoint's evidence carries (else by its calibration

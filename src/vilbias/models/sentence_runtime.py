@@ -389,31 +389,53 @@ class Int8Scales:
         return json.dumps(self.ranges, sort_keys=True) if self.ranges else repr(self.sentences() if self.sentences else None)
 
 
+RUNTIME_FIELDS = ("inference_runtime", "inference_precision")
+"""Config fields that say how a model is run, not what it computes: left out of a graph's cache key,
+so that a float32 graph serves every load of the same weights, and one made for the evidence the loads."""
+
+
 def onnx_graph(model: nn.Module, int8: Int8Scales | None = None) -> Path | bytes:
     """``model``'s inference pass as an ONNX graph — float32, or with ``int8`` its static int8 form
-    (:func:`quantize_static`): the file in ``$HF_HOME/vilbias/onnx/<digest>.onnx`` when one was
-    made before for the same weights, config, int8 scales and library versions (the digest covers
-    all of them), else made now and stored there (atomically); the bytes themselves when the cache
-    folder cannot be written."""
+    (:func:`quantize_static`, made from the float32 graph): the file in
+    ``$HF_HOME/vilbias/onnx/<digest>.onnx`` when one was made before for the same weights, config,
+    int8 scales and library versions (the digest covers all of them), else made now and stored
+    there (atomically); the bytes themselves when the cache folder cannot be written."""
+    path = _graph_path(model, int8)
+    if path.is_file():
+        return path
+    if int8:
+        return _keep(path, quantize_static(_graph_bytes(onnx_graph(model)), model, int8)[0])
+    return _keep(path, _export_onnx(model))
+
+
+def _graph_bytes(graph: Path | bytes) -> bytes:
+    return graph.read_bytes() if isinstance(graph, Path) else graph
+
+
+def _graph_path(model: nn.Module, int8: Int8Scales | None) -> Path:
+    """Where :func:`onnx_graph` keeps ``model``'s graph: a digest of how it is made (the recipe,
+    the config but for :data:`RUNTIME_FIELDS`, the weights, the libraries, the int8 scales)."""
     import hashlib
-    import tempfile
 
     import huggingface_hub
     import onnx
     import onnxruntime
 
+    config = {k: v for k, v in model.config.to_dict().items() if k not in RUNTIME_FIELDS}
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{GRAPH_RECIPE}|{model.config.to_json_string()}|torch {torch.__version__}|onnx {onnx.__version__}|"
-                  f"onnxruntime {onnxruntime.__version__}|{int8.key() if int8 else None}".encode())
+    digest.update(f"{GRAPH_RECIPE}|{json.dumps(config, sort_keys=True, default=str)}|torch {torch.__version__}|"
+                  f"onnx {onnx.__version__}|onnxruntime {onnxruntime.__version__}|{f'int8 {int8.key()}' if int8 else 'float32'}".encode())
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    path = Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" / f"{digest.hexdigest()}.onnx"
-    if path.is_file():
-        return path
-    graph = _export_onnx(model)
-    if int8:
-        graph = quantize_static(graph, model, int8)[0]
+    return Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" / f"{digest.hexdigest()}.onnx"
+
+
+def _keep(path: Path, graph: bytes) -> Path | bytes:
+    """``graph`` written to ``path`` atomically (readable as the Hub cache's own files); the bytes
+    themselves when the cache folder cannot be written."""
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as f:
@@ -565,7 +587,11 @@ def runtime_evidence(folder: str | os.PathLike, texts: Sequence[str], labels: Se
     if len(texts) != len(labels) or not texts:
         raise ValueError(f"runtime_evidence needs held-out sentences and as many labels (got {len(texts)} and {len(labels)})")
     reference = AutoModel.from_pretrained(folder, inference_runtime="torch", inference_precision="float32")
-    ranges = quantize_static(_export_onnx(reference), reference, Int8Scales(sentences=lambda: calibration_sentences(folder)))[1]
+    # The float32 graph is exported once and the int8 one made once, both kept where the loads below
+    # (and later ones) find them (onnx_graph's cache).
+    int8_graph, ranges = quantize_static(_graph_bytes(onnx_graph(reference)), reference,
+                                         Int8Scales(sentences=lambda: calibration_sentences(folder)))
+    _keep(_graph_path(reference, Int8Scales(ranges)), int8_graph)
     evidence = {"purpose": "how each path faster than float32 answers the held-out sentences, and the int8 graph's activation "
                            "ranges; vilbias reads it at load to choose the path (sentence_runtime.choose_runtime)",
                 "split": split, "rows": len(texts), "ids_sha256": ids_digest(list(ids)) if ids is not None else None,
