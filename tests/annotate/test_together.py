@@ -24,20 +24,7 @@ def answer(body):
 
 
 class Counting(FakeOpenAIServer):
-    """Counts the requests in flight (the peak) and the model of each request, in arrival order."""
-
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        self.inflight = self.peak = 0
-        self.models: list[str] = []
-
-    async def _respond(self, *args):
-        self.inflight += 1
-        self.peak = max(self.peak, self.inflight)
-        try:
-            return await super()._respond(*args)
-        finally:
-            self.inflight -= 1
+    """The fake server, with the model of each request in arrival order."""
 
     def models_asked(self):
         return [b["model"] for b in self.requests]
@@ -61,7 +48,7 @@ def test_annotators_share_the_servers_budget_and_store_what_one_at_a_time_would(
         workdir = make_workdir(tmp_path / "w", n=12)
         summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=specs(server), samples=3, progress=False))
         # no more than `concurrency` at the server, though three annotators (and the describer) send to it
-        assert server.peak == 4
+        assert server.peak_in_flight == 4
         assert summary["run"] == {"described": 12, "valid": 12 * 2 * 3 * 3}
         asked = server.models_asked()
         # interleaved: the first requests are not all one annotator's

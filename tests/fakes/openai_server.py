@@ -98,6 +98,8 @@ class FakeOpenAIServer:
         self.distinct_prompt_tokens = 0
         self.choices = 0
         self.service_s = 0.0
+        self.in_flight = self.peak_in_flight = 0
+        """Requests being answered now, and the most at once (what a client's concurrency bound keeps)."""
         self.answered = 0
         self._prompts_seen: set[bytes] = set()
         self.faults_served: list[str] = []
@@ -195,6 +197,14 @@ class FakeOpenAIServer:
             writer.close()
 
     async def _respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter) -> bool:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(method, path, headers, body, writer)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, method: str, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter) -> bool:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
             return True
