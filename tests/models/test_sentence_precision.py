@@ -290,6 +290,19 @@ def test_auto_chooses_the_fastest_path_that_answers_alike_on_this_cpu():
     assert choose_runtime("auto", "bfloat16", VNNI, None).path == "torch/bfloat16"
 
 
+def test_the_cpu_flags_are_those_onednn_may_use():
+    """``ONEDNN_MAX_CPU_ISA`` keeps PyTorch's bfloat16 products off AMX (or AVX-512): auto then
+    does not choose a bfloat16 path that would run emulated."""
+    from vilbias.models.sentence_runtime import choose_runtime, isa_limited
+
+    assert isa_limited(AMX, None) == isa_limited(AMX, "ALL") == isa_limited(AMX, "AVX512_CORE_AMX") == AMX
+    assert not any(f.startswith("amx") for f in isa_limited(AMX, "avx512_core_bf16"))
+    assert not any(f.startswith(("amx", "avx512")) for f in isa_limited(AMX, "AVX2"))
+    assert choose_runtime("auto", "auto", AMX, EVIDENCE).path == "torch/bfloat16"
+    assert choose_runtime("auto", "auto", isa_limited(AMX, "AVX512_CORE_BF16"), EVIDENCE).path != "torch/bfloat16"
+    assert choose_runtime("auto", "auto", isa_limited(AMX, "AVX2"), EVIDENCE).path == "onnxruntime/float32"
+
+
 def test_the_shipped_model_says_what_runs_it_and_why(folder):
     from vilbias.models.sentence_bias import SentenceBiasModel
     from vilbias.models.sentence_runtime import choose_runtime, cpu_flags, read_evidence

@@ -104,15 +104,32 @@ float32's one. Without either, float32 (``benchmarks/bench_sentence_int8.py``)."
 
 def cpu_flags() -> frozenset[str]:
     """The instruction-set flags of this machine's CPU, as Linux lists them in ``/proc/cpuinfo``
-    (``avx512_vnni``, ``amx_bf16``, …); empty where that file is not (then only float32 is chosen)."""
+    (``avx512_vnni``, ``amx_bf16``, …), less those that ``ONEDNN_MAX_CPU_ISA`` keeps PyTorch's
+    matrix kernels from using (:func:`isa_limited`); empty where that file is not (then only
+    float32 is chosen)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
+                    return isa_limited(frozenset(line.partition(":")[2].split()), os.environ.get("ONEDNN_MAX_CPU_ISA"))
     except OSError:
         pass
     return frozenset()
+
+
+def isa_limited(flags: frozenset[str], max_isa: str | None) -> frozenset[str]:
+    """``flags`` without what oneDNN may not use under ``ONEDNN_MAX_CPU_ISA=max_isa`` (the
+    library behind PyTorch's bfloat16 matrix products): no ``amx_*`` unless the limit names AMX,
+    no ``avx512*`` under an AVX2-or-older limit. A bfloat16 path chosen for AMX that oneDNN may not
+    use would run emulated, slower than float32."""
+    limit = (max_isa or "").strip().upper()
+    if not limit or limit in ("ALL", "DEFAULT"):
+        return flags
+    if "AMX" not in limit:
+        flags = frozenset(f for f in flags if not f.startswith("amx"))
+    if not limit.startswith(("AVX512", "AVX10")):
+        flags = frozenset(f for f in flags if not f.startswith("avx512"))
+    return flags
 
 
 @dataclass(frozen=True)
