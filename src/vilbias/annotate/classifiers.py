@@ -188,7 +188,7 @@ def resolve_annotator(spec: AnnotatorSpec | ResolvedAnnotator) -> ResolvedAnnota
 def is_deterministic(spec: AnnotatorSpec) -> bool:
     """Whether ``spec`` names a model whose answer to an item never changes (a predictor
     checkpoint): it is asked one sample, not K. Reads the checkpoint's config only."""
-    return spec.kind_info.checkpoint and resolve_annotator(spec).deterministic
+    return resolve_annotator(spec).deterministic  # a chat kind's files are not read
 
 
 def load_annotator(annotator: AnnotatorSpec | ResolvedAnnotator, workdir: str | Path) -> ChatBackend | PredictorAnnotator:

@@ -156,16 +156,20 @@ def _checked(jobs: Iterable[tuple[Any, bytes | None, str, str]], num_proc: int |
         return ((context, size, result) for (context, size), result in zip(contexts, future.result(), strict=True))
 
     with ThreadPoolExecutor(workers, thread_name_prefix="import-check") as pool:
+
+        def submit(chunk: list) -> None:
+            pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
+
         try:
             for context, data, headline, text in jobs:
                 chunk.append(((context, 0 if data is None else len(data)), (data, headline, text)))
                 if len(chunk) == CHUNK:
-                    pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
+                    submit(chunk)
                     chunk = []
                     while len(pending) > 2 * workers:
                         yield from done(pending.popleft())
             if chunk:
-                pending.append(([c for c, _ in chunk], pool.submit(_check_chunk, [j for _, j in chunk])))
+                submit(chunk)
             while pending:
                 yield from done(pending.popleft())
         finally:

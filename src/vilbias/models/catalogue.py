@@ -572,9 +572,10 @@ def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None =
     parsed = spec.spec if isinstance(spec, ResolvedModel) else ModelSpec.parse(spec)
     if not parsed.kind_info.checkpoint:
         raise ValueError(f"{parsed}: a {parsed.kind} model is a chat backend (load_model), not a predictor checkpoint")
-    # A kind given by the caller needs no look at the checkpoint's files; else they are read once.
-    resolved = spec if isinstance(spec, ResolvedModel) else None if kind else resolve_model(parsed)
-    kind = kind or resolved.predictor_kind
+    resolved = spec if isinstance(spec, ResolvedModel) else None
+    if kind is None:  # a kind given by the caller needs no look at the checkpoint's files
+        resolved = resolved or resolve_model(parsed)
+        kind = resolved.predictor_kind
     if kind not in PREDICTORS:
         raise ValueError(f"unknown predictor kind {kind!r}: use {', '.join(PREDICTORS)}")
     predictor = PREDICTORS[kind](parsed, **options)
