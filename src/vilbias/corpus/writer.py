@@ -221,8 +221,10 @@ def swap_in(output: Path) -> Iterator[Path]:
     """
     output = claim_build_output(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".vilbias-build-", dir=output.parent))
+    scratch: Path | None = None
     try:
+        with stops.held():  # a stop as the folder is made would otherwise leave it behind, unnamed
+            scratch = Path(tempfile.mkdtemp(prefix=".vilbias-build-", dir=output.parent))
         repo = scratch / "repo"
         repo.mkdir()
         yield repo
@@ -234,7 +236,8 @@ def swap_in(output: Path) -> Iterator[Path]:
                 os.replace(output, scratch / "previous-output")
             os.replace(repo, output)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def empty_splits(infos: dict[str, DatasetInfo]) -> dict[str, list[str]]:
