@@ -129,3 +129,86 @@ def test_techniques_agree_with_majority_vote_of_majorities():
         result = hierarchical_vote(votes, ["a", "b", "c"])
         if not result.flagged:
             assert sorted(result.techniques) == sorted(expected)
+
+
+def _summary_the_long_way(store, item_ids=None):
+    """The run summary's item and call figures as they were computed before one scan gave both:
+    hierarchical_vote over iter_votes, and call_counts."""
+    active = store.active()
+    per_prompt = {p: {"items": 0, "decided": 0, "flagged": {}, "labels": {}} for p in active}
+    names = {p: [a.name for a in cfg["annotators"]] for p, cfg in active.items()}
+    for item_id, by_prompt in store.iter_votes(techniques=False):
+        if item_ids is not None and item_id not in item_ids:
+            continue
+        for prompt, votes_ in by_prompt.items():
+            if prompt not in per_prompt or not votes_:
+                continue
+            s = per_prompt[prompt]
+            result = hierarchical_vote(votes_, names[prompt], details=False)
+            s["items"] += 1
+            if result.flagged:
+                s["flagged"][result.reason] = s["flagged"].get(result.reason, 0) + 1
+            else:
+                s["decided"] += 1
+                s["labels"][result.label] = s["labels"].get(result.label, 0) + 1
+    return per_prompt, store.call_counts()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vote_outcome_and_the_one_scan_summary_match_hierarchical_vote(tmp_path, seed):
+    """summarize counts labels from counts (vote_outcome over AnnotationStore.active_calls): the
+    same items, flags, labels and call counts as hierarchical_vote over iter_votes and
+    call_counts, on stores with every status, missing samples, abstentions on the language,
+    stale fingerprints and prompt versions, samples past K, a deterministic annotator (K=1),
+    calls without a status row and status rows without a call."""
+    from collections import Counter
+
+    from vilbias.annotate.store import STATUSES, ActiveAnnotator, AnnotationStore, CallKey, call_row
+    from vilbias.annotate.summary import summarize
+    from vilbias.annotate.voting import OTHER_LANGUAGE, vote_outcome
+
+    rng = random.Random(seed)
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    k = rng.choice([1, 2, 3, 5])
+    active = [ActiveAnnotator("a", "fa"), ActiveAnnotator("b", "fb"), ActiveAnnotator("det", "fd", 1)]
+    store.set_active("text", "t2", active, k)
+    store.set_active("multimodal", "m1", active[:2], k)
+    labels = [B, N, "neither"]
+    rows = []
+    for i in range(150):
+        language_unread = rng.random() < 0.15
+        for prompt, version, annotators in (("text", "t2", active), ("multimodal", "m1", active[:2])):
+            if rng.random() < 0.1:
+                continue  # never asked this prompt
+            for a in annotators:
+                fp = a.fingerprint if rng.random() < 0.9 else "stale"
+                v = version if rng.random() < 0.95 else "old"
+                for sample in range(a.samples_of(k) + rng.choice([0, 0, 1])):
+                    if rng.random() < 0.1:
+                        continue  # a missing sample
+                    key = CallKey(f"item-{i:03d}", prompt, a.name, fp, sample, v)
+                    if language_unread and rng.random() < 0.9:
+                        rows.append(call_row(key, raw="abstains", status=OTHER_LANGUAGE))
+                        continue
+                    status = rng.choice(["valid", "valid", "valid", "invalid", "unparseable", "refused", "failed"])
+                    label = rng.choice(labels) if status == "valid" else None
+                    rows.append(call_row(key, raw=None if status == "failed" else "{}", label=label, status=status))
+    store.record_calls(rows)
+    if seed % 2:  # another tool's rows: a call without its status row, a status row without its call
+        store.query("DELETE FROM call_status WHERE rowid IN (SELECT rowid FROM call_status ORDER BY random() LIMIT 40)")
+        store.query("DELETE FROM calls WHERE rowid IN (SELECT rowid FROM calls ORDER BY random() LIMIT 40)")
+    item_ids = None if seed % 3 else {f"item-{i:03d}" for i in range(0, 150, 2)}
+    per_prompt, counts = _summary_the_long_way(store, item_ids)
+    summary = summarize(store, item_ids)
+    assert sum(s["items"] for s in per_prompt.values()) > 100
+    seen = Counter()
+    for prompt, s in per_prompt.items():
+        out = summary["prompts"][prompt]
+        assert (out["items"], out["decided"], out["flagged"]) == (s["items"], s["decided"], s["flagged"])
+        assert out["label_shares"] == {lab: c / s["decided"] for lab, c in sorted(s["labels"].items())}
+        seen.update(s["flagged"])
+    assert seen["tie"] and seen["no_majority"] and seen[OTHER_LANGUAGE]
+    for (prompt, name), c in counts.items():
+        assert {s: summary["annotators"][name][prompt][s] for s in ("calls", "answered", *STATUSES)} == c
+    assert vote_outcome([([B, B], 0, 3), ([N], 0, 3), ((), 3, 3)]) == (None, "no_majority")
+    assert vote_outcome([((), 2, 2)]) == (None, OTHER_LANGUAGE)

@@ -298,6 +298,24 @@ class AnnotationStore(Ledger):
             if (r["annotator"], r["fingerprint"]) in active
         }
 
+    def active_calls(self) -> Iterator[tuple[str, str, str, str | None, str]]:
+        """``(item_id, prompt, annotator, label, status)`` of every active call (its prompt's
+        active version, its annotator's active fingerprint, a sample below the annotator's K), in
+        ``item_id`` order, streamed: one scan of the store gives the run summary both its call
+        counts (the statuses :meth:`call_counts` counts) and its votes (the labels and the
+        ``other_language`` abstentions :meth:`iter_votes` yields), without a vote object a call."""
+        conditions, params = [], []
+        for prompt, cfg in self.active().items():
+            for a in cfg["annotators"]:
+                conditions.append("(c.prompt=? AND c.annotator=? AND c.fingerprint=? AND c.prompt_version=? AND c.sample<?)")
+                params += [prompt, a.name, a.fingerprint, cfg["prompt_version"], a.samples_of(cfg["samples"])]
+        if not conditions:
+            return
+        yield from self.stream(
+            f"SELECT c.item_id, c.prompt, c.annotator, c.label, {_STATUS} FROM calls c LEFT JOIN call_status s USING({_KEY}) "
+            f"WHERE {' OR '.join(conditions)} ORDER BY c.item_id", params,
+        )
+
     # -- the active configuration ---------------------------------------------------------
 
     def set_active(self, prompt: str, prompt_version: str, annotators: list[ActiveAnnotator], samples: int) -> None:

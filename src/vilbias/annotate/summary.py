@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from vilbias.annotate.store import AnnotationStore
-from vilbias.annotate.voting import OTHER_LANGUAGE, hierarchical_vote
+from vilbias.annotate.store import STATUSES, AnnotationStore
+from vilbias.annotate.voting import OTHER_LANGUAGE, vote_outcome
 
 
 def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[str, Any]:
@@ -14,26 +14,59 @@ def summarize(store: AnnotationStore, item_ids: set[str] | None = None) -> dict[
     split into ``tie_rate`` (as many annotators for each label) and ``no_majority_rate``, label
     shares, and the abstaining calls by kind. Per annotator and prompt: the calls by status and
     the ``format_abstention_rate`` (answers without a JSON object). ``item_ids`` restricts the
-    item figures to those items."""
+    item figures to those items.
+
+    One scan of the active calls (:meth:`AnnotationStore.active_calls`) gives both: each call's
+    status is counted, and each item's labels are voted from counts (:func:`vote_outcome`, the
+    label and flag of :func:`hierarchical_vote`), not from a vote object a call; the figures are
+    those of :meth:`AnnotationStore.call_counts` and of :func:`hierarchical_vote` over
+    :meth:`AnnotationStore.iter_votes` (``tests/annotate/test_voting.py`` checks both)."""
     active = store.active()
     per_prompt: dict[str, dict[str, Any]] = {}
+    ks: dict[str, list[tuple[str, int]]] = {}
+    statuses: dict[tuple[str, str], Counter[str]] = {}
     for prompt, cfg in active.items():
         per_prompt[prompt] = {"items": 0, "decided": 0, "flagged": Counter(), "labels": Counter(), "annotators": [a.name for a in cfg["annotators"]]}
-    for item_id, by_prompt in store.iter_votes(techniques=False):
-        if item_ids is not None and item_id not in item_ids:
-            continue
-        for prompt, votes in by_prompt.items():
-            if prompt not in per_prompt or not votes:
-                continue
+        ks[prompt] = [(a.name, a.samples_of(cfg["samples"])) for a in cfg["annotators"]]
+        for a in cfg["annotators"]:
+            statuses[(prompt, a.name)] = Counter()
+    tally: dict[tuple[str, str], list[Any]] = {}  # the current item's (prompt, annotator): [labels, other_language]
+
+    def vote(item_id: str | None) -> None:
+        if item_id is None or (item_ids is not None and item_id not in item_ids):
+            return
+        for prompt, annotators in ks.items():
+            counted = [(tally.get((prompt, name)), k) for name, k in annotators]
+            if all(t is None for t, _ in counted):
+                continue  # never asked this prompt
+            label, reason = vote_outcome([(t[0], t[1], k) if t is not None else ((), 0, k) for t, k in counted])
             s = per_prompt[prompt]
-            result = hierarchical_vote(votes, s["annotators"], details=False)
             s["items"] += 1
-            if result.flagged:
-                s["flagged"][result.reason] += 1
+            if label is None:
+                s["flagged"][reason] += 1
             else:
                 s["decided"] += 1
-                s["labels"][result.label] += 1
-    counts = store.call_counts()
+                s["labels"][label] += 1
+
+    current: str | None = None
+    for item_id, prompt, annotator, label, status in store.active_calls():
+        statuses[(prompt, annotator)][status] += 1
+        if item_id != current:
+            vote(current)
+            current = item_id
+            tally.clear()
+        if (t := tally.get((prompt, annotator))) is None:
+            t = tally[(prompt, annotator)] = [[], 0]
+        if label is not None:
+            t[0].append(label)
+        elif status == OTHER_LANGUAGE:
+            t[1] += 1
+    vote(current)
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for key, c in statuses.items():
+        by_status = {**dict.fromkeys(STATUSES, 0), **c}
+        total = sum(by_status.values())
+        counts[key] = {"calls": total, "answered": total - by_status["failed"], **by_status}
     annotators: dict[str, dict[str, Any]] = {}
     for (prompt, name), c in counts.items():
         annotators.setdefault(name, {})[prompt] = {**c, **call_rates(c)}

@@ -123,3 +123,37 @@ def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = 
         if judged_present * 2 > len(by_annotator):
             techniques.append(t)
     return VoteResult(final, False, None, annotator_labels, agreement, rationale, chosen, techniques)
+
+
+def vote_outcome(annotators: Sequence[tuple[Sequence[str], int, int]]) -> tuple[str | None, str | None]:
+    """The ``(label, reason)`` of :func:`hierarchical_vote` from counts alone: one ``(labels,
+    abstained_on_language, k)`` per annotator (the labels of its valid samples, how many of its
+    samples abstained ``other_language``, and its K: every sample short of K is an abstention).
+    The run summary counts labels and flags over every item this way, without a :class:`Vote`
+    per call; ``tests/annotate/test_voting.py`` checks it against :func:`hierarchical_vote`."""
+    labels_of: list[str | None] = []
+    for labels, unread, k in annotators:
+        if k and unread == k:
+            continue  # it does not read the item's language: set aside
+        labels_of.append(_majority_of(labels, k))
+    if not labels_of:
+        return None, OTHER_LANGUAGE
+    given = [lab for lab in labels_of if lab is not None]
+    final = _majority_of(given, len(labels_of))
+    if final is not None:
+        return final, None
+    counts = Counter(given)
+    return None, "tie" if len(counts) == 2 and len(set(counts.values())) == 1 else "no_majority"
+
+
+def _majority_of(labels: Sequence[str], ballots: int) -> str | None:
+    """:func:`majority_vote` over ``labels`` and ``ballots - len(labels)`` abstentions."""
+    if not labels:
+        return None
+    first = labels[0]
+    if 2 * labels.count(first) > ballots:  # the common case: the samples agree
+        return first
+    for label, n in Counter(labels).items():
+        if 2 * n > ballots:
+            return label
+    return None
