@@ -306,25 +306,32 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     active = [ActiveAnnotator(a.name, a.fingerprint, 1 if samples[a.name] != config.samples else None) for a in annotators]
     run: Counter[str] = Counter()
     languages = _Languages()
+    # One pass over the articles for the whole run: each item's id and image (the phases count
+    # their missing calls from these and the store, without reading the articles again) and its
+    # language (the summary's).
+    index: list[tuple[str, str]] = []
+    language_of: dict[str, str] = {}
+    for article in _articles(config):
+        index.append((article.unique_id, _image_sha(article)))
+        language_of[article.unique_id] = languages(article) or "unknown"
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
         # the first vision chat model describes the images (a classifier writes no description)
         describer = next((a for a in annotators if a.spec.vision and not a.deterministic), None) if "multimodal" in prompts else None
-        stage = _Stage(config, store, prompts, versions, samples, describer, languages)
+        stage = _Stage(config, store, prompts, versions, samples, describer, languages, index)
         # The annotators asked over HTTP are asked together, through their server's one budget of
         # requests in flight (the describer's with them); local models one after another, after.
         remote = [a for a in annotators if stage.remote(a)]
         local = [a for a in annotators if a not in remote]
         if describer is not None and describer not in remote:
-            _describe_images(config, store, describer, stage.describer_key, stage.backends, run, stage.images)
+            _describe_images(config, store, describer, stage.describer_key, stage.backends, run, stage.images, index=index)
         if remote:
             stage.together(remote, describer if describer in remote else None, run)
         for annotator in local:
             asking = stage.asking(annotator)
             asking.phase(prompts)
             asking.finish(run)
-        language_of = {a.unique_id: languages(a) or "unknown" for a in _articles(config)}  # one pass for both
         languages_seen = Counter(language_of.values())
         summary = summarize(store, language_of.keys())
     summary["run"] = dict(run)
@@ -348,8 +355,11 @@ class _Stage:
     languages detected and the backends."""
 
     def __init__(self, config: AnnotateConfig, store: AnnotationStore, prompts: list[str], versions: dict[str, str],
-                 samples: dict[str, int], describer: ResolvedAnnotator | None, languages: _Languages):
+                 samples: dict[str, int], describer: ResolvedAnnotator | None, languages: _Languages,
+                 index: list[tuple[str, str]] | None = None):
         self.config, self.store, self.prompts, self.versions, self.samples = config, store, prompts, versions, samples
+        self.index = index
+        """The run's items as ``(unique_id, image_sha)``, when read already (the phases count from it)."""
         self.workdir = Path(config.workdir)
         self.describer_key = f"{describer.name}@{describer.fingerprint}" if describer else None
         self.languages = languages
@@ -382,7 +392,7 @@ class _Stage:
         if describer is not None:
             assert self.describer_key is not None
             describing = pool.submit(_describe_images, self.config, self.store, describer, self.describer_key, self.backends,
-                                     described, self.images, self.stopping)
+                                     described, self.images, self.stopping, self.index)
         askings = [self.asking(a) for a in annotators]
         first = [p for p in self.prompts if p != "multimodal"]
         later = [p for p in self.prompts if p == "multimodal"]
@@ -441,7 +451,7 @@ class _Asking:
             # Items in a language the annotator does not read are answered with its abstention
             # first, without loading the model; the jobs left are those it reads.
             self.abstained.append(_abstain_on_languages(stage.store, jobs, annotator, stage.languages))
-        pending = sum(1 for _ in jobs.keys())
+        pending = jobs.count(stage.index)
         if pending == 0:
             logger.info("%s: nothing to ask (%s)", spec.name, ", ".join(prompts))
             return
@@ -571,23 +581,34 @@ class _Jobs:
     def _missing(self) -> Iterator[tuple[Article, str, list[tuple[str, int]]]]:
         articles = _articles(self.config)
         while chunk := list(islice(articles, CHUNK)):
-            answered = self.store.answered_items([a.unique_id for a in chunk], self.spec.name, self.fp)
-            descriptions = {}
-            if self.describer_key is not None and "multimodal" in self.prompts:
-                descriptions = self.store.image_descriptions(list({_image_sha(a) for a in chunk}), self.describer_key)
-            for article in chunk:
-                yield from self._missing_of(article, answered[article.unique_id], descriptions)
+            for pos, description, missing in self._missing_of([(a.unique_id, _image_sha(a)) for a in chunk]):
+                yield chunk[pos], description, missing
 
-    def _missing_of(self, article: Article, done: set[tuple[str, int, str]], descriptions: dict[str, str]) -> Iterator[tuple[Article, str, list[tuple[str, int]]]]:
-        missing = [(p, k) for p in self.prompts for k in range(self.samples) if (p, k, self.versions[p]) not in done]
-        if missing:
-            description = ""
-            if self.describer_key is not None and any(p == "multimodal" for p, _ in missing):
-                description = descriptions.get(_image_sha(article)) or ""
-                if not description:
-                    # Asked again next run, once the description exists: the answer depends on it.
-                    missing = [(p, k) for p, k in missing if p != "multimodal"]
-            yield article, description, missing
+    def _missing_of(self, chunk: list[tuple[str, str]]) -> Iterator[tuple[int, str, list[tuple[str, int]]]]:
+        """``(position, description, missing)`` of each item of ``chunk`` (``(unique_id,
+        image_sha)`` pairs) that lacks calls: one query for their answered calls, one for their
+        images' descriptions."""
+        answered = self.store.answered_items([item_id for item_id, _ in chunk], self.spec.name, self.fp)
+        describe = self.describer_key is not None and "multimodal" in self.prompts
+        descriptions = self.store.image_descriptions(list({sha for _, sha in chunk}), self.describer_key) if describe else {}
+        for pos, (item_id, sha) in enumerate(chunk):
+            done = answered[item_id]
+            missing = [(p, k) for p in self.prompts for k in range(self.samples) if (p, k, self.versions[p]) not in done]
+            if missing:
+                description = ""
+                if self.describer_key is not None and any(p == "multimodal" for p, _ in missing):
+                    description = descriptions.get(sha) or ""
+                    if not description:
+                        # Asked again next run, once the description exists: the answer depends on it.
+                        missing = [(p, k) for p, k in missing if p != "multimodal"]
+                yield pos, description, missing
+
+    def count(self, index: list[tuple[str, str]] | None = None) -> int:
+        """The missing calls, counted from the run's ``index`` of ``(unique_id, image_sha)``
+        when given (no article read again), else from the articles."""
+        if index is None:
+            return sum(len(missing) for _, _, missing in self._missing())
+        return sum(len(missing) for start in range(0, len(index), CHUNK) for _, _, missing in self._missing_of(index[start:start + CHUNK]))
 
     def keys(self) -> Iterator[CallKey]:
         for article, _, missing in self._missing():
@@ -630,6 +651,7 @@ def _describe_images(
     run: Counter[str],
     images: _ImageParts | None = None,
     stopping: threading.Event | None = None,
+    index: list[tuple[str, str]] | None = None,
 ) -> None:
     """Ask the first vision annotator once per image for the description text-only annotators see."""
     workdir = Path(config.workdir)
@@ -645,7 +667,12 @@ def _describe_images(
                     seen.add(sha)
                     yield sha, article
 
-    pending = sum(1 for _ in todo())
+    if index is None:
+        pending = sum(1 for _ in todo())
+    else:  # the run's items read already: their images less those described
+        shas = list(dict.fromkeys(sha for _, sha in index))
+        pending = sum(len(chunk) - len(store.image_descriptions(chunk, describer_key))
+                      for chunk in (shas[i:i + CHUNK] for i in range(0, len(shas), CHUNK)))
     if not pending:
         return
     name = annotator.name
