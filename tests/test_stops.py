@@ -187,9 +187,67 @@ def _no_timings(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in entry.items() if not k.endswith(("runtime", "per_second"))} for entry in history]
 
 
+def _assert_the_same_end(out: Path, resumed: dict, whole_out: Path, whole: dict) -> None:
+    """A run resumed in ``out`` ended as the run never stopped (``whole_out``): weights, test
+    scores, the whole log (each epoch's loss, grad_norm and validation scores) and predictions."""
+    from safetensors.numpy import load_file
+
+    assert not (out / "checkpoints").exists()  # a finished run keeps no checkpoint
+    weights, expected = load_file(str(out / "model.safetensors")), load_file(str(whole_out / "model.safetensors"))
+    assert weights.keys() == expected.keys() and all((weights[k] == expected[k]).all() for k in weights)
+    assert resumed["test"] == whole["test"]
+    assert _no_timings(resumed["log_history"]) == _no_timings(whole["log_history"])  # every epoch's loss and scores
+    assert (out / "predictions.jsonl").read_bytes() == (whole_out / "predictions.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+def test_train_classifier_stopped_mid_epoch_resumes_exactly(tmp_path, multimodal_repo, tiny_bert, monkeypatch):  # noqa: F811
+    """Stops asked for at chosen steps (in this process, not by a signal's timing), re-run after
+    each, end as a run never stopped: in the middle of the first epoch (step 3 of 2 epochs of 7
+    steps), between the second epoch's start and its first step (asked at the start of step 7, it
+    waits for that step's end: a checkpoint at 8), as that run resumes (at its first step: 8 again),
+    and once more in that resumed epoch (11). Mid-epoch, the resumed epoch must draw the batch
+    order it drew before the stop (it once drew another: its loss and grad_norm differed and later
+    weights drifted)."""
+    from transformers import TrainerCallback
+    from vilbias.training import engine
+    from vilbias.training.classifier import parse_config, train_classifier
+
+    from vilbias import stops
+
+    args = ["--dataset", str(multimodal_repo), "--model", tiny_bert, "--num-train-epochs", "2",
+            "--per-device-train-batch-size", "4", "--patience", "0"]
+    asked = {"end": None, "begin": None, "start": False, "now": False}  # ask at the end / start of a step, or as training starts
+
+    class AskAt(TrainerCallback):  # added before SaveOnStop, so it asks before SaveOnStop looks
+        def on_train_begin(self, args, state, control, **kwargs):
+            asked["now"] = asked["start"]
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            asked["now"] = asked["now"] or state.global_step == asked["begin"]
+
+        def on_step_end(self, args, state, control, **kwargs):
+            asked["now"] = asked["now"] or state.global_step == asked["end"]
+
+    make_trainer = engine.make_trainer
+    monkeypatch.setattr(engine, "make_trainer", lambda *a, **k: (t := make_trainer(*a, **k)).add_callback(AskAt()) or t)
+    monkeypatch.setattr(stops, "requested", lambda: asked["now"])
+
+    whole = train_classifier(parse_config([*args, "--output", str(tmp_path / "whole")]))
+    out = tmp_path / "stopped"
+    for when, step, kept in (("end", 3, 3), ("begin", 7, 8), ("start", True, 8), ("end", 11, 11)):
+        asked.update({"end": None, "begin": None, "start": False}, **{when: step})
+        with pytest.raises(stops.Stopped, match=rf"training stopped at step {kept} of 14; checkpoint .*checkpoint-{kept} kept"):
+            train_classifier(parse_config([*args, "--output", str(out)]))
+        record = json.loads((out / "checkpoints" / f"checkpoint-{kept}" / "vilbias_resume.json").read_text())
+        assert record["step"] == kept and record["epoch_first_step"] == 7 * (kept // 7)
+    asked.update({"end": None, "begin": None, "start": False})
+    resumed = train_classifier(parse_config([*args, "--output", str(out)]))
+    _assert_the_same_end(out, resumed, tmp_path / "whole", whole)
+
+
 @pytest.mark.slow
 def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_path, multimodal_repo, tiny_bert):  # noqa: F811
-    from safetensors.numpy import load_file
     from vilbias.training.classifier import parse_config, train_classifier
     from vilbias.training.engine import torch_threads
 
@@ -219,12 +277,7 @@ def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_
     with torch_threads(stopped_threads):
         resumed = train_classifier(parse_config([*args, "--output", str(out)]))
         whole = train_classifier(parse_config([*args, "--output", str(tmp_path / "whole")]))
-    assert not (out / "checkpoints").exists()  # a finished run keeps no checkpoint
-    weights, expected = load_file(str(out / "model.safetensors")), load_file(str(tmp_path / "whole" / "model.safetensors"))
-    assert weights.keys() == expected.keys() and all((weights[k] == expected[k]).all() for k in weights)
-    assert resumed["test"] == whole["test"]
-    assert _no_timings(resumed["log_history"]) == _no_timings(whole["log_history"])  # every epoch's loss and scores
-    assert (out / "predictions.jsonl").read_bytes() == (tmp_path / "whole" / "predictions.jsonl").read_bytes()
+    _assert_the_same_end(out, resumed, tmp_path / "whole", whole)
 
 
 def test_a_resumed_training_runs_on_the_stopped_runs_thread_count():

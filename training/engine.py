@@ -200,11 +200,30 @@ class SaveOnStop(TrainerCallback):
     (:func:`vilbias.stops.deferred`), with a full checkpoint (weights, optimizer, scheduler, RNG
     and trainer state: ``Trainer._save_checkpoint`` as transformers' own SIGTERM checkpointing
     calls it) that ``Trainer.train(resume_from_checkpoint=...)`` continues exactly: the next step
-    sees the batch and random state it would have seen. Checked at the start of a step or epoch,
-    so the previous step's logging, evaluation and epoch checkpoint are done. The epoch checkpoints
-    keep the model only (``save_only_model``), so only a stop's checkpoint resumes. The record
-    also keeps torch's CPU thread count, which the re-run trains with (:func:`torch_threads`):
-    float sums split over another number of threads round differently, so the weights would differ.
+    sees the batch and random state it would have seen, and the log (each epoch's loss and
+    ``grad_norm``, the run's ``train_loss``) is the one a run never stopped writes. Checked at the
+    start of a step or epoch, so the previous step's logging, evaluation and epoch checkpoint are
+    done. The epoch checkpoints keep the model only (``save_only_model``), so only a stop's
+    checkpoint resumes. The record also keeps torch's CPU thread count, which the re-run trains
+    with (:func:`torch_threads`): float sums split over another number of threads round
+    differently, so the weights would differ.
+
+    A stop in the middle of an epoch resumes exactly because the record also keeps the random
+    state the epoch began with (``epoch_rng``: Python's, NumPy's and torch's CPU generator, as
+    :meth:`on_epoch_begin` found them), put back when the resumed epoch begins. transformers does
+    not: the epoch's batch order is drawn when its dataloader is iterated, from torch's global
+    generator (the length-grouped sampler, ``train_sampling_strategy="group_by_length"``, the
+    classifiers' default, calls ``torch.randperm`` without a generator of its own, and the
+    ``DataLoader`` draws its base seed there too), and on a mid-epoch resume ``_run_epoch`` skips
+    the epoch's first batches (``skip_first_batches``) of an order drawn from the fresh process's
+    state, loading the checkpoint's RNG state (``_load_rng_state``) only after the first batch.
+    The resumed epoch then trained on other batches: its logged loss and ``grad_norm`` differed
+    and every later weight drifted (at an epoch boundary transformers loads the state before the
+    order is drawn, which is why those stops always resumed exactly). A stop asked for between an
+    epoch's start and its first step waits for that step's end: its random state at that point is
+    past the order's draw, and transformers, seeing an epoch boundary, would load it before the
+    draw. Likewise a stop asked for as a run resumes mid-epoch waits for the resumed epoch's first
+    step to begin (the stop's own step again), when the random state is the stop's again.
 
     Args:
         trainer: The ``Trainer`` this callback is added to.
@@ -214,20 +233,23 @@ class SaveOnStop(TrainerCallback):
     def __init__(self, trainer, fingerprint: str):
         self.trainer, self.fingerprint = trainer, fingerprint
         self.logging: dict[str, Any] | None = None
+        self.epoch_first_step: int | None = None  # the global step the current epoch began at
+        self.epoch_rng: dict[str, Any] | None = None  # the random state it began with (_rng_state)
 
     @property
     def checkpoints(self) -> Path:
         return Path(self.trainer.args.output_dir)
 
     def resumable(self) -> Path | None:
-        """The latest checkpoint a stop of this same run saved, or None."""
+        """The latest checkpoint a stop of this same run saved, or None. (A record without the
+        epoch's random state, from before it was kept, is not resumed: it would not resume exactly.)"""
         found = []
         for folder in self.checkpoints.glob("checkpoint-*"):
             try:
                 record = json.loads((folder / RESUME_FILE).read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            if record.get("fingerprint") == self.fingerprint:
+            if record.get("fingerprint") == self.fingerprint and "epoch_rng" in record:
                 found.append((record["step"], folder, record))
         if not found:
             return None
@@ -244,10 +266,22 @@ class SaveOnStop(TrainerCallback):
             self.trainer._initial_global_step = self.logging["first_step"]
 
     def on_epoch_begin(self, args, state, control, **kwargs):
-        self._stop_if_asked(state)
+        resumed, self.logging = self.logging, None
+        if resumed is not None:
+            # The epoch the stop fell in: the random state it began with (transformers loads the
+            # stop's own state after the epoch's first batch, or here before it at an epoch boundary).
+            self.epoch_first_step, self.epoch_rng = resumed["epoch_first_step"], resumed["epoch_rng"]
+            _set_rng_state(self.epoch_rng)
+        else:
+            self.epoch_first_step, self.epoch_rng = state.global_step, _rng_state()
+        if state.global_step == self.epoch_first_step:  # not a resumed epoch's middle: its state is the epoch's start
+            self._stop_if_asked(state)
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self._stop_if_asked(state)
+        # At the epoch's first step a stop waits for its end (see the class docstring); before the
+        # run's first step there is nothing to keep.
+        if state.global_step != self.epoch_first_step or state.global_step == 0:
+            self._stop_if_asked(state)
 
     def _stop_if_asked(self, state) -> None:
         if not stops.requested():
@@ -266,10 +300,39 @@ class SaveOnStop(TrainerCallback):
         folder = self.checkpoints / f"checkpoint-{state.global_step}"
         record = {"fingerprint": self.fingerprint, "step": state.global_step, "loss_since_log": trainer._tr_loss.item(),
                   "last_logged_step": trainer._globalstep_last_logged, "logged_loss": trainer._total_loss_scalar,
-                  "first_step": trainer._initial_global_step, "torch_threads": torch.get_num_threads()}
+                  "first_step": trainer._initial_global_step, "torch_threads": torch.get_num_threads(),
+                  "epoch_first_step": self.epoch_first_step, "epoch_rng": self.epoch_rng}
         (folder / RESUME_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
         raise stops.Stopped(f"training stopped at step {state.global_step} of {state.max_steps}; checkpoint {folder} "
                             "kept: re-run the same command to resume from it")
+
+
+def _rng_state() -> dict[str, Any]:
+    """The random state an epoch's batch order is drawn from, as JSON: Python's, NumPy's (legacy
+    global) and torch's CPU generator (an accelerator's generators draw no batch order, and
+    transformers' own RNG file puts them back after the resumed epoch's first batch)."""
+    import random
+
+    import torch
+
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"python": [version, list(internal), gauss],
+            "numpy": [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+            "torch": torch.random.get_rng_state().tolist()}
+
+
+def _set_rng_state(saved: dict[str, Any]) -> None:
+    """Put back a :func:`_rng_state`."""
+    import random
+
+    import torch
+
+    version, internal, gauss = saved["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = saved["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.random.set_rng_state(torch.tensor(saved["torch"], dtype=torch.uint8))
 
 
 @contextlib.contextmanager
