@@ -98,6 +98,9 @@ class _CellWriter:
         self.folder, self.name, self.schema = folder, name, schema
         self.options, self.max_bytes = options, max_bytes
         self.tables: list[pa.Table] = []
+        self.rows: list[dict] = []
+        """Examples not yet converted: a row group's are converted to Arrow together (one call per
+        row group, not one per batch of the few rows a batch holds for each of the 15 cells)."""
         self.pending = 0
         self.shards: list[Path] = []
         self.writer: pq.ParquetWriter | None = None
@@ -106,8 +109,17 @@ class _CellWriter:
         self.column_bytes: dict[str, int] = {}
 
     def add(self, table: pa.Table, row_group_size: int) -> None:
+        if self.rows:  # rows added before it stay before it
+            self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.rows = []
         self.tables.append(table)
         self.pending += table.num_rows
+        if self.pending >= row_group_size:
+            self.flush(row_group_size)
+
+    def add_rows(self, rows: list[dict], row_group_size: int) -> None:
+        self.rows.extend(rows)
+        self.pending += len(rows)
         if self.pending >= row_group_size:
             self.flush(row_group_size)
 
@@ -116,8 +128,10 @@ class _CellWriter:
             if self.writer is None:
                 self._open()  # an empty cell still gets a shard carrying its schema
             return
+        if self.rows:
+            self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
         table = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
-        self.tables, self.pending = [], 0
+        self.tables, self.rows, self.pending = [], [], 0
         if self.writer is None or self.shard_bytes >= self.max_bytes:
             self._open()
         self.writer.write_table(table, row_group_size=row_group_size)
@@ -178,13 +192,14 @@ class RepoWriter:
         self.cells[cell].add(table, self.row_group_size)
 
     def add_rows(self, rows: list[tuple[tuple[str, int], dict]]) -> None:
-        """Add ``(cell, example)`` pairs of any cells: each cell's examples converted to Arrow once
-        (never a whole batch converted and then sliced by cell, which copies every image again)."""
+        """Add ``(cell, example)`` pairs of any cells: each cell's examples converted to Arrow once,
+        a row group at a time (never a whole batch converted and then sliced by cell, which copies
+        every image again)."""
         by_cell: dict[tuple[str, int], list[dict]] = {}
         for cell, example in rows:
             by_cell.setdefault(cell, []).append(example)
         for cell, examples in by_cell.items():
-            self.add(cell, self.to_table(examples))
+            self.cells[cell].add_rows(examples, self.row_group_size)
 
     def close(self) -> dict[str, DatasetInfo]:
         for c, w in self.cells.items():
