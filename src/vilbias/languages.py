@@ -19,6 +19,7 @@ import functools
 import itertools
 import math
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -37,19 +38,35 @@ _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _LETTER = re.compile(r"[^\W\d_]")
 
 
+_LOADING = threading.Lock()
+"""Held while the model loads: threads that detect at once wait for the one load, never start their own."""
+
+
 @functools.cache
-def _identifier():
-    # Imported and loaded on first use: reading the model (a compressed array) takes about a second,
-    # which commands that never detect a language (`--help`, build from a release) should not pay.
+def _load_identifier():
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
-def load_detector() -> None:
+def _identifier():
+    # Imported and loaded on first use: reading the model (a compressed array) takes about a second,
+    # which commands that never detect a language (`--help`, a build of a workdir) should not pay.
+    with _LOADING:
+        return _load_identifier()
+
+
+def load_detector(*, background: bool = False) -> threading.Thread | None:
     """Load the detector's model now (about a second) rather than at the first detection: before
-    forking processes or starting threads that detect, so that they share it."""
-    _walk_tables()
+    forking processes or starting threads that detect, so that they share it. ``background``: in
+    a thread, returned, while the caller goes on (the model is decompressed with the GIL released,
+    so an import checks its first images meanwhile; a detection waits for the load)."""
+    if not background:
+        _walk_tables()
+        return None
+    thread = threading.Thread(target=_walk_tables, name="load-language-model", daemon=True)
+    thread.start()
+    return thread
 
 
 DFA_DEPTH = 6
@@ -58,12 +75,17 @@ longest byte n-gram it counts; ``tests/corpus/test_import.py`` checks this again
 So the state after any byte is the one reached from the start by the last 6 bytes alone."""
 
 
-@functools.cache
 def _walk_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The detector's automaton and feature table as numpy views of its own arrays (no copy)."""
+    with _LOADING:
+        return _load_walk_tables()
+
+
+@functools.cache
+def _load_walk_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     import numpy as np  # the detector's own dependency: loaded with it, not with this module
 
-    ident = _identifier()
+    ident = _load_identifier()
     try:
         nextmove = np.frombuffer(ident.tk_nextmove, dtype=np.uint32)
         # The feature table in float32 (57 MB, converted once; the library converts each text's rows
