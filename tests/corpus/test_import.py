@@ -299,6 +299,60 @@ def test_an_interrupted_import_leaves_the_previous_output_untouched(tmp_path, mo
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".vilbias")] == []
 
 
+def test_rows_written_ahead_are_the_rows_written_inline(tmp_path, monkeypatch):
+    # An import writes its row groups in a thread while it reads the next (write_ahead): the same
+    # shards, byte for byte, as writing each group before reading on.
+    from vilbias.corpus.importer import ReleaseSource
+
+    write_2025(tmp_path / "a/data.parquet", items(30))
+    monkeypatch.setattr("vilbias.corpus.writer.RepoWriter.row_group_size", 4)  # several groups a cell
+    build(BuildConfig(source=str(tmp_path / "a/data.parquet"), output=tmp_path / "ahead"))
+    monkeypatch.setattr(ReleaseSource, "write_ahead", False)
+    build(BuildConfig(source=str(tmp_path / "a/data.parquet"), output=tmp_path / "inline"))
+    shards = {p.name: p.read_bytes() for p in (tmp_path / "ahead/data").iterdir()}
+    assert len(shards) == 15 and shards == {p.name: p.read_bytes() for p in (tmp_path / "inline/data").iterdir()}
+
+
+@pytest.mark.parametrize("where", ["writing", "reading"])
+def test_a_failure_while_rows_are_written_ahead_ends_the_import(tmp_path, monkeypatch, where):
+    # An error in the writer thread, or a stop in the reading, ends the build with it: no folder
+    # written, no scratch left, no writer thread left running.
+    import threading
+
+    from vilbias.corpus.importer import ReleaseSource
+    from vilbias.corpus.writer import RepoWriter
+
+    write_2025(tmp_path / "a/data.parquet", items(30))
+    monkeypatch.setattr(RepoWriter, "row_group_size", 4)
+    if where == "writing":
+        add_rows, calls = RepoWriter.add_rows, []
+
+        def add_rows_then_fail(self, batch):
+            calls.append(batch)
+            if len(calls) == 3:
+                raise OSError("the disk went away")
+            add_rows(self, batch)
+
+        monkeypatch.setattr(RepoWriter, "add_rows", add_rows_then_fail)
+        expected = pytest.raises(OSError, match="the disk went away")
+    else:
+        examples = ReleaseSource.examples
+
+        def examples_then_stop(self):
+            for n, item in enumerate(examples(self)):
+                if n == 13:
+                    raise KeyboardInterrupt
+                yield item
+
+        monkeypatch.setattr(ReleaseSource, "examples", examples_then_stop)
+        expected = pytest.raises(KeyboardInterrupt)
+    with expected:
+        build(BuildConfig(source=str(tmp_path / "a/data.parquet"), output=tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".vilbias")] == []
+    assert not [t for t in threading.enumerate() if t.name == "write-rows"]
+
+
 def test_zip_and_local_source_errors(tmp_path):
     (tmp_path / "bad.zip").write_bytes(b"not a zip")
     with pytest.raises(SourceError, match="not a readable zip"):
