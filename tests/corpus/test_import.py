@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import zipfile
 from pathlib import Path
 
@@ -300,15 +301,17 @@ def test_an_interrupted_import_leaves_the_previous_output_untouched(tmp_path, mo
 
 
 def test_rows_written_ahead_are_the_rows_written_inline(tmp_path, monkeypatch):
-    # An import writes its row groups in a thread while it reads the next (write_ahead): the same
-    # shards, byte for byte, as writing each group before reading on.
-    from vilbias.corpus.importer import ReleaseSource
+    # A build writes its row groups in a thread while it reads the next (RepoWriter's write_ahead):
+    # the same shards, byte for byte, as writing each group before reading on.
+    from vilbias.corpus import writer
 
     write_2025(tmp_path / "a/data.parquet", items(30))
-    monkeypatch.setattr("vilbias.corpus.writer.RepoWriter.row_group_size", 4)  # several groups a cell
+    monkeypatch.setattr(writer.RepoWriter, "row_group_size", 4)  # several groups a cell
     build(BuildConfig(source=str(tmp_path / "a/data.parquet"), output=tmp_path / "ahead"))
-    monkeypatch.setattr(ReleaseSource, "write_ahead", False)
+    init = writer.RepoWriter.__init__
+    monkeypatch.setattr(writer.RepoWriter, "__init__", lambda self, *a, write_ahead, **k: init(self, *a, write_ahead=False, **k))
     build(BuildConfig(source=str(tmp_path / "a/data.parquet"), output=tmp_path / "inline"))
+    assert not any(t.name.startswith("write-rows") for t in threading.enumerate())
     shards = {p.name: p.read_bytes() for p in (tmp_path / "ahead/data").iterdir()}
     assert len(shards) == 15 and shards == {p.name: p.read_bytes() for p in (tmp_path / "inline/data").iterdir()}
 
@@ -317,23 +320,21 @@ def test_rows_written_ahead_are_the_rows_written_inline(tmp_path, monkeypatch):
 def test_a_failure_while_rows_are_written_ahead_ends_the_import(tmp_path, monkeypatch, where):
     # An error in the writer thread, or a stop in the reading, ends the build with it: no folder
     # written, no scratch left, no writer thread left running.
-    import threading
-
     from vilbias.corpus.importer import ReleaseSource
     from vilbias.corpus.writer import RepoWriter
 
     write_2025(tmp_path / "a/data.parquet", items(30))
     monkeypatch.setattr(RepoWriter, "row_group_size", 4)
-    if where == "writing":
-        add_rows, calls = RepoWriter.add_rows, []
+    if where == "writing":  # in the write-ahead thread
+        write_table, calls = pq.ParquetWriter.write_table, []
 
-        def add_rows_then_fail(self, batch):
-            calls.append(batch)
+        def write_then_fail(self, table, *args, **kwargs):
+            calls.append(threading.current_thread().name)
             if len(calls) == 3:
                 raise OSError("the disk went away")
-            add_rows(self, batch)
+            write_table(self, table, *args, **kwargs)
 
-        monkeypatch.setattr(RepoWriter, "add_rows", add_rows_then_fail)
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", write_then_fail)
         expected = pytest.raises(OSError, match="the disk went away")
     else:
         examples = ReleaseSource.examples
@@ -350,7 +351,9 @@ def test_a_failure_while_rows_are_written_ahead_ends_the_import(tmp_path, monkey
         build(BuildConfig(source=str(tmp_path / "a/data.parquet"), output=tmp_path / "out"))
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".vilbias")] == []
-    assert not [t for t in threading.enumerate() if t.name == "write-rows"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("write-rows")]
+    if where == "writing":
+        assert all(name.startswith("write-rows") for name in calls)
 
 
 def test_zip_and_local_source_errors(tmp_path):

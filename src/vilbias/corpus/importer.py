@@ -345,9 +345,6 @@ class ReleaseSource:
     """
 
     kind = "release"
-    write_ahead = True
-    """Row groups written in a thread while the next are read (:func:`vilbias.corpus.pipeline.write_rows`):
-    an import's wall time is what it is measured by, and its reading and writing overlap on two cores."""
 
     @property
     def features(self) -> Features:

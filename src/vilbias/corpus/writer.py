@@ -21,12 +21,15 @@ Nothing is decoded or re-encoded, and memory holds one row group per cell.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,10 +96,36 @@ def corpus_views(default_features: Features, sft_features: Features | None = Non
     }
 
 
+class _WriteAhead:
+    """One thread writing row groups in the order they are handed over, at most :attr:`depth`
+    behind the caller; an error in it is raised to the caller at its next hand-over or at
+    :meth:`drain`."""
+
+    depth = 3
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="write-rows")
+        self.pending: deque[Future] = deque()
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        while self.pending and (self.pending[0].done() or len(self.pending) >= self.depth):
+            self.pending.popleft().result()
+        self.pending.append(self.pool.submit(fn))
+
+    def drain(self) -> None:
+        while self.pending:
+            self.pending.popleft().result()
+
+    def shutdown(self) -> None:
+        """Nothing queued is written; the write under way finishes (a Parquet write is not interrupted)."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 class _CellWriter:
-    def __init__(self, folder: Path, name: str, schema: pa.Schema, options: dict, max_bytes: int):
+    def __init__(self, folder: Path, name: str, schema: pa.Schema, options: dict, max_bytes: int,
+                 ahead: _WriteAhead | None = None):
         self.folder, self.name, self.schema = folder, name, schema
-        self.options, self.max_bytes = options, max_bytes
+        self.options, self.max_bytes, self.ahead = options, max_bytes, ahead
         self.tables: list[pa.Table] = []
         self.rows: list[dict] = []
         """Examples not yet converted: a row group's are converted to Arrow together (one call per
@@ -104,6 +133,7 @@ class _CellWriter:
         self.pending = 0
         self.shards: list[Path] = []
         self.writer: pq.ParquetWriter | None = None
+        self.opened = False
         self.shard_bytes = 0
         self.num_examples = 0
         self.column_bytes: dict[str, int] = {}
@@ -124,21 +154,36 @@ class _CellWriter:
             self.flush(row_group_size)
 
     def flush(self, row_group_size: int) -> None:
+        """The pending rows as one row group: converted here, written here or by the write-ahead
+        thread (the shard it goes to and the sizes are decided here, in order)."""
         if not self.pending:
-            if self.writer is None:
-                self._open()  # an empty cell still gets a shard carrying its schema
+            if not self.opened:
+                self.opened = True
+                self._run(self._open)  # an empty cell still gets a shard carrying its schema
             return
         if self.rows:
             self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
         table = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
         self.tables, self.rows, self.pending = [], [], 0
-        if self.writer is None or self.shard_bytes >= self.max_bytes:
-            self._open()
-        self.writer.write_table(table, row_group_size=row_group_size)
+        roll = not self.opened or self.shard_bytes >= self.max_bytes
+        if roll:
+            self.opened, self.shard_bytes = True, 0
         self.shard_bytes += table.nbytes
         self.num_examples += table.num_rows
         for name in table.column_names:
             self.column_bytes[name] = self.column_bytes.get(name, 0) + table.column(name).nbytes
+        self._run(functools.partial(self._write, table, roll, row_group_size))
+
+    def _run(self, fn: Callable[[], None]) -> None:
+        if self.ahead is None:
+            fn()
+        else:
+            self.ahead.submit(fn)
+
+    def _write(self, table: pa.Table, roll: bool, row_group_size: int) -> None:
+        if roll:
+            self._open()
+        self.writer.write_table(table, row_group_size=row_group_size)
 
     def _open(self) -> None:
         if self.writer is not None:
@@ -149,10 +194,9 @@ class _CellWriter:
         )
         self.writer.add_key_value_metadata({"content_defined_chunking": json.dumps(ds_config.DEFAULT_CDC_OPTIONS)})
         self.shards.append(path)
-        self.shard_bytes = 0
 
-    def close(self, row_group_size: int) -> list[Path]:
-        self.flush(row_group_size)
+    def close(self) -> list[Path]:
+        """Close the last shard and give the shards their final names (every write done)."""
         self.writer.close()
         n = len(self.shards)
         final = [self.folder / f"{self.name}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
@@ -169,7 +213,8 @@ class RepoWriter:
     """Rows per row group: image rows are ~100 KB, so this is ~10 MB per group, the size the
     Hub's dataset viewer pages through (datasets uses 100 for image datasets too)."""
 
-    def __init__(self, root: Path, features: Features, views: dict[str, ConfigView], *, max_shard_size: str | int = "500MB"):
+    def __init__(self, root: Path, features: Features, views: dict[str, ConfigView], *, max_shard_size: str | int = "500MB",
+                 write_ahead: bool = False):
         self.root = Path(root)
         self.features, self.views = features, views
         folder = self.root / DATA_DIR
@@ -182,7 +227,11 @@ class RepoWriter:
         # reads zstd; image bytes stay uncompressed and PLAIN as datasets writes them.
         options["compression"] = {leaf: "zstd" if codec == "snappy" else codec for leaf, codec in options["compression"].items()}
         max_bytes = convert_file_size_to_int(max_shard_size)
-        self.cells = {c: _CellWriter(folder, cell_name(*c), self.schema, options, max_bytes) for c in CELLS}
+        # write_ahead: row groups are converted by the caller and written by one thread meanwhile
+        # (Parquet writing releases the GIL, so reading the next rows and writing overlap); call
+        # close(), or shutdown() when the rows stop coming, so the thread ends either way
+        self.ahead = _WriteAhead() if write_ahead else None
+        self.cells = {c: _CellWriter(folder, cell_name(*c), self.schema, options, max_bytes, self.ahead) for c in CELLS}
         self.files: dict[tuple[str, int], list[Path]] = {}
 
     def to_table(self, rows: list[dict]) -> pa.Table:
@@ -202,9 +251,20 @@ class RepoWriter:
             self.cells[cell].add_rows(examples, self.row_group_size)
 
     def close(self) -> dict[str, DatasetInfo]:
+        for w in self.cells.values():
+            w.flush(self.row_group_size)
+        if self.ahead is not None:
+            self.ahead.drain()
+            self.shutdown()
         for c, w in self.cells.items():
-            self.files[c] = w.close(self.row_group_size)
+            self.files[c] = w.close()
         return {name: self._info(name, view) for name, view in self.views.items()}
+
+    def shutdown(self) -> None:
+        """End the write-ahead thread, if any: what it has not started is not written (a build that
+        stopped removes its folder)."""
+        if self.ahead is not None:
+            self.ahead.shutdown()
 
     def corpus_bytes(self) -> int:
         """Bytes of every shard written (one copy of the corpus)."""
