@@ -19,7 +19,9 @@ split and a fold, decided by the plan.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -109,6 +111,15 @@ class Resolutions(Ledger):
     def get(self, unique_id: str) -> dict[str, Any] | None:
         row = self.query("SELECT data FROM resolved WHERE unique_id=?", (unique_id,))
         return json.loads(row[0][0]) if row else None
+
+    def get_many(self, unique_ids: list[str]) -> list[dict[str, Any] | None]:
+        """:meth:`get` of each id, in one query per 500 ids (a query per row was a third of a
+        build plan's reading)."""
+        found: dict[str, str] = {}
+        for i in range(0, len(unique_ids), 500):
+            part = unique_ids[i : i + 500]
+            found.update(self.query(f"SELECT unique_id, data FROM resolved WHERE unique_id IN ({','.join('?' * len(part))})", part))
+        return [json.loads(found[uid]) if uid in found else None for uid in unique_ids]
 
     def put_all(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         self.put(RESOLVED, [(uid, json.dumps(data)) for uid, data in items])
@@ -244,6 +255,12 @@ def rationale_author(resolution: dict[str, Any]) -> str | None:
     return resolution.get("rationale_from") or "annotators"
 
 
+def _with_resolutions(rows: Iterator[tuple[Article, PlanRow]], resolutions: Resolutions, chunk: int = 500):
+    """``(article, row, resolution)`` in order, the resolutions read ``chunk`` rows at a time."""
+    while part := list(itertools.islice(rows, chunk)):
+        yield from ((art, row, res) for (art, row), res in zip(part, resolutions.get_many([a.unique_id for a, _ in part]), strict=True))
+
+
 def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None = None):
     """Yield ``(PlanRow, stored example)`` for every planned row, in ingestion order, reading each
     article, its resolved annotation and its image once. A stored example has every column of
@@ -261,13 +278,15 @@ def iter_examples(plan: Plan, keep=None, authors: dict[str, str | None] | None =
         if holder is not None and key not in holder.__dataclass_fields__:
             raise ValueError(f"column {name!r} is filled from {where}.{key} (its workdir=), and {holder.__name__} has no field {key!r}: "
                              "add the field, or name the article field, plan field or resolution key that fills it")
-    resolutions = Resolutions(plan.resolved)
-    try:
+    def kept() -> Iterator[tuple[Article, PlanRow]]:
         for art in read_articles(workdir):
             row = plan.rows.get(art.unique_id)
-            if row is None or (keep is not None and not keep(row)):
-                continue
-            res = resolutions.get(art.unique_id)
+            if row is not None and (keep is None or keep(row)):
+                yield art, row
+
+    resolutions = Resolutions(plan.resolved)
+    try:
+        for art, row, res in _with_resolutions(kept(), resolutions):
             example = {name: res[key] if where == schema.RESOLVED else getattr(row if where == PLAN else art, key)
                        for name, where, key in fills}
             example["image"] = {"bytes": (workdir / row.image_path).read_bytes(), "path": Path(row.image_path).name}

@@ -11,6 +11,7 @@ which :func:`~vilbias.loading_script.biascorpus.iter_examples` reads back when r
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -56,7 +57,7 @@ from vilbias.review.verdicts import (
     settle_techniques,
 )
 from vilbias.task import LABEL_NAMES
-from vilbias.workdir import ANNOTATIONS, read_articles, read_jsonl, sample_workdir
+from vilbias.workdir import ANNOTATIONS, Article, read_articles, read_jsonl, sample_workdir
 
 SAMPLE_ANNOTATIONS = "annotations.jsonl"
 """A workdir may ship its calls as JSONL instead of a store (the embedded sample does)."""
@@ -301,8 +302,7 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
     meta: dict[str, tuple] = {}
     settled: list[tuple[str, dict[str, Any]]] = []
     with Resolutions(plan.resolved) as resolutions:
-        for art in read_articles(workdir):
-            res = resolutions.get(art.unique_id)
+        for art, res in _with_resolutions(read_articles(workdir), resolutions):
             if res is None:
                 plan.exclusions.append({"unique_id": art.unique_id, "reason": "not_annotated"})
                 continue
@@ -337,6 +337,12 @@ def _admit_articles(workdir: Path, plan: Plan) -> tuple[list[tuple[str, str]], d
         resolutions.put_all(settled)
     plan.review = tally.result()
     return candidates, meta
+
+
+def _with_resolutions(articles: Iterator[Article], resolutions: Resolutions, chunk: int = 500) -> Iterator[tuple[Article, dict[str, Any] | None]]:
+    """Each article with its resolution (None: not annotated), read ``chunk`` articles at a time."""
+    while part := list(itertools.islice(articles, chunk)):
+        yield from zip(part, resolutions.get_many([a.unique_id for a in part]), strict=True)
 
 
 def _settle_review(res: dict[str, Any], outcome: Any) -> dict[str, Any]:
