@@ -131,3 +131,42 @@ def test_a_failed_commit_stops_the_run(tmp_path, monkeypatch):
             annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, prompts=["text"], progress=False))
         # no run-away asking: the workers stop once the unstored results reach the bound
         assert server.count <= 2 * 2 + 1
+
+
+def test_flush_stores_the_results_whose_commit_is_due_while_the_writer_stops(tmp_path, monkeypatch):
+    """A group whose commit comes due on the loop while flush() is stopping the writer (its join is
+    slow on a loaded machine) is committed by flush(), not handed to the stopping writer and lost."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import vilbias.annotate.pipeline as pipeline
+
+    class SlowToStop(ThreadPoolExecutor):
+        def shutdown(self, wait=True, **kw):
+            super().shutdown(wait=False)  # stopping: it takes no new work from here
+            time.sleep(20 * COMMIT_INTERVAL_S)  # the loop's timer fires meanwhile
+            super().shutdown(wait=wait, **kw)
+
+    monkeypatch.setattr(pipeline, "ThreadPoolExecutor", SlowToStop)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    errors = []
+    loop.set_exception_handler(lambda _, context: errors.append(context.get("exception")))
+    try:
+        with AnnotationStore(tmp_path / "a.sqlite") as store:
+            recorder = _Recorder(store, "m")
+
+            async def deliver(i):
+                recorder.call(_key(i), ChatResult(answer("biased")))
+
+            asyncio.run_coroutine_threadsafe(deliver(0), loop).result()
+            time.sleep(10 * COMMIT_INTERVAL_S)  # the first group committed: the writer exists
+            asyncio.run_coroutine_threadsafe(deliver(1), loop).result()  # its commit due in COMMIT_INTERVAL_S
+            recorder.flush()
+            time.sleep(10 * COMMIT_INTERVAL_S)
+            assert sorted(r["item_id"] for r in store.iter_calls()) == ["item-0", "item-1"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert errors == []

@@ -167,6 +167,11 @@ class _Recorder:
         self._error: BaseException | None = None
         self._last_commit: Future | None = None
         self._second, self._created = -1, ""
+        self._handing = threading.Lock()
+        """Held while a group is handed to the writer and while flush() stops it: a group whose
+        commit comes due on the loop as flush() stops the writer is left to flush(), never handed
+        to a writer that takes no more work (its rows were lost so, on a loaded machine)."""
+        self._flushing = False
 
     def call(self, keys: tuple[CallKey, ...], result: ChatResult) -> asyncio.Future | None:
         """Store the answers to one request: ``keys`` are its samples, in the order asked.
@@ -184,6 +189,9 @@ class _Recorder:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            self.store.record_calls(rows)
+            return None
+        if self._flushing:  # a late result (a stop): flush() has taken what was left, so store it now
             self.store.record_calls(rows)
             return None
         self._rows.extend(rows)
@@ -240,15 +248,18 @@ class _Recorder:
     def _commit(self) -> None:
         """Hand the current group to the writer thread (one group at a time)."""
         self._scheduled = False
-        rows, group, requests = self._rows, self._group, self._requests
-        self._rows, self._group, self._requests = [], None, 0
-        if not rows:
-            return
-        if self._writer is None:
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="annotate-commit")
-        self._writing = True
-        loop = asyncio.get_running_loop()
-        self._last_commit = done = self._writer.submit(self.store.record_calls, rows)
+        with self._handing:
+            if self._flushing:
+                return  # flush() commits what is left itself
+            rows, group, requests = self._rows, self._group, self._requests
+            self._rows, self._group, self._requests = [], None, 0
+            if not rows:
+                return
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="annotate-commit")
+            self._writing = True
+            loop = asyncio.get_running_loop()
+            self._last_commit = done = self._writer.submit(self.store.record_calls, rows)
 
         def back_on_the_loop(_: Future) -> None:
             try:
@@ -278,13 +289,16 @@ class _Recorder:
     def flush(self) -> None:
         """Wait for the writer, commit what is left (a backend returns without waiting for the
         commits of its last results) and raise a commit error."""
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
-            self._writer = None
+        with self._handing:
+            self._flushing = True
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
         if self._error is None and self._last_commit is not None:
             self._error = self._last_commit.exception()
-        if self._rows and self._error is None:
+        with self._handing:
             rows, self._rows, self._group = self._rows, [], None
+        if rows and self._error is None:
             self.store.record_calls(rows)
         if self._error is not None:
             raise self._error
