@@ -228,9 +228,9 @@ def review_columns(plan: Plan) -> dict[str, Any]:
     """Counts over the rows of what review put into them (from the plan's resolutions)."""
     flags: Counter[str] = Counter()
     corrected = commented = corrected_techniques = cleared = 0
+    uids = list(plan.rows)
     with Resolutions(plan.resolved) as resolutions:
-        for uid in plan.rows:
-            res = resolutions.get(uid)
+        for res in (r for i in range(0, len(uids), 500) for r in resolutions.get_many(uids[i : i + 500])):
             flags[res["review_flag"] or ""] += 1
             corrected += res["corrected_rationale"] is not None
             commented += bool(res["review_comments"])
