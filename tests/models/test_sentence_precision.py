@@ -262,6 +262,17 @@ def test_bfloat16_passes_take_longer_batches_and_a_predictor_answers_as_in_short
     assert long.label == short.label and abs(long.probabilities["biased"] - short.probabilities["biased"]) < 0.02
 
 
+def test_a_bfloat16_call_of_few_sentences_takes_shorter_passes():
+    """Passes of about a call's sentences / 12 in bfloat16 (16 at least, the batch size at most): the
+    Space's passes over a few articles pad less; 30 articles' sentences keep passes of 64."""
+    from vilbias.models.sentence_runtime import BFLOAT16_BATCH, Runtime, RuntimeChoice
+
+    bf16, exact = Runtime(RuntimeChoice("torch", "bfloat16", "")), Runtime(RuntimeChoice("torch", "float32", ""))
+    assert [bf16.slice_size(n, BFLOAT16_BATCH) for n in (5, 26, 200, 400, 780, 5000)] == [16, 16, 17, 34, 64, 64]
+    assert bf16.slice_size(200, 8) == 8  # never more than the caller's batches
+    assert [exact.slice_size(n, 16) for n in (5, 200, 5000)] == [16, 16, 16]  # other paths: the batch size
+
+
 EVIDENCE = {"split": "test", "rows": 300, "reference": {"path": "torch/float32", "macro_f1": 0.80},
             "paths": {"torch/bfloat16": {"macro_f1": 0.80, "flipped": 0}, "onnxruntime/int8": {"macro_f1": 0.798, "flipped": 3}}}
 AMX = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_int8", "amx_bf16"})

@@ -233,6 +233,8 @@ class SentenceBiasModel(base.SentenceBiasModel):
 
     def _slice_size(self, sentences: int, batch_size: int) -> int:
         # every worker gets a slice: small batches keep padding small and all cores busy
+        runtime = getattr(self, "runtime", None)
+        batch_size = batch_size if runtime is None else runtime.slice_size(sentences, batch_size)
         workers = getattr(self, "_workers", None)
         return batch_size if workers is None else max(1, min(batch_size, -(-sentences // self.passes_at_once)))
 
