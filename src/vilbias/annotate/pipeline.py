@@ -385,7 +385,7 @@ class _Stage:
         """Is the annotator asked over HTTP (an OpenAI-compatible server: made now, it is only a
         client), so that it can be asked together with the others?"""
         name = annotator.name
-        if name not in self.backends and not annotator.deterministic and annotator.spec.kind == "openai":
+        if name not in self.backends and not annotator.deterministic and annotator.model.kind.remote:
             self.backends[name] = load_annotator(annotator, self.workdir)
         return isinstance(self.backends.get(name), OpenAIBackend)
 

@@ -503,6 +503,7 @@ class OpenAIKind(ModelKind):
     name = "openai"
     prefix = "openai:"
     scores_label_likelihood = False
+    remote = True
 
     @classmethod
     def parse(cls, text: str) -> dict[str, Any] | None:

@@ -118,6 +118,9 @@ class ModelKind:
     """Closed answers can be taken by comparing the labels' log-likelihoods (a server cannot)."""
     text_only: ClassVar[bool] = False
     """Never reads images."""
+    remote: ClassVar[bool] = False
+    """Asked over the network (a client, cheap to make): annotate asks such annotators together,
+    their requests streaming through their server's one budget of requests in flight."""
 
     @classmethod
     def parse(cls, text: str) -> dict[str, Any] | None:
