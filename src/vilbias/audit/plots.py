@@ -34,6 +34,8 @@ from vilbias.metrics.plots import pyplot
 
 COLOURS = {"image": "#00807f", "text": "#9d7fd6"}
 UNITS = {"activity": ("an activity", "activities"), "role_question": ("a role question", "role questions")}
+DPI = 110
+"""The figures' resolution (dots per inch)."""
 PAIR_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#718096"]
 
 
@@ -80,19 +82,35 @@ def _heatmap(ax: Any, cells: list[list[dict[str, Any] | None]], value: str, rows
              vmax: float, alpha: float, fontsize: float = 6.0, digits: int = 2) -> Any:
     """A diverging heat map of ``record[value]``; each cell prints the value over its interval
     (``<value>_low``, ``<value>_high``), bold where ``record["p"] < alpha``."""
+    image = ax.imshow(_cell_values(cells, value), cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto")
+    _cell_texts(ax, cells, value, alpha, fontsize, digits)
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=fontsize + 1)
+    ax.set_yticks(range(len(rows)), rows, fontsize=fontsize + 1)
+    return image
+
+
+def _heatmap_cells(ax: Any, image: Any, cells: list[list[dict[str, Any] | None]], value: str, alpha: float,
+                   fontsize: float = 6.0, digits: int = 2) -> None:
+    """Another group's values into a heat map :func:`_heatmap` drew (the same rows and columns)."""
+    image.set_data(_cell_values(cells, value))
+    _cell_texts(ax, cells, value, alpha, fontsize, digits)
+
+
+def _cell_values(cells: list[list[dict[str, Any] | None]], value: str) -> Any:
     import numpy as np
 
     data = np.array([[np.nan if c is None or c[value] is None else c[value] for c in row] for row in cells], dtype=float)
-    image = ax.imshow(np.ma.masked_invalid(data), cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto")
+    return np.ma.masked_invalid(data)
+
+
+def _cell_texts(ax: Any, cells: list[list[dict[str, Any] | None]], value: str, alpha: float, fontsize: float,
+                digits: int) -> None:
     for i, row in enumerate(cells):
         for j, c in enumerate(row):
             if c is not None and c[value] is not None:
                 ax.text(j, i, _cell_text(c[value], c.get(f"{value}_low"), c.get(f"{value}_high"), digits),
                         ha="center", va="center", fontsize=fontsize * 0.85,
                         fontweight="bold" if _sig(c.get("p"), alpha) else "normal")
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=fontsize + 1)
-    ax.set_yticks(range(len(rows)), rows, fontsize=fontsize + 1)
-    return image
 
 
 def _separate_dimensions(ax: Any, row_dimensions: list[str], label: bool = True) -> None:
@@ -197,38 +215,70 @@ def plot_log_odds(log_odds: list[dict[str, Any]], out: Path, alpha: float = 0.05
 
 
 def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
+    """A figure per (model, paradigm, family, modality): identity x partner heat maps, a panel per
+    dimension. Figures of one geometry (the same dimensions and identities: a paradigm's families
+    and modalities) are one matplotlib figure drawn again with each group's values: its axes,
+    colour bar and constrained layout are made once (the layout measured every tick label twice,
+    and it was made anew for each of ~14 figures, half of an audit's plotting time). The pixels are
+    those of a figure made afresh: the layout depends only on the geometry, titles and labels."""
     plt = pyplot()
     paths = []
     models = {r["model"] for r in pair_comp}
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in pair_comp:
         groups[(r["model"], r["paradigm"], r["family"], r["modality"])].append(r)
-    for (model, paradigm, fam, modality), records in sorted(groups.items()):
-        dims = _dims(records)
-        nrows, ncols = _grid(len(dims))
-        size = max(len({r["identity"] for r in records if r["dimension"] == d}) for d in dims)
-        side = 2.2 + 0.55 * size
-        fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.5, side * nrows + 0.6), squeeze=False,
-                                 layout="constrained")
-        image = None
-        for ax, dim in zip(axes.flat, dims, strict=False):
-            rs = [r for r in records if r["dimension"] == dim]
-            identities = sorted({r["identity"] for r in rs} | {r["partner"] for r in rs})
-            cell = {(r["identity"], r["partner"]): r for r in rs}
-            cells = [[cell.get((a, b)) for b in identities] for a in identities]
-            image = _heatmap(ax, cells, "pair_comp", identities, identities, 100.0, alpha, fontsize=6, digits=0)
-            ax.set_title(DIMENSION_TITLES.get(dim, dim), fontsize=9)
-        for ax in list(axes.flat)[len(dims):]:
-            ax.axis("off")
-        if image is not None:
-            fig.colorbar(image, ax=list(axes.flat), shrink=0.6, label="PairComp")
-        fig.suptitle(f"{paradigm} / {fam} ({modality}): PairComp S(row | column) - S(row | not column), points "
-                     f"[{1 - alpha:.0%} interval] (bold: p < {alpha:g}; blank: never paired, or no other partner)", fontsize=10)
-        path = out / _name(f"pair_comp_{paradigm}_{fam}_{modality}", model, models)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+    drawn: dict[tuple, tuple[Any, list[tuple[Any, Any]]]] = {}  # geometry -> (figure, [(axes, image)] per dimension)
+    try:
+        for (model, paradigm, fam, modality), records in sorted(groups.items()):
+            dims = _dims(records)
+            panels = [sorted({r["identity"] for r in records if r["dimension"] == d} | {r["partner"] for r in records if r["dimension"] == d})
+                      for d in dims]
+            geometry = (tuple(dims), tuple(map(tuple, panels)))
+            title = (f"{paradigm} / {fam} ({modality}): PairComp S(row | column) - S(row | not column), points "
+                     f"[{1 - alpha:.0%} interval] (bold: p < {alpha:g}; blank: never paired, or no other partner)")
+            if geometry in drawn:
+                fig, axes_images = drawn[geometry]
+                for (ax, image), dim, identities in zip(axes_images, dims, panels, strict=True):
+                    for text in list(ax.texts):
+                        text.remove()
+                    _heatmap_cells(ax, image, _pair_cells(records, dim, identities), "pair_comp", alpha, fontsize=6, digits=0)
+                fig._suptitle.set_text(title)
+            else:
+                fig, axes_images = _pair_comp_figure(plt, records, dims, panels, alpha)
+                fig.suptitle(title, fontsize=10)
+                fig.get_layout_engine().execute(fig)  # once: later groups of this geometry keep these positions
+                fig.set_layout_engine("none")
+                drawn[geometry] = fig, axes_images
+            path = out / _name(f"pair_comp_{paradigm}_{fam}_{modality}", model, models)
+            fig.savefig(path, dpi=DPI)
+            paths.append(path)
+    finally:
+        for fig, _ in drawn.values():
+            plt.close(fig)
     return paths
+
+
+def _pair_cells(records: list[dict[str, Any]], dim: str, identities: list[str]) -> list[list[dict[str, Any] | None]]:
+    cell = {(r["identity"], r["partner"]): r for r in records if r["dimension"] == dim}
+    return [[cell.get((a, b)) for b in identities] for a in identities]
+
+
+def _pair_comp_figure(plt: Any, records: list[dict[str, Any]], dims: list[str], panels: list[list[str]],
+                      alpha: float) -> tuple[Any, list[tuple[Any, Any]]]:
+    nrows, ncols = _grid(len(dims))
+    side = 2.2 + 0.55 * max(len({r["identity"] for r in records if r["dimension"] == d}) for d in dims)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.5, side * nrows + 0.6), squeeze=False,
+                             layout="constrained", dpi=DPI)  # laid out at the dpi it is saved at (text extents depend on it)
+    axes_images = []
+    for ax, dim, identities in zip(axes.flat, dims, panels, strict=False):
+        image = _heatmap(ax, _pair_cells(records, dim, identities), "pair_comp", identities, identities, 100.0, alpha,
+                         fontsize=6, digits=0)
+        ax.set_title(DIMENSION_TITLES.get(dim, dim), fontsize=9)
+        axes_images.append((ax, image))
+    for ax in list(axes.flat)[len(dims):]:
+        ax.axis("off")
+    fig.colorbar(axes_images[-1][1], ax=list(axes.flat), shrink=0.6, label="PairComp")
+    return fig, axes_images
 
 
 def plot_polarity(polarity: list[dict[str, Any]], out: Path, alpha: float = 0.05) -> list[Path]:
