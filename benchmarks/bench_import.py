@@ -29,11 +29,17 @@ Measured on the 2-core development machine (shared with other jobs, load about 4
 | 2: 8 Parquet shards, embedded images | 148 s / 124 s = 1.20 (1.14) | 1.0171 | 696 / 561 MiB = 1.24 |
 | 3: CSV + images folder | 131 s / 116 s = 1.13 (1.22) | 1.0172 | 588 / 487 MiB = 1.21 |
 
+At ``--rows 8000 --small-rows 2000``, alone under the CPU lock (load 1.0-1.9), with row groups
+written by a write-ahead thread: layout 2 0.87 wall (CPU 1.39), layout 3 0.79 (CPU 1.34); see
+``docs/import.md``.
+
 Printed per layout: ``import wall / baseline wall`` (target <= 1.1, with the CPU-time ratio,
-steadier on a shared machine; the import checks images and languages in worker threads, so its
-wall can beat the one-thread baseline while its CPU time stays above it: it reads the source
-twice, tells every row's language and converts every row to the corpus's columns, which the
-baseline does not),
+steadier on a shared machine; the import checks images and languages in worker threads and
+writes row groups in another while it reads the next, so its wall can beat the one-thread
+baseline while its CPU time stays above it: it reads the source twice, tells every row's
+language and converts every row to the corpus's columns, which the baseline does not; the
+baseline's ``ParquetWriter`` defaults snappy-compress the image bytes, which the import stores
+plain, so its write is the dearer of the two),
 ``bytes written / source image bytes`` (target <= 1.02: the
 corpus is written once, images as they were) and ``peak RSS at rows / at small rows`` (target
 <= 1.3: memory flat in corpus size). Outputs are deleted after they are measured.
