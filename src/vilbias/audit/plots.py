@@ -145,16 +145,20 @@ def plot_selection(selection: list[dict[str, Any]], out: Path, alpha: float = 0.
             identities = sorted({r["identity"] for r in rs})
             for k, modality in enumerate(modalities):
                 offset = (k - (len(modalities) - 1) / 2) * 0.22
-                for y, identity in enumerate(identities):
-                    r = next((x for x in rs if x["identity"] == identity and x["modality"] == modality), None)
-                    if r is None:
-                        continue
-                    colour = COLOURS.get(modality, "grey")
-                    ax.hlines(y + offset, 0, r["S"], color=colour, linewidth=1.2, alpha=0.5)
-                    ax.errorbar(r["S"], y + offset, xerr=[[e] for e in _err(r["S"], r["S_low"], r["S_high"])],
-                                fmt="*" if _sig(r["p"], alpha) else "o", color=colour, ecolor=colour, elinewidth=1,
-                                capsize=2, markersize=9 if _sig(r["p"], alpha) else 5,
-                                label=modality if y == 0 else None)
+                colour = COLOURS.get(modality, "grey")
+                placed = [(y + offset, r) for y, identity in enumerate(identities)
+                          for r in [next((x for x in rs if x["identity"] == identity and x["modality"] == modality), None)] if r is not None]
+                if not placed:
+                    continue
+                # a modality's stems in one call and its points in one a marker (an artist set a record was most of the drawing time)
+                ax.hlines([y for y, _ in placed], 0, [r["S"] for _, r in placed], color=colour, linewidth=1.2, alpha=0.5)
+                for sig in (False, True):
+                    group = [(y, r) for y, r in placed if _sig(r["p"], alpha) == sig]
+                    if group:
+                        ax.errorbar([r["S"] for _, r in group], [y for y, _ in group], fmt="*" if sig else "o", color=colour,
+                                    ecolor=colour, elinewidth=1, capsize=2, markersize=9 if sig else 5,
+                                    xerr=[list(e) for e in zip(*(_err(r["S"], r["S_low"], r["S_high"]) for _, r in group), strict=True)],
+                                    label=modality if any(y == offset for y, _ in group) else None)  # the first identity's: the legend's
             ax.axvline(50, color="grey", linestyle="--", linewidth=0.8)
             ax.set_xlim(0, 100)
             ax.set_yticks(range(len(identities)), identities, fontsize=7)
