@@ -246,7 +246,7 @@ def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path, alpha: float = 0.
                     for text in list(ax.texts):
                         text.remove()
                     _heatmap_cells(ax, image, _pair_cells(records, dim, identities), "pair_comp", alpha, fontsize=6, digits=0)
-                fig._suptitle.set_text(title)
+                fig._suptitle.set_text(title)  # not suptitle(): it would move the title back from where the layout put it
             else:
                 fig, axes_images = _pair_comp_figure(plt, records, dims, panels, alpha)
                 fig.suptitle(title, fontsize=10)
