@@ -53,14 +53,17 @@ def test_the_same_sentences_on_real_pages_and_babe_in_every_language():
     assert differ == []
 
 
-def test_threads_splitting_at_once_get_their_own_sentences():
+@pytest.mark.parametrize("split", [split_sentences_fast, split_sentences])
+def test_threads_splitting_at_once_get_their_own_sentences(split):
+    """Also split_sentences (ingest, the sentence predictor, the model's own code): a pysbd
+    Segmenter shared by threads lost 741 sentences of 40 articles in 8 threads."""
     texts = [f"Article {k}. " + " ".join(f"Mr. Smith{k} said item {i} of No. {k} is done." for i in range(40)) for k in range(8)]
-    expected = [split_sentences_fast(t) for t in texts]
+    expected = [split(t) for t in texts]
     got: list = [None] * len(texts)
     before = sys.getswitchinterval()
     sys.setswitchinterval(1e-5)  # threads switch mid-paragraph, as they do in a busy server
     try:
-        threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, [split_sentences_fast(texts[k]) for _ in range(5)]))
+        threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, [split(texts[k]) for _ in range(5)]))
                    for k in range(len(texts))]
         for t in threads:
             t.start()
