@@ -37,6 +37,7 @@ import json
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -698,9 +699,11 @@ def use_hub(url: str) -> Iterator[None]:
     env_saved = {k: os.environ.get(k) for k in ("HF_ENDPOINT", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
     os.environ.update({"HF_ENDPOINT": url, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"})
     huggingface_hub.HfFileSystem.clear_instance_cache()
+    _forget_transformers_api()
     try:
         yield
     finally:
+        _forget_transformers_api()
         for obj, name, value in reversed(saved):
             setattr(obj, name, value)
         for k, v in env_saved.items():
@@ -709,6 +712,15 @@ def use_hub(url: str) -> Iterator[None]:
             else:
                 os.environ[k] = v
         huggingface_hub.HfFileSystem.clear_instance_cache()
+
+
+def _forget_transformers_api() -> None:
+    """transformers keeps one ``HfApi`` made on first use (``transformers.utils.hub.hf_api()``),
+    with the endpoint of that moment: made before (or inside) ``use_hub``, it would send
+    ``push_to_hub`` to the wrong Hub. Dropped on the way in and out, it is made again when needed."""
+    hub = sys.modules.get("transformers.utils.hub")
+    if hub is not None and hasattr(hub, "_hf_api"):
+        hub._hf_api = None
 
 
 @contextlib.contextmanager
