@@ -58,7 +58,6 @@ from vilbias.models.predictors import (
     sample_answers,
 )
 from vilbias.models.predictors import item_sentences as sentences_read
-from vilbias.text import split_sentences_fast
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +214,7 @@ class Prediction:
 def item_sentences(item: Item) -> list[tuple[str, int, int]]:
     """``(sentence, start, end)`` of the headline and the article's sentences, as the offline
     default reads them, with offsets into :attr:`Item.display_text` (what the UI highlights)."""
-    return sentence_offsets(item.display_text, sentences_read(item, split_sentences_fast))
+    return sentence_offsets(item.display_text, sentences_read(item))
 
 
 class ModelView:
@@ -337,9 +336,7 @@ class SentenceView(ModelView):
     (:class:`SharedPasses`)."""
 
     def options(self):
-        # split_sentences_fast: split_sentences's very sentences for about half its CPU, and safe
-        # from the request threads that split at once (SharedPasses.predict calls prepare in each)
-        return {"max_sentences": MAX_SENTENCES, "split_sentences": split_sentences_fast}
+        return {"max_sentences": MAX_SENTENCES}
 
     def show(self, item: Item, out: ModelOutput) -> Prediction:
         evidence, explanation = explain_output(item.display_text, out)
