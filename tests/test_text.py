@@ -11,8 +11,8 @@ from vilbias.text import split_sentences
 
 def test_threads_splitting_at_once_get_their_own_sentences():
     """A pysbd Segmenter shared by threads lost 741 sentences of 40 articles in 8 threads (it keeps
-    the text it splits on itself): the Space's requests, ingest's workers and a threaded pipeline
-    around the shipped model's own copy split at once."""
+    the text it splits on itself): the Space's requests split at once, and so may a threaded
+    pipeline around the shipped model's own copy."""
     texts = [f"Article {k}. " + " ".join(f"Mr. Smith{k} said item {i} of No. {k} is done." for i in range(40)) for k in range(8)]
     expected = [split_sentences(t) for t in texts]
     got: list = [None] * len(texts)

@@ -1,7 +1,7 @@
 """Sentences, split one way everywhere: the ingest filter counts them, the sentence model and the
 Space read an article by them. pysbd is imported on first use (with trafilatura it is most of
-``vilbias ingest``'s import time). Safe from any number of threads at once (the Space's requests,
-ingest's workers)."""
+``vilbias ingest``'s import time). Safe from any number of threads at once (the Space splits each
+request's article in its request thread)."""
 
 from __future__ import annotations
 
