@@ -304,8 +304,10 @@ class OpenAIBackend:
             for index, request in source:
                 stored = on_result(index, await self._call(session, request))
                 if stored is not None:
-                    # The caller stores results in groups: this worker takes no new request
-                    # until its result is stored, so an unstored result counts as in flight.
+                    # The caller stores results in groups and has too many awaiting storage
+                    # (the annotate stage: past `concurrency` uncommitted requests' results;
+                    # below that it returns None and the worker goes on at once): this worker
+                    # takes no new request until the group it is handed is stored.
                     await stored
 
         self._active += 1
