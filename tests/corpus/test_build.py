@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,9 +12,12 @@ import pytest
 import yaml
 from datasets import ClassLabel, load_dataset
 from PIL import Image
+from vilbias.loading_script.biascorpus import Resolutions
 
 from tests.fakes.corpus import make_workdir, noise_jpeg
 from vilbias.corpus import BuildConfig, build
+from vilbias.corpus.card import review_columns
+from vilbias.corpus.plan import make_plan
 from vilbias.corpus.release import read_cells as read_release_cells
 from vilbias.outputs import OutputRefused
 from vilbias.workdir import ARTICLES, append_jsonl, read_articles, store_image
@@ -306,3 +310,35 @@ def test_nothing_to_build_names_why_the_items_were_excluded(tmp_path):
         db.execute("DELETE FROM calls")  # no annotator has answered yet
     with pytest.raises(ValueError, match=r"nothing to build: every item was excluded \(6 exclusions: 6 not_annotated\)"):
         build(BuildConfig(workdir=workdir, output=tmp_path / "out"))
+
+
+def test_card_review_counts_read_only_reviewed_rows_and_match_every_row(tmp_path):
+    """The card's review counts read the resolutions of reviewed rows only (an unreviewed row puts
+    nothing of review into its row): they equal the counts over every row's resolution."""
+    work = make_workdir(tmp_path / "work", 12)
+    articles = list(read_articles(work))
+    (work / "reviews").mkdir()
+    for i, (verdict, corrected, rationale, comment) in enumerate([
+        ("needs_improvement", None, "", "vague"),
+        ("needs_improvement", None, "A better reason.", ""),
+        ("incorrect", "biased", "", ""),
+        ("incorrect", "not_biased", "The quotes are balanced.", "see the photo"),
+        ("acceptable", None, "", "fine"),
+    ]):
+        append_jsonl(work / "reviews" / "verdicts.jsonl", {
+            "unique_id": articles[i].unique_id, "reviewer": "r1", "verdict": verdict, "corrected_label": corrected,
+            "corrected_rationale": rationale, "comment": comment})
+    plan = make_plan(work, tmp_path / "plan")
+    with Resolutions(plan.resolved) as resolutions:
+        every = resolutions.get_many(list(plan.rows))
+    flags = Counter(r["review_flag"] or "" for r in every)
+    counts = review_columns(plan)
+    assert counts == {
+        "n_corrected_techniques": sum(r.get("corrected_techniques") is not None for r in every),
+        "n_techniques_cleared": sum(bool(r.get("techniques_cleared")) for r in every),
+        "n_corrected_rationale": sum(r["corrected_rationale"] is not None for r in every),
+        "n_commented": sum(bool(r["review_comments"]) for r in every),
+        "n_rationale_not_corrected": flags["rationale_not_corrected"],
+        "n_rationale_missing": flags["rationale_missing"],
+    }
+    assert counts["n_corrected_rationale"] == 2 and counts["n_commented"] == 3 and counts["n_rationale_not_corrected"] == 1

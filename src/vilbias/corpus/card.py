@@ -225,10 +225,16 @@ def annotation_rates(ann: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def review_columns(plan: Plan) -> dict[str, Any]:
-    """Counts over the rows of what review put into them (from the plan's resolutions)."""
+    """Counts over the rows of what review put into them (from the plan's resolutions).
+
+    Only reviewed rows' resolutions are read: an unreviewed row (no verdict) has no review flag,
+    corrected rationale or techniques, comment or cleared techniques
+    (:func:`~vilbias.review.verdicts.settle_rationale`, :func:`~vilbias.review.verdicts.settle_techniques`).
+    Reading and parsing every row's was ~0.2 s of an 8,000-row build that nobody reviewed."""
     flags: Counter[str] = Counter()
     corrected = commented = corrected_techniques = cleared = 0
-    uids = list(plan.rows)
+    uids = [uid for uid, row in plan.rows.items() if row.review != "unreviewed"]
+    flags[""] += len(plan.rows) - len(uids)
     with Resolutions(plan.resolved) as resolutions:
         for res in (r for i in range(0, len(uids), 500) for r in resolutions.get_many(uids[i : i + 500])):
             flags[res["review_flag"] or ""] += 1
