@@ -118,6 +118,7 @@ class _Assignment:
         self.pinned = pinned
         self.cells = [Cell(s, f) for s in shares for f in range(n_folds)]
         self.target = {c: shares[c.split] / n_folds for c in self.cells}
+        self.target_list = list(self.target.values())
         self.counts: dict[int, dict[Cell, int]] = defaultdict(lambda: dict.fromkeys(self.cells, 0))
         self.totals: dict[int, int] = defaultdict(int)
         self.by_sha: dict[str, int] = {}
@@ -151,13 +152,23 @@ class _Assignment:
         if it.unique_id in self.pinned:
             self.report.pinned += 1
             return self.pinned[it.unique_id]
-        cells = [c for c in self.cells if not it.allowed_splits or c.split in it.allowed_splits] or self.cells
-        joinable = [j for j in sorted(linked) if self.cell_of_row[j] in cells]
-        if joinable:
-            return self.cell_of_row[joinable[0]]
-        deficit = {c: self.target[c] * (self.totals[it.label] + 1) - self.counts[it.label][c] for c in cells}
-        best = max(deficit.values())
-        return min((c for c in cells if deficit[c] >= best - 1e-9), key=lambda c: _tiebreak(it.unique_id, c))
+        cells = self.cells
+        if it.allowed_splits:
+            cells = [c for c in self.cells if c.split in it.allowed_splits] or self.cells
+        if linked:
+            joinable = [j for j in sorted(linked) if self.cell_of_row[j] in cells]
+            if joinable:
+                return self.cell_of_row[joinable[0]]
+        n, counts = self.totals[it.label] + 1, self.counts[it.label]
+        # Lists in the order of ``cells``, not dicts keyed by Cell: hashing the frozen dataclass
+        # ~60 times a row was most of this method's time.
+        if cells is self.cells:  # counts hold every cell, in this order
+            deficit = [t * n - k for t, k in zip(self.target_list, counts.values(), strict=True)]
+        else:
+            deficit = [self.target[c] * n - counts[c] for c in cells]
+        best = max(deficit)
+        tied = [c for c, d in zip(cells, deficit, strict=True) if d >= best - 1e-9]
+        return tied[0] if len(tied) == 1 else min(tied, key=lambda c: _tiebreak(it.unique_id, c))
 
     def join(self, i: int, it: SplitItem, linked: dict[int, str], cell: Cell) -> int:
         """Merge the groups ``it`` links (rows keep their cells; only identity merges) and report
