@@ -56,14 +56,10 @@ def _identifier():
         return _load_identifier()
 
 
-def load_detector(*, background: bool = False) -> threading.Thread | None:
-    """Load the detector's model now (about a second) rather than at the first detection: before
-    forking processes or starting threads that detect, so that they share it. ``background``: in
-    a thread, returned, while the caller goes on (the model is decompressed with the GIL released,
-    so an import checks its first images meanwhile; a detection waits for the load)."""
-    if not background:
-        _walk_tables()
-        return None
+def load_detector() -> threading.Thread:
+    """Start loading the detector's model (about a second) in a thread, returned, while the caller
+    goes on: the model is decompressed with the GIL released, so an import checks its first images
+    meanwhile, and a detection waits for the load rather than starting its own."""
     thread = threading.Thread(target=_walk_tables, name="load-language-model", daemon=True)
     thread.start()
     return thread

@@ -57,7 +57,7 @@ def make_release_folder(folder: Path, rows: dict[str, tuple[str, int]], *, folds
         split, label = rows[uid]
         fold = (folds or {}).get(uid, fold_of(uid))
         example = {"unique_id": uid, "headline": f"headline {uid}", "image": {"bytes": _png(int(uid.split("-")[1])), "path": None}, "multimodal_label": label}
-        writer.add((split, fold), writer.to_table([example]))
+        writer.add_rows([((split, fold), example)])
     infos = writer.close()
     card_data = DatasetCardData(license="cc-by-nc-4.0")
     card_metadata(card_data, views, infos, list(features))

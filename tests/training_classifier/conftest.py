@@ -105,7 +105,7 @@ def write_multimodal_repo(root, n=40, seed=0):
     writer = RepoWriter(root, features, views)
     for i, row in enumerate(rows):
         cell = ("train" if i < 28 else "validation" if i < 34 else "test", i % 5)
-        writer.add(cell, writer.to_table([row]))
+        writer.add_rows([(cell, row)])
     card_data = DatasetCardData()
     card_metadata(card_data, views, writer.close(), list(features))
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n# tiny test corpus\n").save(root / "README.md")

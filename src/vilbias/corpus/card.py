@@ -236,7 +236,7 @@ def review_columns(plan: Plan) -> dict[str, Any]:
     uids = [uid for uid, row in plan.rows.items() if row.review != "unreviewed"]
     flags[""] += len(plan.rows) - len(uids)
     with Resolutions(plan.resolved) as resolutions:
-        for res in (r for i in range(0, len(uids), 500) for r in resolutions.get_many(uids[i : i + 500])):
+        for res in resolutions.get_many(uids):
             flags[res["review_flag"] or ""] += 1
             corrected += res["corrected_rationale"] is not None
             commented += bool(res["review_comments"])

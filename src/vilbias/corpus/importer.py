@@ -149,7 +149,7 @@ def _checked(jobs: Iterable[tuple[Any, bytes | None, str, str]], num_proc: int |
         return
     # once, in a thread of its own while the workers check the first images (a worker's first
     # detection waits for it): on a core the scan would otherwise leave idle for a second
-    load_detector(background=True)
+    load_detector()
     pending: deque = deque()
     chunk: list = []
 

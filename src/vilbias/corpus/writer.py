@@ -126,7 +126,6 @@ class _CellWriter:
                  ahead: _WriteAhead | None = None):
         self.folder, self.name, self.schema = folder, name, schema
         self.options, self.max_bytes, self.ahead = options, max_bytes, ahead
-        self.tables: list[pa.Table] = []
         self.rows: list[dict] = []
         """Examples not yet converted: a row group's are converted to Arrow together (one call per
         row group, not one per batch of the few rows a batch holds for each of the 15 cells)."""
@@ -137,15 +136,6 @@ class _CellWriter:
         self.shard_bytes = 0
         self.num_examples = 0
         self.column_bytes: dict[str, int] = {}
-
-    def add(self, table: pa.Table, row_group_size: int) -> None:
-        if self.rows:  # rows added before it stay before it
-            self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
-            self.rows = []
-        self.tables.append(table)
-        self.pending += table.num_rows
-        if self.pending >= row_group_size:
-            self.flush(row_group_size)
 
     def add_rows(self, rows: list[dict], row_group_size: int) -> None:
         self.rows.extend(rows)
@@ -161,10 +151,8 @@ class _CellWriter:
                 self.opened = True
                 self._run(self._open)  # an empty cell still gets a shard carrying its schema
             return
-        if self.rows:
-            self.tables.append(pa.Table.from_pylist(self.rows, schema=self.schema))
-        table = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
-        self.tables, self.rows, self.pending = [], [], 0
+        table = pa.Table.from_pylist(self.rows, schema=self.schema)
+        self.rows, self.pending = [], 0
         roll = not self.opened or self.shard_bytes >= self.max_bytes
         if roll:
             self.opened, self.shard_bytes = True, 0
@@ -206,8 +194,8 @@ class _CellWriter:
 
 
 class RepoWriter:
-    """Arrow tables in, one shard set per cell out. Use :meth:`to_table` and :meth:`add` for every
-    batch of a cell's rows, then :meth:`close`, which returns ``{config: datasets.DatasetInfo}``."""
+    """Examples in, one shard set per cell out. Hand every batch of ``(cell, example)`` pairs to
+    :meth:`add_rows`, then call :meth:`close`, which returns ``{config: datasets.DatasetInfo}``."""
 
     row_group_size = 100
     """Rows per row group: image rows are ~100 KB, so this is ~10 MB per group, the size the
@@ -233,12 +221,6 @@ class RepoWriter:
         self.ahead = _WriteAhead() if write_ahead else None
         self.cells = {c: _CellWriter(folder, cell_name(*c), self.schema, options, max_bytes, self.ahead) for c in CELLS}
         self.files: dict[tuple[str, int], list[Path]] = {}
-
-    def to_table(self, rows: list[dict]) -> pa.Table:
-        return pa.Table.from_pylist(rows, schema=self.schema)
-
-    def add(self, cell: tuple[str, int], table: pa.Table) -> None:
-        self.cells[cell].add(table, self.row_group_size)
 
     def add_rows(self, rows: list[tuple[tuple[str, int], dict]]) -> None:
         """Add ``(cell, example)`` pairs of any cells: each cell's examples converted to Arrow once,
