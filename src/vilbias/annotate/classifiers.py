@@ -185,12 +185,6 @@ def resolve_annotator(spec: AnnotatorSpec | ResolvedAnnotator) -> ResolvedAnnota
     return ResolvedAnnotator(spec, model, spec.fingerprint())
 
 
-def is_deterministic(spec: AnnotatorSpec) -> bool:
-    """Whether ``spec`` names a model whose answer to an item never changes (a predictor
-    checkpoint): it is asked one sample, not K. Reads the checkpoint's config only."""
-    return resolve_annotator(spec).deterministic  # a chat kind's files are not read
-
-
 def load_annotator(annotator: AnnotatorSpec | ResolvedAnnotator, workdir: str | Path) -> ChatBackend | PredictorAnnotator:
     """What the annotator names, ready to answer: a chat backend (servers, local LMs/VLMs,
     generative checkpoints) or a :class:`PredictorAnnotator`. A failure is one line naming the
@@ -224,5 +218,5 @@ def load_annotator(annotator: AnnotatorSpec | ResolvedAnnotator, workdir: str | 
     return generative.backend
 
 
-__all__ = ["PREDICTOR_KINDS", "PredictorAnnotator", "ResolvedAnnotator", "answer_from_output", "is_deterministic", "load_annotator",
+__all__ = ["PREDICTOR_KINDS", "PredictorAnnotator", "ResolvedAnnotator", "answer_from_output", "load_annotator",
            "resolve_annotator"]

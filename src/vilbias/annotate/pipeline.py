@@ -339,7 +339,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
         remote = [a for a in annotators if stage.remote(a)]
         local = [a for a in annotators if a not in remote]
         if describer is not None and describer not in remote:
-            _describe_images(config, store, describer, stage.describer_key, stage.backends, run, stage.images, index=index)
+            _describe_images(config, store, describer, stage.describer_key, stage.backends, run, stage.images, None, index)
         if remote:
             stage.together(remote, describer if describer in remote else None, run)
         for annotator in local:
@@ -370,10 +370,10 @@ class _Stage:
 
     def __init__(self, config: AnnotateConfig, store: AnnotationStore, prompts: list[str], versions: dict[str, str],
                  samples: dict[str, int], describer: ResolvedAnnotator | None, languages: _Languages,
-                 index: list[tuple[str, str]] | None = None):
+                 index: list[tuple[str, str]]):
         self.config, self.store, self.prompts, self.versions, self.samples = config, store, prompts, versions, samples
         self.index = index
-        """The run's items as ``(unique_id, image_sha)``, when read already (the phases count from it)."""
+        """The run's items as ``(unique_id, image_sha)``, read once (the phases count from it)."""
         self.workdir = Path(config.workdir)
         self.describer_key = f"{describer.name}@{describer.fingerprint}" if describer else None
         self.languages = languages
@@ -433,7 +433,7 @@ class _Stage:
             self.stopping.set()
             deadline = time.monotonic() + STOP_S
             while time.monotonic() < deadline and not all(f.done() for f in futures):
-                for a in [*annotators, *([describer] if describer else [])]:
+                for a in annotators:  # the describer, when asked here, is one of them
                     self.backends[a.name].cancel()  # type: ignore[union-attr]  (OpenAIBackend: remote())
                 wait(futures, timeout=0.02)
             raise
@@ -563,17 +563,17 @@ class _Jobs:
     Iterating yields one ``(keys, ChatRequest, Article)`` per item and prompt (the request None when
     :attr:`requests` is False: a predictor reads the article itself): the request asks for the
     samples the store lacks (``n = len(keys)``, sent with the first missing sample's seed, so a
-    fresh item is asked with the annotator's own seed); :meth:`keys` yields only the keys (the
-    counting pass). Each sample's parameters (with the structured-output request) are built once
+    fresh item is asked with the annotator's own seed); :meth:`count` counts them from the run's
+    index. Each sample's parameters (with the structured-output request) are built once
     per annotator. How the samples are requested is not part of the fingerprint: a store
     annotated one sample per request is complete under ``n`` and the other way round.
     """
 
     def __init__(self, config: AnnotateConfig, store: AnnotationStore, annotator: ResolvedAnnotator, prompts: list[str],
-                 versions: dict[str, str], describer_key: str | None, samples: int, images: _ImageParts | None = None):
+                 versions: dict[str, str], describer_key: str | None, samples: int, images: _ImageParts):
         spec = annotator.spec
         self.config, self.store, self.spec, self.prompts, self.versions = config, store, spec, prompts, versions
-        self.images = images or _ImageParts(Path(config.workdir))
+        self.images = images
         self.samples = samples
         self.requests = True
         self.describer_key = describer_key
@@ -617,17 +617,10 @@ class _Jobs:
                         missing = [(p, k) for p, k in missing if p != "multimodal"]
                 yield pos, description, missing
 
-    def count(self, index: list[tuple[str, str]] | None = None) -> int:
-        """The missing calls, counted from the run's ``index`` of ``(unique_id, image_sha)``
-        when given (no article read again), else from the articles."""
-        if index is None:
-            return sum(len(missing) for _, _, missing in self._missing())
+    def count(self, index: list[tuple[str, str]]) -> int:
+        """The missing calls, counted from the run's ``index`` of ``(unique_id, image_sha)`` (no
+        article read again)."""
         return sum(len(missing) for start in range(0, len(index), CHUNK) for _, _, missing in self._missing_of(index[start:start + CHUNK]))
-
-    def keys(self) -> Iterator[CallKey]:
-        for article, _, missing in self._missing():
-            for p, k in missing:
-                yield CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p])
 
     def __iter__(self) -> Iterator[tuple[tuple[CallKey, ...], ChatRequest | None, Article]]:
         for article, description, missing in self._missing():
@@ -663,9 +656,9 @@ def _describe_images(
     describer_key: str,
     backends: dict[str, ChatBackend],
     run: Counter[str],
-    images: _ImageParts | None = None,
-    stopping: threading.Event | None = None,
-    index: list[tuple[str, str]] | None = None,
+    images: _ImageParts,
+    stopping: threading.Event | None,
+    index: list[tuple[str, str]],
 ) -> None:
     """Ask the first vision annotator once per image for the description text-only annotators see."""
     workdir = Path(config.workdir)
@@ -681,12 +674,10 @@ def _describe_images(
                     seen.add(sha)
                     yield sha, article
 
-    if index is None:
-        pending = sum(1 for _ in todo())
-    else:  # the run's items read already: their images less those described
-        shas = list(dict.fromkeys(sha for _, sha in index))
-        pending = sum(len(chunk) - len(store.image_descriptions(chunk, describer_key))
-                      for chunk in (shas[i:i + CHUNK] for i in range(0, len(shas), CHUNK)))
+    # the run's items, read already: their images less those described
+    shas = list(dict.fromkeys(sha for _, sha in index))
+    pending = sum(len(chunk) - len(store.image_descriptions(chunk, describer_key))
+                  for chunk in (shas[i:i + CHUNK] for i in range(0, len(shas), CHUNK)))
     if not pending:
         return
     name = annotator.name
@@ -694,10 +685,8 @@ def _describe_images(
         backends[name] = load_annotator(annotator, workdir)
     params = {**annotator.spec.params, "temperature": 0.0}
 
-    image = images or _ImageParts(workdir)
-
     def request(job: tuple[str, Article]) -> ChatRequest:
-        return ChatRequest([{"role": "user", "content": [image(job[1]), {"type": "text", "text": prompting.template(DESCRIBE)}]}], params)
+        return ChatRequest([{"role": "user", "content": [images(job[1]), {"type": "text", "text": prompting.template(DESCRIBE)}]}], params)
 
     def record(job: tuple[str, Article], result: ChatResult) -> None:
         sha = job[0]
