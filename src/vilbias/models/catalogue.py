@@ -465,12 +465,15 @@ class ResolvedModel:
     asks this object again and again: its files are read once, whatever is asked."""
 
     spec: ModelSpec
-    kind: type[ModelKind]
-    """The registered kind (:mod:`vilbias.models.kinds`): ``kind.local``, ``kind.checkpoint``, ..."""
     checkpoint_kind: str | None
     """What a checkpoint is (:func:`checkpoint_kind`); None for the other kinds."""
     languages: tuple[str, ...]
     """What the model reads (:func:`declared_languages`)."""
+
+    @property
+    def kind(self) -> type[ModelKind]:
+        """The registered kind (:mod:`vilbias.models.kinds`): ``kind.local``, ``kind.checkpoint``, ..."""
+        return self.spec.kind_info
 
     @property
     def predictor_kind(self) -> str:
@@ -488,9 +491,8 @@ def resolve_model(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel) -> 
     if isinstance(spec, ResolvedModel):
         return spec
     parsed = ModelSpec.parse(spec)
-    info = parsed.kind_info
-    if not info.checkpoint:
-        return ResolvedModel(parsed, info, None, normalize_languages(parsed.languages) if parsed.languages else (ANY,))
+    if not parsed.kind_info.checkpoint:
+        return ResolvedModel(parsed, None, normalize_languages(parsed.languages) if parsed.languages else (ANY,))
     config = _checkpoint_config(parsed)
     kind = _kind_of(config)
     if parsed.languages:
@@ -499,7 +501,7 @@ def resolve_model(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel) -> 
         languages = normalize_languages(config["languages"])
     else:
         languages = KIND_LANGUAGES.get(kind, (ANY,))
-    return ResolvedModel(parsed, info, kind, languages)
+    return ResolvedModel(parsed, kind, languages)
 
 
 def _kind_of(config: dict | None) -> str:
@@ -559,20 +561,20 @@ def shipped_sentence_model() -> Path:
     return Path(str(resources.files("vilbias.training") / "default_model"))
 
 
-def load_predictor(spec: str | Mapping[str, Any] | ModelSpec, kind: str | None = None, **options: Any) -> Predictor:
+def load_predictor(spec: str | Mapping[str, Any] | ModelSpec | ResolvedModel, kind: str | None = None, **options: Any) -> Predictor:
     """The checkpoint ``spec`` names, behind :class:`vilbias.models.predictors.Predictor`.
 
     Args:
-        spec: A checkpoint (path or Hub id, or its YAML form with ``revision``).
+        spec: A checkpoint (path or Hub id, or its YAML form with ``revision``), or one resolved already.
         kind: A key of :data:`PREDICTORS`; None reads it from the checkpoint's files.
         **options: The kind's options: ``sentence``: ``split_sentences``, ``max_sentences``;
             ``fusion``: ``temperature``, ``calibration``; ``vlm``: ``samples``, ``max_new_tokens``,
             ``load_in_4bit``, ``generate``.
     """
-    parsed = spec.spec if isinstance(spec, ResolvedModel) else ModelSpec.parse(spec)
+    resolved = spec if isinstance(spec, ResolvedModel) else None
+    parsed = resolved.spec if resolved else ModelSpec.parse(spec)
     if not parsed.kind_info.checkpoint:
         raise ValueError(f"{parsed}: a {parsed.kind} model is a chat backend (load_model), not a predictor checkpoint")
-    resolved = spec if isinstance(spec, ResolvedModel) else None
     if kind is None:  # a kind given by the caller needs no look at the checkpoint's files
         resolved = resolved or resolve_model(parsed)
         kind = resolved.predictor_kind
