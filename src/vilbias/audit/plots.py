@@ -171,7 +171,7 @@ def plot_selection(selection: list[dict[str, Any]], out: Path, alpha: float = 0.
                      f"{1 - alpha:.0%} intervals (* p < {alpha:g})", fontsize=10)
         fig.tight_layout()
         path = out / _name(f"selection_{paradigm}", model, models)
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=DPI)
         plt.close(fig)
         paths.append(path)
     return paths
@@ -212,7 +212,7 @@ def plot_log_odds(log_odds: list[dict[str, Any]], out: Path, alpha: float = 0.05
         fig.suptitle(f"{paradigm} ({modality}): log odds of selection in {one} vs the identity's other {others} "
                      f"[{1 - alpha:.0%} interval] (bold: p < {alpha:g})", fontsize=10)
         path = out / _name(f"{stem}_{paradigm}_{modality}", model, models)
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
         plt.close(fig)
         paths.append(path)
     return paths
@@ -237,7 +237,9 @@ def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path, alpha: float = 0.
             dims = _dims(records)
             panels = [sorted({r["identity"] for r in records if r["dimension"] == d} | {r["partner"] for r in records if r["dimension"] == d})
                       for d in dims]
-            geometry = (tuple(dims), tuple(map(tuple, panels)))
+            # the panels, and the row identities the figure's size is made for (_pair_comp_figure)
+            rows = max(len({r["identity"] for r in records if r["dimension"] == d}) for d in dims)
+            geometry = (tuple(dims), tuple(map(tuple, panels)), rows)
             title = (f"{paradigm} / {fam} ({modality}): PairComp S(row | column) - S(row | not column), points "
                      f"[{1 - alpha:.0%} interval] (bold: p < {alpha:g}; blank: never paired, or no other partner)")
             if geometry in drawn:
@@ -248,7 +250,7 @@ def plot_pair_comp(pair_comp: list[dict[str, Any]], out: Path, alpha: float = 0.
                     _heatmap_cells(ax, image, _pair_cells(records, dim, identities), "pair_comp", alpha, fontsize=6, digits=0)
                 fig._suptitle.set_text(title)  # not suptitle(): it would move the title back from where the layout put it
             else:
-                fig, axes_images = _pair_comp_figure(plt, records, dims, panels, alpha)
+                fig, axes_images = _pair_comp_figure(plt, records, dims, panels, rows, alpha)
                 fig.suptitle(title, fontsize=10)
                 fig.get_layout_engine().execute(fig)  # once: later groups of this geometry keep these positions
                 fig.set_layout_engine("none")
@@ -267,10 +269,10 @@ def _pair_cells(records: list[dict[str, Any]], dim: str, identities: list[str]) 
     return [[cell.get((a, b)) for b in identities] for a in identities]
 
 
-def _pair_comp_figure(plt: Any, records: list[dict[str, Any]], dims: list[str], panels: list[list[str]],
+def _pair_comp_figure(plt: Any, records: list[dict[str, Any]], dims: list[str], panels: list[list[str]], rows: int,
                       alpha: float) -> tuple[Any, list[tuple[Any, Any]]]:
     nrows, ncols = _grid(len(dims))
-    side = 2.2 + 0.55 * max(len({r["identity"] for r in records if r["dimension"] == d}) for d in dims)
+    side = 2.2 + 0.55 * rows
     fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.5, side * nrows + 0.6), squeeze=False,
                              layout="constrained", dpi=DPI)  # laid out at the dpi it is saved at (text extents depend on it)
     axes_images = []
@@ -334,7 +336,7 @@ def plot_polarity(polarity: list[dict[str, Any]], out: Path, alpha: float = 0.05
                      f"{1 - alpha:.0%} intervals (* p < {alpha:g})", fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 1))
         path = out / _name(f"polarity_{paradigm}_{modality}", model, models)
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=DPI)
         plt.close(fig)
         paths.append(path)
     return paths
@@ -368,7 +370,7 @@ def plot_summary(summary: list[dict[str, Any]], out: Path, alpha: float = 0.05) 
         ax.set_title(f"Paradigm x dimension ({modality}); n* = identities with p < {alpha:g}", fontsize=9)
         fig.tight_layout()
         path = out / _name(f"summary_{modality}", model, models)
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=DPI)
         plt.close(fig)
         paths.append(path)
     return paths
@@ -409,7 +411,7 @@ def plot_modality_delta(delta: list[dict[str, Any]], out: Path, alpha: float = 0
         fig.suptitle(f"S(text+image) - S(text), points, {1 - alpha:.0%} intervals (* p < {alpha:g}, z-test)", fontsize=9)
         fig.tight_layout()
         path = out / _name("modality_delta", model, models)
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=DPI)
         plt.close(fig)
         paths.append(path)
     return paths
