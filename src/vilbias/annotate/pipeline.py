@@ -319,21 +319,20 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
     samples = {a.name: 1 if a.deterministic else config.samples for a in annotators}
     active = [ActiveAnnotator(a.name, a.fingerprint, 1 if samples[a.name] != config.samples else None) for a in annotators]
     run: Counter[str] = Counter()
-    languages = _Languages()
     # One pass over the articles for the whole run: each item's id and image (the phases count
     # their missing calls from these and the store, without reading the articles again) and its
-    # language (the summary's).
+    # language (the abstentions' and the summary's; detected here when the workdir records none).
     index: list[tuple[str, str]] = []
     language_of: dict[str, str] = {}
     for article in _articles(config):
         index.append((article.unique_id, _image_sha(article)))
-        language_of[article.unique_id] = languages(article) or "unknown"
+        language_of[article.unique_id] = article.language or article_language(article)
     with AnnotationStore.for_workdir(workdir) as store:
         for p in prompts:
             store.set_active(p, versions[p], active, config.samples)
         # the first vision chat model describes the images (a classifier writes no description)
         describer = next((a for a in annotators if a.spec.vision and not a.deterministic), None) if "multimodal" in prompts else None
-        stage = _Stage(config, store, prompts, versions, samples, describer, languages, index)
+        stage = _Stage(config, store, prompts, versions, samples, describer, language_of, index)
         # The annotators asked over HTTP are asked together, through their server's one budget of
         # requests in flight (the describer's with them); local models one after another, after.
         remote = [a for a in annotators if stage.remote(a)]
@@ -346,7 +345,7 @@ def annotate(config: AnnotateConfig) -> dict[str, Any]:
             asking = stage.asking(annotator)
             asking.phase(prompts)
             asking.finish(run)
-        languages_seen = Counter(language_of.values())
+        languages_seen = Counter(language or "unknown" for language in language_of.values())
         summary = summarize(store, language_of.keys())
     summary["run"] = dict(run)
     summary["languages"] = dict(languages_seen.most_common())
@@ -369,7 +368,7 @@ class _Stage:
     languages detected and the backends."""
 
     def __init__(self, config: AnnotateConfig, store: AnnotationStore, prompts: list[str], versions: dict[str, str],
-                 samples: dict[str, int], describer: ResolvedAnnotator | None, languages: _Languages,
+                 samples: dict[str, int], describer: ResolvedAnnotator | None, languages: dict[str, str],
                  index: list[tuple[str, str]]):
         self.config, self.store, self.prompts, self.versions, self.samples = config, store, prompts, versions, samples
         self.index = index
@@ -464,7 +463,7 @@ class _Asking:
         if ANY not in annotator.languages:
             # Items in a language the annotator does not read are answered with its abstention
             # first, without loading the model; the jobs left are those it reads.
-            self.abstained.append(_abstain_on_languages(stage.store, jobs, annotator, stage.languages))
+            self.abstained.append(_abstain_on_languages(stage.store, jobs, annotator, stage.index, stage.languages))
         pending = jobs.count(stage.index)
         if pending == 0:
             logger.info("%s: nothing to ask (%s)", spec.name, ", ".join(prompts))
@@ -520,40 +519,29 @@ def article_language(article: Article) -> str:
     return article.language or item_language(article.headline, article.article_text)
 
 
-class _Languages(dict):
-    """:func:`article_language` of each article, detected at most once a run (a workdir of schema
-    1.0 records none: the abstentions and the summary would each detect it again, ~1 ms an item)."""
-
-    def __call__(self, article: Article) -> str:
-        if article.language:
-            return article.language
-        if article.unique_id not in self:
-            self[article.unique_id] = article_language(article)
-        return self[article.unique_id]
-
-
 def _abstain_on_languages(store: AnnotationStore, jobs: _Jobs, annotator: ResolvedAnnotator,
-                          language_of: Callable[[Article], str] = article_language) -> int:
+                          index: list[tuple[str, str]], language_of: dict[str, str]) -> int:
     """Store an ``other_language`` abstention for each missing call of an item in a language the
-    annotator does not read (see :mod:`vilbias.annotate.store`); returns the calls stored."""
-    requests, jobs.requests = jobs.requests, False  # nothing is rendered for the model: it is not asked
+    annotator does not read (see :mod:`vilbias.annotate.store`); returns the calls stored. The items
+    are the run's ``index`` with their languages (``language_of``): no article is read again."""
     name, model, languages = annotator.name, annotator.spec.model, annotator.languages
     rows: list[tuple] = []
     stored = 0
-    try:
-        for keys, _, article in jobs:
-            language = language_of(article)
+    for start in range(0, len(index), CHUNK):
+        chunk = index[start:start + CHUNK]
+        for pos, _, missing in jobs._missing_of(chunk):
+            item_id = chunk[pos][0]
+            language = language_of[item_id]
             if reads(languages, language):
                 continue
             problem = (f"the article is in {describe_languages([language])}; {name} reads {describe_languages(languages)}, "
                        "so it abstains")
-            rows += [call_row(key, model=model, raw=problem, status=OTHER_LANGUAGE, problem=problem) for key in keys]
+            rows += [call_row(jobs.key(item_id, p, k), model=model, raw=problem, status=OTHER_LANGUAGE, problem=problem)
+                     for p, k in missing]
             if len(rows) >= CHUNK:
                 store.record_calls(rows)
                 stored, rows = stored + len(rows), []
-        store.record_calls(rows)
-    finally:
-        jobs.requests = requests
+    store.record_calls(rows)
     return stored + len(rows)
 
 
@@ -622,13 +610,16 @@ class _Jobs:
         article read again)."""
         return sum(len(missing) for start in range(0, len(index), CHUNK) for _, _, missing in self._missing_of(index[start:start + CHUNK]))
 
+    def key(self, item_id: str, prompt: str, sample: int) -> CallKey:
+        return CallKey(item_id, prompt, self.spec.name, self.fp, sample, self.versions[prompt])
+
     def __iter__(self) -> Iterator[tuple[tuple[CallKey, ...], ChatRequest | None, Article]]:
         for article, description, missing in self._missing():
             by_prompt: dict[str, list[int]] = {}
             for p, k in missing:
                 by_prompt.setdefault(p, []).append(k)
             for p, samples in by_prompt.items():
-                keys = tuple(CallKey(article.unique_id, p, self.spec.name, self.fp, k, self.versions[p]) for k in samples)
+                keys = tuple(self.key(article.unique_id, p, k) for k in samples)
                 request = ChatRequest(self._messages(article, p, description), self.params[p][samples[0]], n=len(samples)) if self.requests else None
                 yield keys, request, article
 
