@@ -11,6 +11,7 @@ import collections
 import gc
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -45,6 +46,12 @@ os.symlink(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), os.path.joi
 # A token from the developer's environment must never reach the loopback servers or logs.
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("OPENAI_API_KEY", None)
+# Ctrl-C as a user's terminal delivers it: a suite started with ``&`` from a non-interactive shell
+# (a CI script, nohup) ignores SIGINT, and so would every command a stop test starts (it then waits
+# for a command that never stops) and ``_thread.interrupt_main`` (which does nothing for an ignored
+# signal). Python's own handler in the test processes; their children start with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 import pytest  # noqa: E402  (imported after the environment is set, on purpose)

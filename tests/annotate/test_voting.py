@@ -195,8 +195,10 @@ def test_vote_outcome_and_the_one_scan_summary_match_hierarchical_vote(tmp_path,
                     rows.append(call_row(key, raw=None if status == "failed" else "{}", label=label, status=status))
     store.record_calls(rows)
     if seed % 2:  # another tool's rows: a call without its status row, a status row without its call
-        store.query("DELETE FROM call_status WHERE rowid IN (SELECT rowid FROM call_status ORDER BY random() LIMIT 40)")
-        store.query("DELETE FROM calls WHERE rowid IN (SELECT rowid FROM calls ORDER BY random() LIMIT 40)")
+        for table in ("call_status", "calls"):  # 40 rows each, chosen by the seed (not SQLite's random())
+            rowids = [r for (r,) in store.query(f"SELECT rowid FROM {table} ORDER BY rowid")]
+            for rowid in rng.sample(rowids, 40):
+                store.query(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
     item_ids = None if seed % 3 else {f"item-{i:03d}" for i in range(0, 150, 2)}
     per_prompt, counts = _summary_the_long_way(store, item_ids)
     summary = summarize(store, item_ids)
