@@ -38,7 +38,7 @@ def main() -> None:
     from vilbias.provenance import ids_digest
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--output", type=Path, default=OUT)
     options = parser.parse_args()
     steps_wanted = options.steps

@@ -19,10 +19,11 @@ WEIGHTS_SHA256 = "dadd4711efccdf5d6af34e08b73fe9c65ed7ac9008b8cd305c1e60d82d2f81
 @pytest.fixture
 def no_runtime_evidence(monkeypatch):
     """``train_sentence`` without its last step, the runtime evidence (each faster path exported,
-    quantised and scored on the test split: ~10 s a model, most of a tiny training's time), for the
-    tests of an option that changes nothing of it. A plain model's evidence is checked in
-    :func:`test_train_sentence_on_a_tiny_babe_file`, an ensemble's in
-    :func:`test_an_ensemble_trains_scores_and_serves_as_one_model`."""
+    quantised and scored on the test split: ~5 s a model, most of a tiny training's time), for the
+    tests of what changes nothing of it. What ``train_sentence`` writes there is checked once, on
+    the model whose graphs hold most (:func:`test_an_ensemble_trains_scores_and_serves_as_one_model`:
+    every member); ``runtime_evidence`` on a plain checkpoint in
+    ``tests/models/test_sentence_precision.py``."""
     monkeypatch.setattr("vilbias.training.sentence.runtime_evidence", lambda *args, **kwargs: None)
 
 
@@ -148,7 +149,7 @@ def test_article_rule_choice_and_token_word_labels():
     assert token_word_labels(text, offsets, [], 0)[1:-1] == [0] * 9
 
 
-def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv, monkeypatch):
+def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv, no_runtime_evidence):
     import yaml
     from vilbias.training.cli import main
     from vilbias.training.sentence import train_sentence
@@ -162,10 +163,7 @@ def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv, monkeypatch):
     assert len(metrics["log"]) == 1 and len(metrics["log"][0]) <= 2 and metrics["test"]["n"] > 0 and 0 <= metrics["test"]["ece"] <= 1
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "metrics.json", "README.md", "reliability.png",
                                                "training_data.json", "training_ids.txt", "vilbias_card.json", "train_sentence_config.yaml",
-                                               "runtime_evidence.json", "int8_calibration.json"}
-    evidence = json.loads((out / "runtime_evidence.json").read_text(encoding="utf-8"))
-    assert evidence["rows"] == metrics["test"]["n"] and evidence["int8_ranges"]
-    assert set(evidence["paths"]) == {"onnxruntime/float32", "onnxruntime/int8", "torch/bfloat16"}
+                                               "int8_calibration.json"}  # runtime_evidence.json: see no_runtime_evidence
     assert metrics["settings"]["num_train_epochs"] == 2 and metrics["settings"]["learning_rate"] == 5e-4
     card = (out / "README.md").read_text(encoding="utf-8")
     # the command that ran, files by their names; no path of this machine anywhere
@@ -185,7 +183,6 @@ def test_train_sentence_on_a_tiny_babe_file(tmp_path, babe_csv, monkeypatch):
     written = yaml.safe_load((out / "train_sentence_config.yaml").read_text(encoding="utf-8"))
     assert written["sentences"] == str(babe_csv) and written["num_train_epochs"] == 2 and written["cv"] is False
     again = tmp_path / "again"
-    monkeypatch.setattr("vilbias.training.sentence.runtime_evidence", lambda *args, **kwargs: None)  # checked above; the weights are compared
     assert main(["sentence", "--config", str(out / "train_sentence_config.yaml"), "--output", str(again)]) == 0
     assert (again / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
     with pytest.raises(FileNotFoundError, match="final_labels_SG1"):
@@ -227,8 +224,10 @@ def test_an_ensemble_trains_scores_and_serves_as_one_model(tmp_path, babe_csv):
             mask = create_bidirectional_mask(config=single.bert.config, inputs_embeds=hidden, attention_mask=enc["attention_mask"])
             alone.append(member(hidden, mask, enc["attention_mask"])[0])
     assert torch.allclose(logits, torch.stack(alone).mean(0), atol=1e-5)
-    assert set(json.loads((out / "runtime_evidence.json").read_text(encoding="utf-8"))["paths"]) == {
-        "onnxruntime/float32", "onnxruntime/int8", "torch/bfloat16"}  # every member in the exported graphs
+    # the runtime evidence, written last: on the test split, int8 ranges kept, every member in the exported graphs
+    evidence = json.loads((out / "runtime_evidence.json").read_text(encoding="utf-8"))
+    assert evidence["rows"] == metrics["test"]["n"] and evidence["int8_ranges"]
+    assert set(evidence["paths"]) == {"onnxruntime/float32", "onnxruntime/int8", "torch/bfloat16"}
     with pytest.raises(ValueError, match="--ensemble"):
         SentenceConfig(sentences=babe_csv, ensemble=0)
 
@@ -460,25 +459,24 @@ def test_the_recorded_first_epoch_is_the_shipped_runs():
 
 
 @pytest.mark.real_data
-def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped, babe_sg2_rows):
+def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped, babe_sg2_rows, monkeypatch):
     """The shipped model's figures come back through ``vilbias train sentence``: the same articles
-    in each split (the provenance's digests), and the shipped run's first 30 optimizer steps to the
-    last digit: their mean training loss and the validation loss after them, to 1e-5, with the
-    schedule of the full run, one torch thread as shipped (:data:`FIRST_EPOCH`, which adds up to
-    the shipped epoch-1 figures). A different schedule, seed, split or batch order moves these by
-    more than 4e-3. The whole first epoch is the same run for 154 steps (``FIRST_EPOCH``'s
-    ``about``); the whole run (5-fold CV, final model, calibration, article rule) against the
-    card, with its tolerances: ``benchmarks/bench_sentence_reproduce.py`` (about 30 min on a
-    quiet 2-core machine).
+    in each split (the provenance's digests), and the shipped run's first 10 optimizer steps to the
+    last digit: each step's training loss, their mean and the validation loss after them, to 1e-5,
+    with the schedule of the full run, one torch thread as shipped (:data:`FIRST_EPOCH`, which adds
+    up to the shipped epoch-1 figures). Another seed moves them by 2e-2, half the warm-up steps by
+    1.8e-3 (training) and 7e-3 (validation). The whole first epoch is the same run for 154 steps (``FIRST_EPOCH``'s ``about``); the whole run (5-fold CV, final model,
+    calibration, article rule) against the card, with its tolerances:
+    ``benchmarks/bench_sentence_reproduce.py`` (about 30 min on a quiet 2-core machine).
 
-    Only the sentences the first 30 batches and the validation split read go through the frozen
-    layers (a quarter of BABE); every other training sentence keeps its token count (which is all
-    the batching reads) and NaN hidden states, so a step or a score that read one would be NaN."""
+    Only the sentences the first 10 batches and the validation split read go through the frozen
+    layers; every other training sentence keeps its token count (which is all the batching reads)
+    and NaN hidden states, so a step or a score that read one would be NaN."""
     import torch
     from transformers import TrainerCallback
     from vilbias.training.sentence_config import SentenceConfig
     from vilbias.training.sentence_data import Example, cache_examples
-    from vilbias.training.sentence_fit import LengthGroupedBatches, fit
+    from vilbias.training.sentence_fit import EpochLog, LengthGroupedBatches, fit
 
     from vilbias.corpus.sentences import sentence_splits
     from vilbias.models.sentence_bias import SentenceBiasModel
@@ -487,7 +485,8 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped, babe
     folder, _ = shipped
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     record = json.loads((folder / "training_data.json").read_text(encoding="utf-8"))
-    reference = json.loads(FIRST_EPOCH.read_text(encoding="utf-8"))["first_steps"]
+    recorded = json.loads(FIRST_EPOCH.read_text(encoding="utf-8"))
+    reference = recorded["first_steps"]
     sentences = shared_data("babe", "final_labels_SG2_public.csv")
     cfg = SentenceConfig(sentences=sentences, output_dir=str(tmp_path / "out"))
     assert {k: metrics["settings"][k] for k in ("learning_rate", "patience", "seed", "max_length", "trained_layers", "lora_r")} == {
@@ -521,10 +520,15 @@ def test_train_sentence_retraces_the_shipped_run_on_babe(tmp_path, shipped, babe
                                                         torch.full((tokens[u], hidden), float("nan")), [(0, 0)] * tokens[u],
                                                         [-100] * tokens[u]) for u in split["train"]]
         assert all(e.layer_input.shape[0] == tokens[e.uid] for e in train if e.uid in first)  # the batching sees the same lengths
+        steps, add = [], EpochLog.add
+        monkeypatch.setattr(EpochLog, "add", lambda self, loss, weight: steps.append((loss, weight)) or add(self, loss, weight))
         log = fit(model, train, [examples[u] for u in split["validation"]], cfg, callbacks=(FirstSteps(),))
     finally:
         torch.set_num_threads(threads)
     assert len(log) == 1
+    # each step as the shipped run took it: its batch (by size) and its loss
+    assert [w for _, w in steps] == [w for _, w in recorded["first_epoch"]["steps"][:reference["steps"]]]
+    assert [loss for loss, _ in steps] == pytest.approx([loss for loss, _ in recorded["first_epoch"]["steps"][:reference["steps"]]], abs=1e-5)
     # another CPU rounds its float sums differently (measured: 6e-8 on the validation loss)
     assert log[0]["train_loss"] == pytest.approx(reference["train_loss"], abs=1e-5)
     assert log[0]["validation_loss"] == pytest.approx(reference["validation_loss"], abs=1e-5)
