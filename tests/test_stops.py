@@ -145,6 +145,7 @@ def test_ingest_stops_and_resumes_without_a_torn_or_repeated_line(tmp_path):
         assert second < n and kept.startswith(f"{second} articles kept")
         kept_before = {a.source_url for a in read_articles(work)}
         asked_before = len(web.requests)
+        web.latency = 0.0  # it kept the commands running until they were stopped; the rest needs no wait
 
         assert ingest_main(cmd[cmd.index("ingest") + 1:]) == 0  # the same command, to the end (in this process)
         assert all(json.loads(line) for line in lines()) and len(lines()) == n  # whole lines, none twice
@@ -251,7 +252,7 @@ def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_
     from vilbias.training.classifier import parse_config, train_classifier
     from vilbias.training.engine import torch_threads
 
-    args = ["--dataset", str(multimodal_repo), "--model", tiny_bert, "--num-train-epochs", "6",
+    args = ["--dataset", str(multimodal_repo), "--model", tiny_bert, "--num-train-epochs", "4",
             "--per-device-train-batch-size", "4", "--patience", "0"]
     out = tmp_path / "stopped"
     cmd = vilbias("train", "classifier", *args, "--output", str(out))
@@ -263,7 +264,7 @@ def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_
     kept = stop(cmd, lambda: any((out / "checkpoints").glob("checkpoint-*")), signal.SIGINT, tmp_path / "1.log", "train")
     first = steps()
     assert len(first) == 1, kept
-    assert re.fullmatch(rf"training stopped at step {first[0]} of 42; checkpoint {out}/checkpoints/checkpoint-{first[0]} "
+    assert re.fullmatch(rf"training stopped at step {first[0]} of 28; checkpoint {out}/checkpoints/checkpoint-{first[0]} "
                         r"kept: re-run the same command to resume from it", kept)
     later = lambda: any(int(p.name.rpartition("-")[2]) > first[0] for p in (out / "checkpoints").glob("checkpoint-*"))  # noqa: E731
     kept = stop(cmd, later, signal.SIGTERM, tmp_path / "2.log", "train")
@@ -318,6 +319,7 @@ def test_evaluate_stops_and_resumes_every_answer_once(tmp_path, sample_dataset_d
 
         second = stop_twice(cmd, db, stored, tmp_path, "evaluate", "answers")
         asked = len(server.requests)
+        server.latency_s = 0.0  # it kept the command running until it was stopped; the rest needs no wait
 
         resumed = evaluate(EvaluateConfig(dataset=str(sample_dataset_dir), model=model, output=out, concurrency=1))
         rerun_asked, asked = len(server.requests) - asked, len(server.requests)
@@ -341,6 +343,7 @@ def test_audit_run_stops_and_resumes_every_call_once(tmp_path):
         db, stored = out / "audit.sqlite", "SELECT question_id, answer, created_at FROM calls"
 
         second = stop_twice(cmd, db, stored, tmp_path, "audit", "calls")
+        server.latency_s = 0.0  # it kept the command running until it was stopped; the rest needs no wait
 
         resumed = run_audit(AuditConfig(output=out, **options))
         whole = run_audit(AuditConfig(output=tmp_path / "whole", **options))
