@@ -76,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args(argv)
     extra = []
-    if args.smoke:  # the first 40 sentences of BABE SG2, one step, in a temporary folder
+    if args.smoke:  # the first 40 sentences of BABE SG2, one step of 4 sentences, in a temporary folder
         work = Path(tempfile.mkdtemp(prefix="bench-reproduce-smoke-"))
         babe = args.sentences or Path(__file__).resolve().parents[2] / "shared" / "data" / "babe" / "final_labels_SG2_public.csv"
         with open(babe, encoding="utf-8-sig", newline="") as f:
             head = list(csv.reader(f, delimiter=";"))[:41]
         with open(work / "head.csv", "w", encoding="utf-8-sig", newline="") as f:
             csv.writer(f, delimiter=";").writerows(head)
-        args.sentences, args.out, extra = work / "head.csv", work / "model", ["--max-steps", "1"]
+        args.sentences, args.out, extra = work / "head.csv", work / "model", ["--max-steps", "1", "--per-device-train-batch-size", "4"]
     elif args.out is None:
         parser.error("--out is required")
     if not (args.out / "metrics.json").is_file():
