@@ -252,10 +252,10 @@ def _fresh(model) -> None:
         model._cache.clear()
 
 
-def per_core(folder, sentences: list[list[str]], flops: float) -> None:
+def per_core(folder, sentences: list[list[str]], flops: float, rounds: int = 3) -> None:
     """CPU seconds per article on one core: the plain fp32 torch call against ONNX Runtime fp32 and
-    the path ``auto`` chooses here, and the share each reaches of one core's measured peak of the
-    kernel it runs on (:func:`kernel_peaks`)."""
+    the path ``auto`` chooses here (best of ``rounds``), and the share each reaches of one core's
+    measured peak of the kernel it runs on (:func:`kernel_peaks`)."""
     import torch
     from transformers import AutoModel
 
@@ -269,8 +269,9 @@ def per_core(folder, sentences: list[list[str]], flops: float) -> None:
         cpu: dict[str, list[float]] = {k: [] for k in models}
         for m, _ in models.values():
             m._cache = None
-            m.score_article(sentences[0])
-        for _ in range(3):
+            if rounds > 1:  # first-call costs out of the best of several (one round, --smoke: nothing to leave out)
+                m.score_article(sentences[0])
+        for _ in range(rounds):
             for name, (m, _) in models.items():
                 start = time.process_time()
                 for article in sentences:
@@ -279,7 +280,7 @@ def per_core(folder, sentences: list[list[str]], flops: float) -> None:
     finally:
         torch.set_num_threads(THREADS)
     base = min(cpu["plain fp32 torch"])
-    print("one core (CPU time, best of 3; one core's measured peak " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()) + " G(FL)OP/s):")
+    print(f"one core (CPU time, best of {rounds}; one core's measured peak " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()) + " G(FL)OP/s):")
     for name, runs in cpu.items():
         kernel = models[name][1]
         print(f"  {name:72s} {1 / min(runs):6.2f} articles/s per core  {base / min(runs):5.2f}x  "
@@ -363,11 +364,11 @@ def main() -> None:
         lambda xs: [predictor.predict(items[sentences.index(s)]) for s in xs]
     variants[f"shipped path ({shipped}), annotation batches of 32"] = \
         lambda xs: [predict_batch(predictor, [items[sentences.index(s)] for s in xs[i:i + 32]]) for i in range(0, len(xs), 32)]
-    for fn in variants.values():
+    for fn in variants.values() if not args.smoke else ():  # --smoke: one round, its figures meaningless anyway
         fn(sentences[:2])  # first-call costs
     rates: dict[str, list[float]] = {k: [] for k in variants}
     print(f"load average before the in-process runs: {load_average()}")
-    for _ in range(2):  # alternated, so that other load on the machine weighs on each alike
+    for _ in range(1 if args.smoke else 2):  # alternated, so that other load on the machine weighs on each alike
         for name, fn in variants.items():
             for model in (int8, onnx, predictor.model):
                 _fresh(model)  # every article new to every variant
@@ -390,9 +391,9 @@ def main() -> None:
     print(f"  plain fp32 reaches {base * flops / 1e9:.0f} GFLOP/s = {base * flops / 1e9 / (THREADS * peaks['fp32 (PyTorch)']):.0%} of the "
           f"fp32 (PyTorch) peak; the shipped path in annotation batches {shipped_rate * flops / 1e9:.0f} G(FL)OP/s = "
           f"{shipped_rate * flops / 1e9 / (THREADS * peaks[kernel]):.0%} of the {kernel} peak")
-    per_core(folder, sentences[:12], encoder_flops(plain, sentences[:12]))
+    per_core(folder, sentences[:12], encoder_flops(plain, sentences[:12]), rounds=1 if args.smoke else 3)
 
-    test = babe_test_split()[:16 if args.smoke else None]
+    test = babe_test_split()[:8 if args.smoke else None]
     for model in (plain, int8, onnx, predictor.model):
         _fresh(model)
     print(f"macro-F1 on the held-out test split ({len(test)} BABE SG2 sentences): plain fp32 {macro_f1(plain, test):.4f}, "
