@@ -129,8 +129,8 @@ def main() -> None:
     parser.add_argument("--skip-cold", action="store_true", help="Only the warm latency.")
     parser.add_argument("--smoke", action="store_true", help="A tiny run of every step, in seconds, for the test suite (tests/test_benchmarks.py); its figures mean nothing.")
     args = parser.parse_args()
-    if args.smoke:
-        args.runs = 2
+    if args.smoke:  # one run of each client, without the warm-ups that keep first-call costs out of a median
+        args.runs = 1
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
     from gradio_client import Client
@@ -154,10 +154,12 @@ def main() -> None:
     try:
         browser = BrowserClient(demo.local_url)
         uploads = [browser.upload(e[0]) for e in examples]
-        browser.predict([uploads[0], *examples[0][1:3], "", app.default_model])  # warm-up
+        if not args.smoke:
+            browser.predict([uploads[0], *examples[0][1:3], "", app.default_model])  # warm-up
         model = app.predictors.get(app.default_model).model
         items = [[t for t, _, _ in item_sentences(Item(None, e[1], e[2]))] for e in examples]
-        model.score_article(items[0])
+        if not args.smoke:
+            model.score_article(items[0])
         print(f"load average before the warm runs: {load_average()}; torch threads {config.torch_threads()} on {os.cpu_count()} cores")
         # app call and plain call alternate, so that other load on the machine weighs on both alike
         latencies, upload_s, plain = [], [], []
@@ -174,7 +176,8 @@ def main() -> None:
             model.score_article(items[i % len(items)])
             plain.append(time.perf_counter() - started)
         client = Client(demo.local_url, verbose=False)
-        _first_update(client, examples[0])  # warm-up
+        if not args.smoke:
+            _first_update(client, examples[0])  # warm-up
         python_client = []
         for i in range(args.runs):
             model._cache.clear()
