@@ -91,6 +91,9 @@ class SentenceConfig(TrainingConfig):
         elif Path(self.dataset).exists() and not (Path(self.dataset) / "build_report.json").is_file():
             raise FileNotFoundError(f"--dataset {self.dataset} is not a corpus `vilbias build --sentences` wrote (no build_report.json); "
                                     f"build it with `vilbias build --sentences FILE --output {self.dataset}`, or pass the file with --sentences")
+        if self.max_length < 8:
+            raise ValueError(f"--max-length {self.max_length} leaves no room for a sentence: at least 8 tokens (BABE's longest "
+                             "sentence is about 130; a longer one is read in overlapping windows)")
         if self.learning_rate <= 0 or self.lora_r < 1 or self.ensemble < 1 or not self.trained_layers:
             raise ValueError("--learning-rate, --lora-r and --ensemble must be positive and --trained-layers non-empty")
         super().__post_init__()

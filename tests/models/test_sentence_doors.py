@@ -136,6 +136,16 @@ def test_a_sentence_longer_than_the_window_is_read_whole(model):
     assert [w.text for w in whole.words if w.start >= len(LONG) - len(windows[-1])] == [w.text for w in alone[-1].words]
 
 
+def test_a_model_of_short_windows_overlaps_them_by_half(model, monkeypatch):
+    """A model trained with a window shorter than twice the usual overlap (``train sentence
+    --max-length 32``: 30 tokens a window) reads a long sentence in windows that overlap by half a
+    window; the tokenizer would refuse the usual overlap (it trained, then failed at its test)."""
+    monkeypatch.setattr(model.config, "max_length", 32)
+    (whole,) = model.score_sentences([LONG + " Indeed."])  # not the sentence cache's (read in windows of 128)
+    assert whole.windows > 2
+    assert {"slammed", "reckless"} <= {w.text for w in whole.words}
+
+
 # -- the folder -----------------------------------------------------------------------------------
 
 

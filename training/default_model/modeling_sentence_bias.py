@@ -74,7 +74,7 @@ BIASED, NOT_BIASED = "biased", "not_biased"
 """The article's and the sentences' label names (the config's ``labels``)."""
 WINDOW_OVERLAP = 32
 """Tokens two consecutive windows of an over-long sentence share, so no word is read only at a
-window's edge."""
+window's edge (at most half a window: a model of short windows overlaps them by half)."""
 CODE_FILES = ("configuration_sentence_bias.py", "modeling_sentence_bias.py", "pipeline_sentence_bias.py")
 """This module, its configuration and its pipeline: what ``save_pretrained`` writes beside the weights."""
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
@@ -542,8 +542,10 @@ class SentenceBiasModel(PreTrainedModel):
         order = sorted(first.values(), key=lambda i: len(sentences[i]))
         size = self._slice_size(len(order), batch_size)
         slices = [order[start:start + size] for start in range(0, len(order), size)]
+        # the overlap fits in a window's own tokens (the tokenizer refuses a stride that does not)
+        stride = min(WINDOW_OVERLAP, (self.config.max_length - self.tokenizer.num_special_tokens_to_add()) // 2)
         encoded = [self.tokenizer([sentences[i] for i in idx], truncation=True, max_length=self.config.max_length,
-                                  stride=WINDOW_OVERLAP, return_overflowing_tokens=True, padding=True,
+                                  stride=stride, return_overflowing_tokens=True, padding=True,
                                   return_tensors="pt", return_offsets_mapping=True) for idx in slices]
         biased = self.config.labels.index(BIASED)
         for idx, enc, (out_logits, word_logits) in zip(slices, encoded, self._run_passes(encoded), strict=True):
