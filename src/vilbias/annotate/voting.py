@@ -29,13 +29,7 @@ from typing import Any
 
 def majority_vote(ballots: Sequence[str | None]) -> str | None:
     """The label holding a strict majority of ``ballots`` (``None`` = abstention), else None."""
-    counts: dict[str, int] = {}
-    for b in ballots:
-        if b is not None:
-            counts[b] = counts.get(b, 0) + 1
-    # A strict majority of all ballots is unique: no tie to break.
-    label = max(counts, key=counts.__getitem__, default=None)
-    return label if label is not None and counts[label] * 2 > len(ballots) else None
+    return _majority_of([b for b in ballots if b is not None], len(ballots))
 
 
 OTHER_LANGUAGE = "other_language"
@@ -101,8 +95,7 @@ def hierarchical_vote(votes: Sequence[Vote], annotators: Sequence[str] | None = 
     final = majority_vote(list(annotator_labels.values()))
     valid = [v for v in votes if v.label is not None]
     if final is None:
-        counts = Counter(lab for lab in annotator_labels.values() if lab is not None)
-        reason = "tie" if len(counts) == 2 and len(set(counts.values())) == 1 else "no_majority"
+        reason = _flag_reason([lab for lab in annotator_labels.values() if lab is not None])
         return VoteResult(None, True, reason, annotator_labels, None, "", None, [])
 
     agreement = sum(v.label == final for v in valid) / len(valid)
@@ -142,8 +135,14 @@ def vote_outcome(annotators: Sequence[tuple[Sequence[str], int, int]]) -> tuple[
     final = _majority_of(given, len(labels_of))
     if final is not None:
         return final, None
-    counts = Counter(given)
-    return None, "tie" if len(counts) == 2 and len(set(counts.values())) == 1 else "no_majority"
+    return None, _flag_reason(given)
+
+
+def _flag_reason(labels: Sequence[str]) -> str:
+    """Why annotators' ``labels`` (abstentions left out) hold no majority: ``tie`` (as many for
+    each of the two labels), else ``no_majority``."""
+    counts = Counter(labels)
+    return "tie" if len(counts) == 2 and len(set(counts.values())) == 1 else "no_majority"
 
 
 def _majority_of(labels: Sequence[str], ballots: int) -> str | None:

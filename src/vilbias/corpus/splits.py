@@ -119,6 +119,7 @@ class _Assignment:
         self.cells = [Cell(s, f) for s in shares for f in range(n_folds)]
         self.target = {c: shares[c.split] / n_folds for c in self.cells}
         self.target_list = list(self.target.values())
+        self.positions = range(len(self.cells))
         self.counts: dict[int, dict[Cell, int]] = defaultdict(lambda: dict.fromkeys(self.cells, 0))
         self.totals: dict[int, int] = defaultdict(int)
         self.by_sha: dict[str, int] = {}
@@ -152,22 +153,21 @@ class _Assignment:
         if it.unique_id in self.pinned:
             self.report.pinned += 1
             return self.pinned[it.unique_id]
-        cells = self.cells
+        # Cells by position in ``self.cells`` (the order of ``target_list`` and of each label's
+        # counts), not dicts keyed by Cell: hashing the frozen dataclass ~60 times a row was most
+        # of this method's time.
+        positions = self.positions
         if it.allowed_splits:
-            cells = [c for c in self.cells if c.split in it.allowed_splits] or self.cells
+            positions = [i for i in positions if self.cells[i].split in it.allowed_splits] or self.positions
         if linked:
-            joinable = [j for j in sorted(linked) if self.cell_of_row[j] in cells]
+            allowed = {self.cells[i] for i in positions}
+            joinable = [j for j in sorted(linked) if self.cell_of_row[j] in allowed]
             if joinable:
                 return self.cell_of_row[joinable[0]]
-        n, counts = self.totals[it.label] + 1, self.counts[it.label]
-        # Lists in the order of ``cells``, not dicts keyed by Cell: hashing the frozen dataclass
-        # ~60 times a row was most of this method's time.
-        if cells is self.cells:  # counts hold every cell, in this order
-            deficit = [t * n - k for t, k in zip(self.target_list, counts.values(), strict=True)]
-        else:
-            deficit = [self.target[c] * n - counts[c] for c in cells]
+        n, counts = self.totals[it.label] + 1, list(self.counts[it.label].values())
+        deficit = [self.target_list[i] * n - counts[i] for i in positions]
         best = max(deficit)
-        tied = [c for c, d in zip(cells, deficit, strict=True) if d >= best - 1e-9]
+        tied = [self.cells[i] for i, d in zip(positions, deficit, strict=True) if d >= best - 1e-9]
         return tied[0] if len(tied) == 1 else min(tied, key=lambda c: _tiebreak(it.unique_id, c))
 
     def join(self, i: int, it: SplitItem, linked: dict[int, str], cell: Cell) -> int:
