@@ -44,6 +44,7 @@ def test_wheel_contents(wheel):
         "vilbias/training/default_model/config.json",
         "vilbias/training/recipes/SmolVLM-Instruct/lora.yaml",
         "vilbias/metrics/f1/f1.py",
+        "vilbias/metrics/closed_ended/closed_ended.py",
         "vilbias/audit/probeset/space.json",
         "vilbias/audit/prompts/system.txt",
         "vilbias/annotate/annotators/paper.yaml",

@@ -51,6 +51,13 @@ def test_agrees_with_scikit_learn(seed):
         p, r, f, _ = precision_recall_fscore_support(refs, scored, average=average, labels=[0, 1], zero_division=0)
         assert (m[f"precision_{average}"], m[f"recall_{average}"], m[f"f1_{average}"]) == pytest.approx((p, r, f))
     assert m["confusion_matrix"] == confusion_matrix(refs, scored, labels=[0, 1]).tolist()
+    # closed_ended/ (one computation) gives to the last digit what the single-score modules give
+    single = {"accuracy": load_metric("accuracy").compute(predictions=scored, references=refs)["accuracy"],
+              "confusion_matrix": load_metric("confusion_matrix").compute(predictions=scored, references=refs)["confusion_matrix"]}
+    for average in ("binary", "macro", "weighted"):
+        single |= {f"{name}_{average}": load_metric(name).compute(predictions=scored, references=refs, average=average)[name]
+                   for name in ("precision", "recall", "f1")}
+    assert {key: m[key] for key in single} == single
 
 
 def test_unparseable_is_wrong_never_dropped():

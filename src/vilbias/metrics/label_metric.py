@@ -1,5 +1,6 @@
 """The metrics of the packaged ``evaluate`` modules: ``accuracy/``, ``precision/``, ``recall/``,
-``f1/`` and ``confusion_matrix/`` each hold one thin script that imports its metric from here.
+``f1/``, ``confusion_matrix/`` and ``closed_ended/`` (all of them in one computation) each hold
+one thin script that imports its metric from here.
 
 ``evaluate``'s own metric scripts keep shared code out of the script the same way: a script
 imports it from an installed library (scikit-learn, ``evaluate.utils``) or from a file beside it,
@@ -107,3 +108,27 @@ class ConfusionMatrix(LabelMetric):
     def _compute(self, predictions, references, labels=None):
         matrix = sklearn.metrics.confusion_matrix(references, predictions, labels=LABELS if labels is None else labels)
         return {self.name: matrix.tolist()}
+
+
+class ClosedEnded(LabelMetric):
+    """Every closed-ended score in one computation: accuracy, precision, recall and F1 for each
+    average (``binary`` scores the ``biased`` class), and the confusion matrix, from the
+    scikit-learn functions the single-score modules call (``precision_recall_fscore_support``
+    gives the same three numbers as ``precision_score``, ``recall_score`` and ``f1_score``).
+    One ``evaluate`` computation where the single-score modules take eleven; what
+    :func:`vilbias.metrics.scores.closed_metrics` reports."""
+
+    arguments = """    averages (`list[str]`): the averages scored (default ["binary", "macro", "weighted"]).
+    zero_division (`float`): value of an undefined ratio (default 0).
+"""
+    returns = ("(`dict`): `accuracy`; `precision_<average>`, `recall_<average>` and `f1_<average>` for each average; "
+               "`confusion_matrix` (`[[TN, FP], [FN, TP]]`).")
+
+    def _compute(self, predictions, references, averages=("binary", "macro", "weighted"), zero_division=0):
+        out = {"accuracy": float(sklearn.metrics.accuracy_score(references, predictions))}
+        for average in averages:
+            precision, recall, f1, _ = sklearn.metrics.precision_recall_fscore_support(
+                references, predictions, average=average, pos_label=1, labels=LABELS, zero_division=zero_division)
+            out |= {f"precision_{average}": float(precision), f"recall_{average}": float(recall), f"f1_{average}": float(f1)}
+        out["confusion_matrix"] = sklearn.metrics.confusion_matrix(references, predictions, labels=LABELS).tolist()
+        return out

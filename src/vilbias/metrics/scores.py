@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 METRICS_DIR = Path(__file__).parent
-METRIC_NAMES = ("accuracy", "precision", "recall", "f1", "confusion_matrix")
+METRIC_NAMES = ("accuracy", "precision", "recall", "f1", "confusion_matrix", "closed_ended")
 AVERAGES = ("binary", "macro", "weighted")
 CLOSED_KEYS = ("accuracy",) + tuple(f"{m}_{a}" for a in AVERAGES for m in ("precision", "recall", "f1"))
 """Scalar closed-ended metrics, in report order."""
@@ -47,7 +47,7 @@ def as_scored(references: Sequence[int], predictions: Sequence[int | None]) -> l
 
 def closed_metrics(references: Sequence[int], predictions: Sequence[int | None]) -> dict:
     """Accuracy, precision/recall/F1 (``binary`` for ``biased``, ``macro``, ``weighted``) and the
-    confusion matrix, from the packaged ``evaluate`` modules.
+    confusion matrix, from the packaged ``evaluate`` module ``closed_ended`` (one computation).
 
     Args:
         references: gold class ids (1 = biased).
@@ -63,13 +63,8 @@ def closed_metrics(references: Sequence[int], predictions: Sequence[int | None])
         raise ValueError("cannot score an empty set of predictions")
     refs = [int(r) for r in references]
     preds = as_scored(refs, predictions)
-    out: dict = {"n": len(refs)}
-    out.update(load_metric("accuracy").compute(predictions=preds, references=refs))
-    for average in AVERAGES:
-        for name in ("precision", "recall", "f1"):
-            value = load_metric(name).compute(predictions=preds, references=refs, average=average)[name]
-            out[f"{name}_{average}"] = value
-    out["confusion_matrix"] = load_metric("confusion_matrix").compute(predictions=preds, references=refs)["confusion_matrix"]
+    # one computation (closed_ended/): the same scikit-learn calls as the single-score modules
+    out: dict = {"n": len(refs), **load_metric("closed_ended").compute(predictions=preds, references=refs, averages=list(AVERAGES))}
     unparseable = sum(p is None for p in predictions)
     out["unparseable"] = unparseable
     out["unparseable_rate"] = unparseable / len(refs)
