@@ -74,19 +74,20 @@ class TransformersBackend:
     ) -> TransformersBackend:
         import torch
         from transformers import (
+            AutoConfig,
             AutoModelForCausalLM,
             AutoModelForImageTextToText,
             AutoProcessor,
             AutoTokenizer,
         )
 
-        extra = {"gguf_file": gguf_file} if gguf_file else {}
-        if vision:
-            processor = AutoProcessor.from_pretrained(name_or_path, **extra)
-            model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype, **extra)
-        else:
-            processor = AutoTokenizer.from_pretrained(name_or_path, **extra)
-            model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **extra)
+        gguf = {"gguf_file": gguf_file} if gguf_file else {}
+        # A GGUF's config is read from the whole file (its metadata holds the vocabulary too):
+        # read once here and handed to the model, which would read it again (~2.5 s for SmolLM2).
+        config = {"config": AutoConfig.from_pretrained(name_or_path, **gguf)} if gguf_file else {}
+        processor_class, model_class = (AutoProcessor, AutoModelForImageTextToText) if vision else (AutoTokenizer, AutoModelForCausalLM)
+        processor = processor_class.from_pretrained(name_or_path, **gguf)
+        model = model_class.from_pretrained(name_or_path, dtype=dtype, **gguf, **config)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         model.to(device).eval()
         return cls(model, processor, vision=vision, params=params, batch_size=batch_size)
