@@ -133,13 +133,34 @@ def on_stop(kept: Callable[[], str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def held() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block ends (the signals are blocked, then delivered): for
-    steps that must happen together or not at all, such as the two renames that swap a build in."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    """Ctrl-C and SIGTERM wait until the block ends, then take their usual path: for steps that
+    must happen together or not at all, such as the two renames that swap a build in.
+
+    The signals are recorded by Python-level handlers, which run in the main thread whichever
+    thread the system hands a signal to. (A blocked signal mask holds only the thread that set it:
+    with another thread running (a progress bar's monitor, a writer), the signal went to that one
+    and the stop landed inside the block anyway.) An ignored signal stays ignored. Outside the main
+    thread, where Python handles no signal, the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, frame) -> None:
+        caught.append(signum)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s, handler in previous.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(s, hold)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for s, handler in previous.items():
+            if signal.getsignal(s) is hold:
+                signal.signal(s, handler)
+        for signum in dict.fromkeys(caught):  # each signal once, as a blocked one is delivered once
+            signal.raise_signal(signum)
 
 
 def leave_to_parent() -> None:

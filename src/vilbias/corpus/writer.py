@@ -294,7 +294,8 @@ def swap_in(output: Path) -> Iterator[Path]:
             os.replace(repo, output)
     finally:
         if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+            with stops.held():  # a stop as the scratch folder is removed would leave it half removed
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
 def empty_splits(infos: dict[str, DatasetInfo]) -> dict[str, list[str]]:
