@@ -192,3 +192,14 @@ def test_the_old_dataset_config_flag_is_named_as_such(capsys):
 def test_evaluate_without_model_is_one_line(capsys):
     assert main(["evaluate", "--dataset", "d"]) == 2
     assert capsys.readouterr().err.startswith("vilbias evaluate: error: --dataset and --model are required")
+
+
+def test_only_the_commands_own_process_freezes_its_garbage_collector():
+    import gc
+
+    from vilbias import cli
+
+    assert not cli._owns_process  # main() called here, as a test or a notebook calls it
+    before = gc.get_freeze_count()
+    cli.libraries_loaded()
+    assert gc.get_freeze_count() == before

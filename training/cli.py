@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from vilbias import stops
-from vilbias.cli import run_subcommand
+from vilbias.cli import libraries_loaded, run_subcommand
 
 
 def _classifier(argv: list[str], prog: str) -> int:
@@ -39,6 +39,7 @@ def _classifier(argv: list[str], prog: str) -> int:
             return 2
     from vilbias.training import classifier
 
+    libraries_loaded()  # torch, transformers and its Trainer: imported by now
     return classifier.main(argv, prog)
 
 
@@ -49,6 +50,7 @@ def _sentence(argv: list[str], prog: str) -> int:
         return 2
     from vilbias.training import sentence
 
+    libraries_loaded()  # torch, transformers and its Trainer: imported by now
     with stops.on_stop(_starts_over):
         return sentence.main(argv, prog)
 
