@@ -113,6 +113,17 @@ def test_a_sentence_read_again_comes_from_the_cache(folder):
     assert model._cache.hits == 3 and torch.equal(again, logits.flip(0)) and words_again == list(reversed(words))
     model._cache.clear()  # scored anew, the same answer
     assert torch.equal(model.sentence_logits(texts)[0], logits)
+    # A shorter window reads a long sentence in other windows: its score is computed, not the cached one
+    long = " ".join(["The reckless plan, critics said, would ruin the town and everyone in it."] * 6)
+    full = model.sentence_logits([long])[0]
+    model.config.max_length = 24
+    short, cached = model.sentence_logits([long])[0], model._cache
+    model._cache = None  # the same pass without a cache
+    assert torch.equal(short, model.sentence_logits([long])[0]) and not torch.equal(short, full)
+    model._cache = cached
+    model.train()  # its weights may change now: nothing cached is served
+    assert len(model._cache) == 0
+    model.eval()
     small = SentenceCache(maxsize=2)  # least recently used out first
     for text in ("a", "b", "c"):
         small.put(text, torch.zeros(2), ([], []))

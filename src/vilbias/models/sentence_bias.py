@@ -217,19 +217,28 @@ class SentenceBiasModel(base.SentenceBiasModel):
         cache: SentenceCache | None = getattr(self, "_cache", None)
         if cache is None:
             return super().sentence_logits(sentences, batch_size)
-        hits = [cache.get(text) for text in sentences]
+        window = self.config.max_length  # a sentence's pass depends on the window it is read in
+        hits = [cache.get((window, text)) for text in sentences]
         todo = [text for text, hit in zip(sentences, hits, strict=True) if hit is None]
         scored = iter([])
         if todo:
             logits, words = super().sentence_logits(todo, batch_size)
             for text, row, w in zip(todo, logits, words, strict=True):
-                cache.put(text, row.clone(), w)
+                cache.put((window, text), row.clone(), w)
             scored = zip(logits, words, strict=True)
         out_logits = torch.zeros(len(sentences), len(self.config.labels))
         out_words: list = [None] * len(sentences)
         for i, hit in enumerate(hits):
             out_logits[i], out_words[i] = hit if hit is not None else next(scored)
         return out_logits, out_words
+
+    def train(self, mode: bool = True):
+        """``nn.Module.train``; entering training mode empties the sentence cache (the weights are
+        about to change, and a cached score would be the old weights' answer)."""
+        cache: SentenceCache | None = getattr(self, "_cache", None)
+        if mode and cache is not None:
+            cache.clear()
+        return super().train(mode)
 
     def _slice_size(self, sentences: int, batch_size: int) -> int:
         # every worker gets a slice: small batches keep padding small and all cores busy

@@ -32,7 +32,7 @@ import re
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,28 +48,30 @@ class SentenceCache:
     used out first), so a sentence read again (an article sent twice, a site's recurring lines)
     costs no pass. Thread-safe. A model loaded by ``from_pretrained`` has one; it holds what
     :meth:`SentenceBiasModel.sentence_logits` returns for the sentence (its logits, token offsets
-    and word probabilities), so a hit gives the output of the pass that first scored it."""
+    and word probabilities), so a hit gives the output of the pass that first scored it. The model
+    keys a sentence with what else decides its pass (``config.max_length``, the window it is read
+    in), and empties it when it is put in training mode (its weights are about to change)."""
 
     def __init__(self, maxsize: int = 4096):
         self.maxsize = maxsize
-        self._items: OrderedDict[str, tuple] = OrderedDict()
+        self._items: OrderedDict[Hashable, tuple] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, text: str) -> tuple | None:
+    def get(self, key: Hashable) -> tuple | None:
         with self._lock:
-            hit = self._items.get(text)
+            hit = self._items.get(key)
             if hit is None:
                 self.misses += 1
                 return None
-            self._items.move_to_end(text)
+            self._items.move_to_end(key)
             self.hits += 1
             return hit
 
-    def put(self, text: str, logits: torch.Tensor, words: tuple) -> None:
+    def put(self, key: Hashable, logits: torch.Tensor, words: tuple) -> None:
         with self._lock:
-            self._items[text] = (logits, words)
-            self._items.move_to_end(text)
+            self._items[key] = (logits, words)
+            self._items.move_to_end(key)
             while len(self._items) > self.maxsize:
                 self._items.popitem(last=False)
 
