@@ -88,22 +88,32 @@ def deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    if previous[signal.SIGINT] is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _deferring)
-    if previous[signal.SIGTERM] is _on_sigterm:
-        signal.signal(signal.SIGTERM, _deferring)
+    ours = [s for s, routed in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _on_sigterm))
+            if signal.getsignal(s) is routed]
     _requested = None
     try:
-        yield
-        pending = _requested is not None  # asked for after the block's last safe point: stop now
+        with _handling(_deferring, ours):
+            yield
+            pending = _requested is not None  # asked for after the block's last safe point: stop now
     finally:
         _requested = None
-        for s, handler in previous.items():
-            if signal.getsignal(s) is _deferring:
-                signal.signal(s, handler)
     if pending:
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _handling(handler: Callable[[int, object], None], signals: list[int]) -> Iterator[None]:
+    """``handler`` for ``signals`` within the block (main thread only); after it, each signal gets
+    back the handler it had, unless something else replaced ``handler`` meanwhile."""
+    previous = {s: signal.getsignal(s) for s in signals}
+    for s in signals:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, handler_before in previous.items():
+            if signal.getsignal(s) is handler:
+                signal.signal(s, handler_before)
 
 
 @contextlib.contextmanager
@@ -145,20 +155,11 @@ def held() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-
-    def hold(signum: int, frame) -> None:
-        caught.append(signum)
-
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s, handler in previous.items():
-        if handler not in (signal.SIG_IGN, None):
-            signal.signal(s, hold)
+    handled = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) not in (signal.SIG_IGN, None)]
     try:
-        yield
+        with _handling(lambda signum, frame: caught.append(signum), handled):
+            yield
     finally:
-        for s, handler in previous.items():
-            if signal.getsignal(s) is hold:
-                signal.signal(s, handler)
         for signum in dict.fromkeys(caught):  # each signal once, as a blocked one is delivered once
             signal.raise_signal(signum)
 

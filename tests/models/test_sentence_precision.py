@@ -143,7 +143,7 @@ def test_the_exported_graph_is_kept_and_reused(folder, monkeypatch):
     assert path.parent == Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" and path.stat().st_size > 1e6
     # another config: another graph (its key; the path a load of it would export to, not exported here: ~2 s)
     other = SentenceBiasModel.from_pretrained(folder, temperature=2.0, inference_runtime="torch", inference_precision="float32")
-    assert sentence_runtime._graph_path(other, None) != path
+    assert sentence_runtime._graph_path(other, None, sentence_runtime.weights_digest(other)) != path
 
     def no_export(model):
         raise AssertionError("exported again")

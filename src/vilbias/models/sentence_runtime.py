@@ -461,10 +461,10 @@ def weights_digest(model: nn.Module) -> str:
     return digest.hexdigest()
 
 
-def _graph_path(model: nn.Module, int8: Int8Scales | None, weights: str | None = None) -> Path:
+def _graph_path(model: nn.Module, int8: Int8Scales | None, weights: str) -> Path:
     """Where :func:`onnx_graph` keeps ``model``'s graph: a digest of how it is made (the recipe,
     the config but for :data:`RUNTIME_FIELDS`, the weights (``weights``: their
-    :func:`weights_digest`, read now when not given), the libraries, the int8 scales)."""
+    :func:`weights_digest`), the libraries, the int8 scales)."""
     import hashlib
 
     import huggingface_hub
@@ -475,7 +475,7 @@ def _graph_path(model: nn.Module, int8: Int8Scales | None, weights: str | None =
     digest = hashlib.blake2b(digest_size=16)
     digest.update(f"{GRAPH_RECIPE}|{json.dumps(config, sort_keys=True, default=str)}|torch {torch.__version__}|"
                   f"onnx {onnx.__version__}|onnxruntime {onnxruntime.__version__}|{f'int8 {int8.key()}' if int8 else 'float32'}|"
-                  f"weights {weights or weights_digest(model)}".encode())
+                  f"weights {weights}".encode())
     return Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "onnx" / f"{digest.hexdigest()}.onnx"
 
 
