@@ -194,12 +194,14 @@ def test_evaluate_without_model_is_one_line(capsys):
     assert capsys.readouterr().err.startswith("vilbias evaluate: error: --dataset and --model are required")
 
 
-def test_only_the_commands_own_process_freezes_its_garbage_collector():
-    import gc
-
+def test_only_the_commands_own_process_freezes_its_garbage_collector(monkeypatch):
     from vilbias import cli
 
+    frozen = []  # gc.freeze calls (the frozen count itself falls whenever a frozen object is freed)
+    monkeypatch.setattr(cli.gc, "freeze", lambda: frozen.append(True))
     assert not cli._owns_process  # main() called here, as a test or a notebook calls it
-    before = gc.get_freeze_count()
     cli.libraries_loaded()
-    assert gc.get_freeze_count() == before
+    assert frozen == []
+    monkeypatch.setattr(cli, "_owns_process", True)  # as run() marks the command's own process
+    cli.libraries_loaded()
+    assert frozen == [True]
