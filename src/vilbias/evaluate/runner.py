@@ -453,7 +453,7 @@ def evaluate(cfg: EvaluateConfig, *, model: Model | None = None, judge: Generati
         for view in views:
             run.view(view, model if model is not None else load_model(
                 view.model, revision=cfg.model_revision, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
-                load_in_4bit=cfg.load_in_4bit, merge=cfg.merge, concurrency=cfg.concurrency))
+                load_in_4bit=cfg.load_in_4bit, merge=cfg.merge, concurrency=cfg.concurrency, exact=True))
         if run.incomplete:
             raise RuntimeError(
                 f"{run.incomplete} answers or verdicts are missing after transport errors (see the log); what arrived "

@@ -56,7 +56,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +334,8 @@ def _checkpoint(spec: ModelSpec, options: LoadOptions) -> Model:
         return _vlm(spec, options)
     architectures = config.get("architectures") or []
     ours = our_model_types().get(config.get("model_type"))
+    if ours == "sentence" and options.exact and spec.inference_precision is None:
+        spec = replace(spec, inference_precision="float32")
     if ours or any(a.endswith("ForSequenceClassification") for a in architectures):
         if options.generative_only:
             raise ValueError(f"{name} is a classifier; the judge must be a generative model")
