@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vilbias import stops
 from vilbias.progress import heartbeat
 
 logger = logging.getLogger(__name__)
@@ -141,8 +142,12 @@ class Ledger:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One transaction under the lock: committed on success, rolled back on any error."""
-        with self._lock:
+        """One transaction under the lock: committed on success, rolled back on any error. A stop
+        (Ctrl-C, SIGTERM) waits for its end (:func:`vilbias.stops.held`): one that landed between
+        ``BEGIN`` and the block (as the context manager handed the connection over) left the
+        transaction open and the lock taken, so the process's next write failed or waited forever,
+        and the transaction's generator printed a traceback as the process exited."""
+        with stops.held(), self._lock:
             self._db.execute("BEGIN")
             try:
                 yield self._db
@@ -278,7 +283,6 @@ def ask_missing(
     return handed
 
 
-__all__ = ["Ledger", "Migration", "Table", "ask_missing"]
 
 
 def stored_rows(path: str | Path, table: str, where: str = "") -> int:
@@ -294,3 +298,15 @@ def stored_rows(path: str | Path, table: str, where: str = "") -> int:
         return 0
     finally:
         db.close()
+
+
+def ledger_kept(path: str | Path, table: str, where: str = "", noun: str = "answers") -> str:
+    """What a stop kept of a stage that stores each answer in a ledger as it arrives (the sentence
+    of its :func:`vilbias.stops.on_stop`): the stored rows, and that a re-run asks only the rest."""
+    n = stored_rows(path, table, where)
+    if n == 0:
+        return f"no {noun} were stored yet; re-run the same command to start"
+    return f"{n} {noun} kept in {path}; re-run the same command to resume (it asks only what is missing)"
+
+
+__all__ = ["Ledger", "Migration", "Table", "ask_missing", "ledger_kept", "stored_rows"]

@@ -22,10 +22,8 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from vilbias import outputs
-from vilbias.ledger import stored_rows
 
 
 class Stopped(KeyboardInterrupt):
@@ -175,14 +173,4 @@ def exit_status() -> int:
     return 128 + (_last_signal or signal.SIGINT)
 
 
-def ledger_kept(path: str | Path, table: str, where: str = "", noun: str = "answers") -> str:
-    """What a stop kept of a stage that stores each answer in a ledger (:mod:`vilbias.ledger`) as it
-    arrives: the stored rows, and that a re-run asks only the rest."""
-    n = stored_rows(path, table, where)
-    if n == 0:
-        return f"no {noun} were stored yet; re-run the same command to start"
-    return f"{n} {noun} kept in {path}; re-run the same command to resume (it asks only what is missing)"
-
-
-__all__ = ["Stopped", "deferred", "exit_status", "held", "install", "leave_to_parent", "ledger_kept", "on_stop", "requested",
-           "stored_rows"]
+__all__ = ["Stopped", "deferred", "exit_status", "held", "install", "leave_to_parent", "on_stop", "requested"]

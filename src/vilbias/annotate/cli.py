@@ -20,7 +20,8 @@ from pathlib import Path
 
 from vilbias.argparser import ConfigParser
 from vilbias.config import save_config
-from vilbias.stops import ledger_kept, on_stop
+from vilbias.ledger import ledger_kept
+from vilbias.stops import on_stop
 from vilbias.workdir import ANNOTATIONS
 
 

@@ -26,8 +26,9 @@ from vilbias.audit.config import AuditSpaceConfig, MetricsConfig, ProbesetConfig
 from vilbias.audit.statistics import MetricOptions
 from vilbias.cli import run_subcommand
 from vilbias.config import save_config
+from vilbias.ledger import ledger_kept
 from vilbias.outputs import claim_file, claim_output
-from vilbias.stops import ledger_kept, on_stop
+from vilbias.stops import on_stop
 
 RUN_HELP = "Ask a model the audit's questions; store, export and score the answers."
 METRICS_HELP = "Score a responses file: tables and plots."

@@ -23,7 +23,8 @@ from vilbias.argparser import ConfigParser
 from vilbias.config import save_config
 from vilbias.evaluate.config import STORE_FILE, CompareConfig, EvaluateConfig
 from vilbias.evaluate.sentences import describe as describe_protocol
-from vilbias.stops import ledger_kept, on_stop
+from vilbias.ledger import ledger_kept
+from vilbias.stops import on_stop
 
 COMPARE_HELP = "Analyse finished runs: closed vs open-ended Pearson r, data-size scaling, modality gap."
 
