@@ -539,6 +539,25 @@ def test_a_failed_rewrite_leaves_the_old_file_and_no_temporary(tmp_path, fsync_f
     assert path.read_text() == "old" and os.listdir(tmp_path) == ["stats.json"]
 
 
+@pytest.mark.parametrize("when", ["as the temporary is made", "as it is opened for writing"])
+def test_a_stop_as_a_rewrite_starts_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch, when):
+    """Ctrl-C that lands just after the temporary file is made (before the block that removes it on
+    any error) left it in the user's folder."""
+    path = tmp_path / "stats.json"
+    outputs.atomic_write(path, "old")
+    real = os.open if when == "as the temporary is made" else os.fdopen
+
+    def stopped(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs.os, "open" if when == "as the temporary is made" else "fdopen", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.atomic_write(path, "new")
+    monkeypatch.undo()
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["stats.json"]
+
+
 def test_nothing_writes_through_mkstemp():
     """The one atomic-write helper is vilbias.outputs.atomic_file: no other code makes 0600 temporaries."""
     found = []

@@ -435,6 +435,9 @@ def atomic_file(path: str | os.PathLike) -> Iterator[IO[bytes]]:
             break
         except FileExistsError:
             continue
+        except BaseException:  # a stop as the file was made (before the try below) left it behind
+            tmp.unlink(missing_ok=True)
+            raise
     try:
         with os.fdopen(fd, "wb") as f:
             if keep_mode is not None:
