@@ -80,6 +80,18 @@ def _smollm2_loaded():
 
 
 @pytest.fixture
+def cpu_with(monkeypatch):
+    """``cpu_with("avx512_vnni", ...)``: the sentence model's runtime sees a CPU with these
+    instruction-set flags (``vilbias.models.sentence_runtime.cpu_flags``), whatever this one has,
+    so a test checks the path another CPU takes."""
+
+    def use(*flags: str) -> None:
+        monkeypatch.setattr("vilbias.models.sentence_runtime.cpu_flags", lambda: frozenset(flags))
+
+    return use
+
+
+@pytest.fixture
 def smollm2_once(_smollm2_loaded, monkeypatch):
     """Every SmolLM2 backend the test asks for (the default annotator, the audit's default model)
     gets the session's loaded weights and tokenizer, with its own parameters, batch size and

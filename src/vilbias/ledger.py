@@ -283,8 +283,6 @@ def ask_missing(
     return handed
 
 
-
-
 def stored_rows(path: str | Path, table: str, where: str = "") -> int:
     """Rows of ``table`` in the SQLite file ``path`` (0 when the file or table does not exist), read
     without creating or changing anything: for the sentence a stop prints."""

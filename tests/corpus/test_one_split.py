@@ -210,12 +210,12 @@ def test_the_shipped_card_is_what_the_hub_reads():
 
 
 @pytest.mark.real_data
-def test_the_shipped_card_s_figures_are_one_evaluate_away(tmp_path, capsys, monkeypatch):
+def test_the_shipped_card_s_figures_are_one_evaluate_away(tmp_path, capsys, cpu_with):
     """vilbias build --sentences SG2 + vilbias evaluate on the shipped model: the card's figures,
     on a CPU with VNNI and no AMX too, where the model alone would run int8 (its test ECE 0.034)."""
     from vilbias.cli import main
 
-    monkeypatch.setattr("vilbias.models.sentence_runtime.cpu_flags", lambda: frozenset({"avx2", "avx512f", "avx512_vnni"}))
+    cpu_with("avx2", "avx512f", "avx512_vnni")
 
     sg2 = shared_data("babe", "final_labels_SG2_public.csv")
     folder = REPO / "training" / "default_model"

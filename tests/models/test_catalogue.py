@@ -102,14 +102,14 @@ def test_a_sentence_checkpoint_spec_can_ask_for_its_inference_path():
         ModelSpec.parse(f"{folder}?precision=int8")
 
 
-def test_an_evaluation_runs_a_sentence_checkpoint_in_float32_unless_its_spec_names_a_path(monkeypatch):
+def test_an_evaluation_runs_a_sentence_checkpoint_in_float32_unless_its_spec_names_a_path(cpu_with):
     """``load_model(..., exact=True)`` (what ``vilbias evaluate`` loads with): float32 on a CPU
     whose auto path would be faster (AMX here), the spec's own path when it names one."""
     import importlib.resources
 
     from vilbias.models.catalogue import load_model
 
-    monkeypatch.setattr("vilbias.models.sentence_runtime.cpu_flags", lambda: frozenset({"avx512f", "avx512_vnni", "amx_bf16", "amx_int8"}))
+    cpu_with("avx512f", "avx512_vnni", "amx_bf16", "amx_int8")
     folder = str(importlib.resources.files("vilbias.training") / "default_model")
     assert load_model(folder).runtime.startswith("bfloat16 on PyTorch: this CPU has amx_bf16")
     exact = load_model(folder, exact=True)

@@ -11,11 +11,11 @@ from tests.real_data import shared_data
 
 
 @pytest.mark.real_data
-def test_calibration_on_babe_matches_the_card(capsys, monkeypatch):
+def test_calibration_on_babe_matches_the_card(capsys, cpu_with):
     """On a CPU with VNNI and no AMX too, where the model alone would run int8 (temperature 1.32)."""
     from vilbias.spaces.calibrate import main
 
-    monkeypatch.setattr("vilbias.models.sentence_runtime.cpu_flags", lambda: frozenset({"avx2", "avx512f", "avx512_vnni"}))
+    cpu_with("avx2", "avx512f", "avx512_vnni")
 
     from vilbias.models.catalogue import shipped_sentence_model
 
