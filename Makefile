@@ -25,7 +25,7 @@ browser:
 # --dist loadfile keeps each file's tests, and the tests sharing a costly fixture, in one process
 # (tests/conftest.py). CI prints the slowest tests.
 WORKERS ?= auto
-PYTEST := HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(WORKERS) --dist loadfile
+PYTEST := PYTHONDONTWRITEBYTECODE= HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(WORKERS) --dist loadfile
 
 test: setup browser
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,12 @@
 """Every benchmark runs: each script in ``benchmarks/`` takes ``--smoke``, a tiny run of every step
-(seconds, its figures meaningless), and runs here in a fresh process, so a change that breaks a
-benchmark fails the suite instead of the next measurement. Scratch goes to the test's folder (the
-scripts' temporary folders, through ``TMPDIR``; their working directory)."""
+(seconds, its figures meaningless), and runs here as ``python SCRIPT --smoke`` runs it, so a change
+that breaks a benchmark fails the suite instead of the next measurement. Scratch goes to the test's
+folder (the scripts' temporary folders, through ``TMPDIR``; their working directory).
+
+Each runs in a process forked from one that has imported the third-party libraries they share
+(:mod:`tests.forks`: half of the smoke runs' time was those imports); its own imports, vilbias's
+among them, and whatever it starts are fresh. ``VILBIAS_TESTS_FRESH_BENCHMARKS=1`` runs each in a
+new interpreter instead, and the scripts that check CUDA always do."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forks import ForkServer
 from tests.real_data import shared_data
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -42,8 +48,20 @@ def test_every_benchmark_has_a_smoke_run():
     assert not missing, f"give these a --smoke flag (a tiny run of every step): {missing}"
 
 
+@pytest.fixture(scope="session")
+def forks():
+    """The fork server (one per test process, kept for the session: the runs spread over the
+    processes between other files' tests), or ``None``: fresh interpreters."""
+    if os.environ.get("VILBIAS_TESTS_FRESH_BENCHMARKS"):
+        yield None
+        return
+    server = ForkServer()
+    yield server
+    server.close()
+
+
 @pytest.mark.parametrize("script", [_param(s) for s in SCRIPTS])
-def test_benchmark_runs(script, tmp_path):
+def test_benchmark_runs(script, tmp_path, forks):
     if script in REAL_DATA:
         shared_data(*REAL_DATA[script])
     if script in GPU:
@@ -52,7 +70,10 @@ def test_benchmark_runs(script, tmp_path):
         if not torch.cuda.is_available():
             pytest.skip(f"{script} checks CUDA paths; it runs on a GPU machine")
     env = {**os.environ, "TMPDIR": str(tmp_path), "TQDM_DISABLE": "1"}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--smoke"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=540)
+    if forks is None or script in GPU:
+        done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--smoke"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=540)
+    else:
+        done = forks.run(BENCHMARKS / script, ["--smoke"], cwd=tmp_path, env=env, timeout=540)
     assert done.returncode == 0, f"{script} --smoke failed:\n{done.stdout[-4000:]}\n{done.stderr[-6000:]}"
     assert done.stdout.strip(), f"{script} --smoke printed nothing"
