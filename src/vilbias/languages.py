@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import math
+import os
 import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
+
+logger = logging.getLogger(__name__)
 
 ANY = "any"
 """A model's declaration that it reads every language (a multilingual chat model)."""
@@ -44,9 +49,51 @@ _LOADING = threading.Lock()
 
 @functools.cache
 def _load_identifier():
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    try:
+        return _from_unpacked(LanguageIdentifier, _unpacked(MODEL_DIR / MODEL_FILE))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # an unwritable cache, another layout
+        logger.debug("py3langid's model read from its own file (%s: %s)", type(e).__name__, e)
+        return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def _unpacked(source: Path) -> Path:
+    """py3langid's model (an LZMA-compressed ``.npz``: ~0.4 s of decompression, most of a load)
+    decompressed once into ``$HF_HOME/vilbias/langid/``, under a name that changes with the file,
+    written atomically (the ``.npz`` alone: 68 MB)."""
+    import lzma
+    import shutil
+    import tempfile
+
+    import huggingface_hub
+
+    stat = source.stat()
+    target = Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "langid" / f"{source.name.removesuffix('.xz')}-{stat.st_size}-{stat.st_mtime_ns}"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as f:
+            try:
+                with lzma.open(source) as packed:
+                    shutil.copyfileobj(packed, f, length=1 << 20)
+            except BaseException:
+                os.unlink(f.name)
+                raise
+        os.replace(f.name, target)
+    return target
+
+
+def _from_unpacked(identifier_class, path: Path):
+    """The identifier ``LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)`` makes,
+    from the decompressed file (py3langid's ``modelio.load_model`` on it, without the LZMA step;
+    ``tests/test_languages.py`` checks the two agree)."""
+    import numpy as np
+    from py3langid import modelio
+
+    with np.load(path, allow_pickle=False) as data:
+        return identifier_class(np.asarray(data["ptc"]), np.asarray(data["pc"]), data["classes"].tolist(),
+                                modelio._to_array(data["nextmove"]), data["out_feat"].tolist(), norm_probs=True,
+                                tk_row=modelio._to_array(data["nextmove_row"]))
 
 
 def _identifier():

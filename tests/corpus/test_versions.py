@@ -42,7 +42,8 @@ def worst_gap(cells: dict[str, Cell], items: list[SplitItem]) -> float:
 
 
 def release(items: list[SplitItem], previous: dict[str, Cell] | None = None) -> dict[str, Cell]:
-    cells, _ = assign_splits(items, pinned={u: c for u, c in (previous or {}).items() if u in {it.unique_id for it in items}})
+    present = {it.unique_id for it in items}
+    cells, _ = assign_splits(items, pinned={u: c for u, c in (previous or {}).items() if u in present})
     return cells
 
 

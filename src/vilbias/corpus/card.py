@@ -9,6 +9,7 @@ folder loads with ``load_dataset(folder, config)`` and on the Hub alike.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib.resources import files
@@ -326,14 +327,23 @@ def render_card(
         **{**defaults, **stats},
     )
     source = RELEASE if figures["imported"] else WORKDIR
-    return DatasetCard.from_template(card_data, template_str=template.read_text(encoding="utf-8"), **figures,
-                                     fields=field_table(source, figures), sft_row=sft_row(source, figures))
+    # DatasetCard.from_template's own steps (the card data's fields, then the figures, over the
+    # template; the card data as YAML), with the template compiled once a process: compiling it
+    # was ~70 ms of every build.
+    values = {**card_data.to_dict(), **figures, "fields": field_table(source, figures), "sft_row": sft_row(source, figures)}
+    return DatasetCard(_template(template.read_text(encoding="utf-8")).render(card_data=card_data.to_yaml(), **values))
+
+
+@functools.lru_cache(maxsize=64)
+def _template(text: str) -> jinja2.Template:
+    """``jinja2.Template(text)``, compiled once a process (the card's, and each column's meaning)."""
+    return jinja2.Template(text)
 
 
 def _meaning(column: Column, source: str, figures: Mapping[str, Any]) -> str:
     """A column's meaning in the card, its declaration's template rendered over the card's figures."""
     text = column.card_imported if source == RELEASE and column.card_imported is not None else column.card
-    return jinja2.Template(text or "").render(**figures).strip()
+    return _template(text or "").render(**figures).strip()
 
 
 def field_table(source: str, figures: Mapping[str, Any]) -> list[dict[str, str]]:

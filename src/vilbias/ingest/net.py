@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import ipaddress
 import logging
 import random
@@ -198,6 +199,13 @@ def _retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The process's TLS context (its settings never change; loading the CA certificates takes
+    ~50 ms, which a Space paid on every article fetched by URL)."""
+    return httpx.create_ssl_context()
+
+
 class Fetcher:
     """An async HTTP client with the safety and politeness rules above. Use as a context manager.
 
@@ -215,7 +223,7 @@ class Fetcher:
         self._robots: dict[str, urllib.robotparser.RobotFileParser | FetchFailed] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
         self._backend = GuardedBackend(allow_private_addresses=s.allow_private_addresses, resolver=s.resolver)
-        self._ssl_context = httpx.create_ssl_context()  # loading CA certificates takes ~50 ms
+        self._ssl_context = _ssl_context()
         # One client (connection pool) per host: httpcore scans every pooled connection each
         # time a request is queued or released, which with one shared pool of hundreds of
         # connections costs more CPU than the requests themselves.
