@@ -19,13 +19,14 @@ import functools
 import itertools
 import logging
 import math
-import os
 import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from vilbias.outputs import atomic_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,22 +65,14 @@ def _unpacked(source: Path) -> Path:
     written atomically (the ``.npz`` alone: 68 MB)."""
     import lzma
     import shutil
-    import tempfile
 
     import huggingface_hub
 
     stat = source.stat()
     target = Path(huggingface_hub.constants.HF_HOME) / "vilbias" / "langid" / f"{source.name.removesuffix('.xz')}-{stat.st_size}-{stat.st_mtime_ns}"
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as f:
-            try:
-                with lzma.open(source) as packed:
-                    shutil.copyfileobj(packed, f, length=1 << 20)
-            except BaseException:
-                os.unlink(f.name)
-                raise
-        os.replace(f.name, target)
+        with atomic_file(target) as f, lzma.open(source) as packed:
+            shutil.copyfileobj(packed, f, length=1 << 20)
     return target
 
 
