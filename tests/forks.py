@@ -49,9 +49,14 @@ class ForkServer:
         readable, _, _ = select.select([self._proc.stdout], [], [], timeout)
         line = self._proc.stdout.readline() if readable else ""
         if not line:
+            try:
+                code = self._proc.wait(5) if readable else None  # readable and empty: it closed its output
+            except subprocess.TimeoutExpired:
+                code = None
             self._proc.kill()
             self._log.seek(0)
-            raise RuntimeError(f"the fork server did not answer in {timeout:.0f} s:\n{self._log.read().decode(errors='replace')[-4000:]}")
+            why = f"exited with code {code}" if code is not None else f"did not answer in {timeout:.0f} s"
+            raise RuntimeError(f"the fork server {why}:\n{self._log.read().decode(errors='replace')[-4000:]}")
         return json.loads(line)
 
     def run(self, script: str | Path, args: list[str], *, cwd: str | Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:

@@ -64,3 +64,8 @@ def test_an_exception_is_a_traceback_and_exit_code_1_and_the_server_goes_on(serv
 def test_a_run_past_its_time_is_killed(server, script, tmp_path):
     done = server.run(script, ["0", "--sleep"], cwd=tmp_path, env=dict(os.environ), timeout=1)
     assert done.returncode == -14  # SIGALRM
+
+
+def test_a_server_that_cannot_start_says_why():
+    with pytest.raises(RuntimeError, match=r"(?s)exited with code 1.*No module named 'no_such_module_here'"):
+        ForkServer(("no_such_module_here",))
