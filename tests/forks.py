@@ -39,11 +39,11 @@ PRELOAD = (
 class ForkServer:
     """A server process that imports ``preload`` once, then forks a child per :meth:`run`."""
 
-    def __init__(self, preload: tuple[str, ...] = PRELOAD, *, env: dict[str, str] | None = None, startup_timeout: float = 300):
+    def __init__(self, preload: tuple[str, ...] = PRELOAD, *, startup_timeout: float = 300):
         self._log = tempfile.TemporaryFile()
         self._proc = subprocess.Popen([sys.executable, __file__, *preload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._log, text=True, env=env)
-        self.ready = self._reply(startup_timeout)
+                                      stderr=self._log, text=True)
+        self._reply(startup_timeout)  # {"ready": true} once the libraries are imported
 
     def _reply(self, timeout: float) -> dict:
         readable, _, _ = select.select([self._proc.stdout], [], [], timeout)
@@ -104,10 +104,12 @@ def _child(job: dict) -> None:
         try:
             runpy.run_path(job["script"], run_name="__main__")
             code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            if not isinstance(e.code, (int, type(None))):
+        except SystemExit as e:  # as the interpreter exits: None is 0, a message is printed and 1
+            if e.code is None or isinstance(e.code, int):
+                code = e.code or 0
+            else:
                 print(e.code, file=sys.stderr)
+                code = 1
         except BaseException:
             traceback.print_exc()
             code = 1

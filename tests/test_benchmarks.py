@@ -53,17 +53,15 @@ def test_every_benchmark_has_a_smoke_run():
 def forks():
     """The fork server (one per test process, kept for the session: the runs spread over the
     processes between other files' tests), or ``None``: fresh interpreters."""
-    if os.environ.get("VILBIAS_TESTS_FRESH_BENCHMARKS"):
-        yield None
-        return
-    try:
-        server = ForkServer()
-    except RuntimeError as e:  # e.g. a library that starts a thread on import: forks would be unsafe
-        warnings.warn(f"each benchmark runs in a new interpreter, the fork server did not start: {e}", stacklevel=1)
-        yield None
-        return
+    server = None
+    if not os.environ.get("VILBIAS_TESTS_FRESH_BENCHMARKS"):
+        try:
+            server = ForkServer()
+        except RuntimeError as e:  # e.g. a library that starts a thread on import: forks would be unsafe
+            warnings.warn(f"each benchmark runs in a new interpreter, the fork server did not start: {e}", stacklevel=1)
     yield server
-    server.close()
+    if server is not None:
+        server.close()
 
 
 @pytest.mark.parametrize("script", [_param(s) for s in SCRIPTS])

@@ -53,7 +53,7 @@ def _load_identifier():
     from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
     try:
-        return _from_unpacked(LanguageIdentifier, _unpacked(MODEL_DIR / MODEL_FILE))
+        return _from_unpacked(_unpacked(MODEL_DIR / MODEL_FILE))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # an unwritable cache, another layout
         logger.debug("py3langid's model read from its own file (%s: %s)", type(e).__name__, e)
         return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
@@ -76,17 +76,18 @@ def _unpacked(source: Path) -> Path:
     return target
 
 
-def _from_unpacked(identifier_class, path: Path):
+def _from_unpacked(path: Path):
     """The identifier ``LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)`` makes,
     from the decompressed file (py3langid's ``modelio.load_model`` on it, without the LZMA step;
     ``tests/test_languages.py`` checks the two agree)."""
     import numpy as np
     from py3langid import modelio
+    from py3langid.langid import LanguageIdentifier
 
     with np.load(path, allow_pickle=False) as data:
-        return identifier_class(np.asarray(data["ptc"]), np.asarray(data["pc"]), data["classes"].tolist(),
-                                modelio._to_array(data["nextmove"]), data["out_feat"].tolist(), norm_probs=True,
-                                tk_row=modelio._to_array(data["nextmove_row"]))
+        return LanguageIdentifier(np.asarray(data["ptc"]), np.asarray(data["pc"]), data["classes"].tolist(),
+                                  modelio._to_array(data["nextmove"]), data["out_feat"].tolist(), norm_probs=True,
+                                  tk_row=modelio._to_array(data["nextmove_row"]))
 
 
 def _identifier():
