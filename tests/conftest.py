@@ -41,6 +41,16 @@ if "VILBIAS_TESTS_SHARED" not in os.environ:
     os.environ["VILBIAS_TESTS_SHARED"] = tempfile.mkdtemp(prefix="vilbias-tests-shared-")
     atexit.register(shutil.rmtree, os.environ["VILBIAS_TESTS_SHARED"], True)  # by the process that made it, last out
 os.makedirs(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), exist_ok=True)
+# What the suite and the commands it starts leave in "the temporary folder" (gradio_client leaves
+# an empty folder there for every file it downloads, Chromium its socket folders) goes into one
+# folder a run, removed by the process that made it, instead of piling up in /tmp. pytest's own
+# tmp_path folders stay where pytest keeps (and prunes) them.
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+if "VILBIAS_TESTS_TMP" not in os.environ:
+    os.environ["VILBIAS_TESTS_TMP"] = tempfile.mkdtemp(prefix="vilbias-tests-tmp-")
+    atexit.register(shutil.rmtree, os.environ["VILBIAS_TESTS_TMP"], True)
+os.environ["TMPDIR"] = os.environ["VILBIAS_TESTS_TMP"]
+tempfile.tempdir = None  # read TMPDIR again
 os.makedirs(os.path.join(_CACHE, "home", "vilbias"))
 os.symlink(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), os.path.join(_CACHE, "home", "vilbias", "onnx"))
 # A token from the developer's environment must never reach the loopback servers or logs.
