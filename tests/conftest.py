@@ -34,22 +34,21 @@ for key, value in {
 }.items():
     os.environ[key] = value
 # What the test processes of one run share (pytest-xdist's workers inherit the folder from the
-# process that starts them): the sentence model's ONNX graphs, $HF_HOME/vilbias/onnx. Each is
-# keyed by weights, config and library versions and written whole (os.replace), and exporting or
-# quantising one takes seconds, so it is made once a run rather than once a process.
+# process that starts them), removed by the process that made it, last out:
+# - onnx/: the sentence model's ONNX graphs, $HF_HOME/vilbias/onnx. Each is keyed by weights, config
+#   and library versions and written whole (os.replace), and exporting or quantising one takes
+#   seconds, so it is made once a run rather than once a process.
+# - tmp/: TMPDIR, what the suite and the commands it starts leave in "the temporary folder"
+#   (gradio_client leaves an empty folder there for every file it downloads, Chromium its socket
+#   folders), instead of piling up in /tmp. pytest's own tmp_path folders stay where pytest keeps
+#   (and prunes) them.
 if "VILBIAS_TESTS_SHARED" not in os.environ:
     os.environ["VILBIAS_TESTS_SHARED"] = tempfile.mkdtemp(prefix="vilbias-tests-shared-")
-    atexit.register(shutil.rmtree, os.environ["VILBIAS_TESTS_SHARED"], True)  # by the process that made it, last out
-os.makedirs(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), exist_ok=True)
-# What the suite and the commands it starts leave in "the temporary folder" (gradio_client leaves
-# an empty folder there for every file it downloads, Chromium its socket folders) goes into one
-# folder a run, removed by the process that made it, instead of piling up in /tmp. pytest's own
-# tmp_path folders stay where pytest keeps (and prunes) them.
+    atexit.register(shutil.rmtree, os.environ["VILBIAS_TESTS_SHARED"], True)
+for _shared in ("onnx", "tmp"):
+    os.makedirs(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], _shared), exist_ok=True)
 os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
-if "VILBIAS_TESTS_TMP" not in os.environ:
-    os.environ["VILBIAS_TESTS_TMP"] = tempfile.mkdtemp(prefix="vilbias-tests-tmp-")
-    atexit.register(shutil.rmtree, os.environ["VILBIAS_TESTS_TMP"], True)
-os.environ["TMPDIR"] = os.environ["VILBIAS_TESTS_TMP"]
+os.environ["TMPDIR"] = os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "tmp")
 tempfile.tempdir = None  # read TMPDIR again
 os.makedirs(os.path.join(_CACHE, "home", "vilbias"))
 os.symlink(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), os.path.join(_CACHE, "home", "vilbias", "onnx"))
