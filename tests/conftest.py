@@ -88,6 +88,27 @@ def _smollm2_loaded():
     return backend.model, backend.processor
 
 
+@pytest.fixture(scope="session")
+def forks():
+    """The fork server (:mod:`tests.forks`), one per test process, kept for the session: scripts
+    and ``python -m vilbias.cli`` commands start in forks of a process that has imported the
+    libraries they share, instead of importing them again (4-8 s of CPU a process); ``None`` with
+    ``VILBIAS_TESTS_FRESH=1`` or where it cannot start: fresh interpreters."""
+    import warnings
+
+    from tests.forks import ForkServer
+
+    server = None
+    if not os.environ.get("VILBIAS_TESTS_FRESH"):
+        try:
+            server = ForkServer()
+        except RuntimeError as e:  # e.g. a library that starts a thread on import: forks would be unsafe
+            warnings.warn(f"each program runs in a new interpreter, the fork server did not start: {e}", stacklevel=1)
+    yield server
+    if server is not None:
+        server.close()
+
+
 @pytest.fixture
 def cpu_with(monkeypatch):
     """``cpu_with("avx512_vnni", ...)``: the sentence model's runtime sees a CPU with these

@@ -4,21 +4,21 @@ that breaks a benchmark fails the suite instead of the next measurement. Scratch
 folder (the scripts' temporary folders, through ``TMPDIR``; their working directory).
 
 Each runs in a process forked from one that has imported the third-party libraries they share
-(:mod:`tests.forks`: half of the smoke runs' time was those imports); its own imports, vilbias's
-among them, and whatever it starts are fresh. ``VILBIAS_TESTS_FRESH_BENCHMARKS=1`` runs each in a
-new interpreter instead, and the scripts that check CUDA always do."""
+(the ``forks`` fixture, :mod:`tests.forks`: half of the smoke runs' time was those imports), and
+so do the ``vilbias`` commands it starts (``python -m vilbias.cli``: a training run, a demo); its
+own imports, vilbias's among them, are fresh, and so is every other interpreter it starts (those
+that measure imports or peak memory). ``VILBIAS_TESTS_FRESH=1`` runs each in a new interpreter
+instead, and the scripts that check CUDA always do."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
-from tests.forks import ForkServer
 from tests.real_data import shared_data
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -47,21 +47,6 @@ def test_every_benchmark_has_a_smoke_run():
     assert len(SCRIPTS) >= 14
     missing = [s for s in SCRIPTS if '"--smoke"' not in (BENCHMARKS / s).read_text(encoding="utf-8")]
     assert not missing, f"give these a --smoke flag (a tiny run of every step): {missing}"
-
-
-@pytest.fixture(scope="session")
-def forks():
-    """The fork server (one per test process, kept for the session: the runs spread over the
-    processes between other files' tests), or ``None``: fresh interpreters."""
-    server = None
-    if not os.environ.get("VILBIAS_TESTS_FRESH_BENCHMARKS"):
-        try:
-            server = ForkServer()
-        except RuntimeError as e:  # e.g. a library that starts a thread on import: forks would be unsafe
-            warnings.warn(f"each benchmark runs in a new interpreter, the fork server did not start: {e}", stacklevel=1)
-    yield server
-    if server is not None:
-        server.close()
 
 
 @pytest.mark.parametrize("script", [_param(s) for s in SCRIPTS])

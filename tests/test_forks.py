@@ -1,12 +1,16 @@
 """tests/forks.py: a forked run is a script run as ``python SCRIPT ARGS`` runs it (argv, path,
 environment, working directory, TMPDIR, streams, exit code and exit handlers its own), and a run
-past its time is killed."""
+past its time is killed; its launcher stands in for ``python -m MODULE`` under ``subprocess``
+(streams, signals, exit status), and runs the rest fresh."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -27,9 +31,22 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+MODULE = textwrap.dedent("""
+    import os, signal, sys, time
+    print("preloaded" if "json" in sys.modules else "fresh", os.path.basename(sys.argv[0]), sys.argv[1:], os.getcwd(),
+          os.environ.get("ONLY_HERE"), flush=True)
+    print("to stderr", file=sys.stderr)
+    if "--wait" in sys.argv:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        print("waiting", flush=True)
+        time.sleep(60)
+    sys.exit(int(sys.argv[1]))
+""")
+
+
 @pytest.fixture(scope="module")
 def server():
-    forks = ForkServer(("json",))
+    forks = ForkServer(("json",), modules=("forked_module",))
     yield forks
     forks.close()
 
@@ -69,3 +86,58 @@ def test_a_run_past_its_time_is_killed(server, script, tmp_path):
 def test_a_server_that_cannot_start_says_why():
     with pytest.raises(RuntimeError, match=r"(?s)exited with code 1.*No module named 'no_such_module_here'"):
         ForkServer(("no_such_module_here",))
+
+
+@pytest.fixture
+def module(tmp_path):
+    (tmp_path / "forked_module.py").write_text(MODULE)
+    return tmp_path
+
+
+def test_the_launcher_forks_python_m_module_under_popen(server, module):
+    done = subprocess.run([server.python, "-m", "forked_module", "5", "y"], cwd=module, env={**os.environ, "ONLY_HERE": "yes"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 5
+    assert done.stdout == f"preloaded forked_module.py ['5', 'y'] {module} yes\n"
+    assert done.stderr == "to stderr\n"
+
+
+def test_the_launcher_relays_signals_and_exits_as_the_fork_did(server, module):
+    for sig, code in ((signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, 143)):  # KeyboardInterrupt unhandled; a handler's exit
+        proc = subprocess.Popen([server.python, "-m", "forked_module", "0", "--wait"], cwd=module, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        while "waiting" not in proc.stdout.readline():
+            pass
+        proc.send_signal(sig)
+        assert proc.wait(30) == code
+
+
+def test_a_killed_launcher_takes_its_fork_along(server, module):
+    proc = subprocess.Popen([server.python, "-m", "forked_module", "0", "--wait"], cwd=module, stdout=subprocess.PIPE, text=True)
+    while "waiting" not in proc.stdout.readline():
+        pass
+    forks = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == server._proc.pid]
+    proc.kill()
+    proc.wait(30)
+    deadline = time.monotonic() + 30
+    while any(_parent(p) == server._proc.pid for p in forks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert forks and not any(_parent(p) == server._proc.pid for p in forks)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+def test_the_rest_runs_fresh(server, module):
+    other = subprocess.run([server.python, "-c", "import sys; print('json' in sys.modules, sys.argv)", "a"], capture_output=True,
+                           text=True, timeout=60)
+    assert other.stdout == "False ['-c', 'a']\n"
+    # another value of a variable libraries read on import: a fresh interpreter
+    done = subprocess.run([server.python, "-m", "forked_module", "0"], cwd=module, env={**os.environ, "HF_HUB_OFFLINE": "0"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("fresh forked_module.py")

@@ -34,8 +34,14 @@ STOP_S = 2.0
 """What a stop may take, signal to exit."""
 
 
-def vilbias(*args: str) -> list[str]:
-    return [sys.executable, "-m", "vilbias.cli", "-q", *args]
+@pytest.fixture
+def vilbias(forks):
+    """``vilbias("build", ...)``: the command line of ``vilbias -q build ...``, started as a fork of
+    the suite's fork server (its libraries already imported: ~5-8 s of CPU less a command), or
+    fresh. A fork's exit leaves out the modules' teardown (tests/forks.py), ~0.1-0.17 s of a
+    fresh command's exit; the stops measured fresh took 0.03-0.22 s in all, of :data:`STOP_S`."""
+    python = forks.python if forks is not None else sys.executable
+    return lambda *args: [python, "-m", "vilbias.cli", "-q", *args]
 
 
 def stop(cmd: list[str], ready: Callable[[], bool], sig: int, log: Path, stage: str) -> str:
@@ -91,7 +97,7 @@ def rows(db: Path, sql: str) -> list[tuple]:
 
 
 @pytest.mark.slow
-def test_annotate_offline_stops_and_resumes_every_article_once(tmp_path):
+def test_annotate_offline_stops_and_resumes_every_article_once(tmp_path, vilbias):
     from vilbias.annotate.cli import main as annotate_main
     from vilbias.workdir import read_articles, sample_workdir
 
@@ -122,7 +128,7 @@ def test_annotate_offline_stops_and_resumes_every_article_once(tmp_path):
 # -- ingest ---------------------------------------------------------------------------------------
 
 
-def test_ingest_stops_and_resumes_without_a_torn_or_repeated_line(tmp_path):
+def test_ingest_stops_and_resumes_without_a_torn_or_repeated_line(tmp_path, vilbias):
     from vilbias.ingest.cli import main as ingest_main
     from vilbias.workdir import read_articles
 
@@ -183,7 +189,7 @@ def test_a_stop_as_the_scratch_folder_is_removed_waits_for_the_removal(tmp_path,
     assert not list(tmp_path.glob(".vilbias-build-*"))
 
 
-def test_build_stop_leaves_the_previous_build_untouched(tmp_path, sample_dataset_dir):
+def test_build_stop_leaves_the_previous_build_untouched(tmp_path, vilbias, sample_dataset_dir):
     import shutil
 
     from vilbias.corpus.cli import main as build_main
@@ -270,7 +276,7 @@ def test_train_classifier_stopped_mid_epoch_resumes_exactly(tmp_path, multimodal
 
 
 @pytest.mark.slow
-def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_path, multimodal_repo, tiny_bert):  # noqa: F811
+def test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tmp_path, vilbias, multimodal_repo, tiny_bert):  # noqa: F811
     from vilbias.training.classifier import parse_config, train_classifier
     from vilbias.training.engine import torch_threads
 
@@ -328,7 +334,7 @@ def test_a_resumed_training_runs_on_the_stopped_runs_thread_count():
 # -- evaluate and audit run: answers through the ledger --------------------------------------------
 
 
-def test_evaluate_stops_and_resumes_every_answer_once(tmp_path, sample_dataset_dir):
+def test_evaluate_stops_and_resumes_every_answer_once(tmp_path, vilbias, sample_dataset_dir):
     from vilbias.evaluate.config import EvaluateConfig
     from vilbias.evaluate.runner import evaluate
 
@@ -352,7 +358,7 @@ def test_evaluate_stops_and_resumes_every_answer_once(tmp_path, sample_dataset_d
     assert resumed["evaluations"] == whole["evaluations"]
 
 
-def test_audit_run_stops_and_resumes_every_call_once(tmp_path):
+def test_audit_run_stops_and_resumes_every_call_once(tmp_path, vilbias):
     from vilbias.audit.runner import AuditConfig, run_audit
 
     with FakeOpenAIServer(lambda body: json.dumps({"answer": body["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"][0]}),
