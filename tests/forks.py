@@ -155,9 +155,10 @@ def _import_time_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | None:
-    """Import ``preload``, then serve (the launcher forks ``python -m`` of ``modules``) until standard input closes. Returns ``None`` in the server
-    (time to exit) and ``(job, its three standard streams)`` in a fork, which then becomes the
-    program: nothing of the server's own clean-up runs in a fork."""
+    """Import ``preload``, then serve until standard input closes (the launcher forks ``python -m``
+    of ``modules``). Returns ``None`` in the server (time to exit) and ``(job, its three standard
+    streams)`` in a fork, which then becomes the program: nothing of the server's own clean-up runs
+    in a fork."""
     import importlib
     import selectors
     import threading
@@ -166,7 +167,7 @@ def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | N
     own_env = _import_time_env(dict(os.environ))
     for name in preload:
         importlib.import_module(name)
-    own_env = {**own_env, **{k: None for k in _import_time_env(dict(os.environ)).keys() - own_env.keys()}}  # set by the imports
+    set_by_imports = _import_time_env(dict(os.environ)).keys() - own_env.keys()  # not an input: a fresh import sets them too
     if threading.active_count() != 1:  # a fork copies only the forking thread: a lock another held stays held
         raise SystemExit(f"importing {preload} started threads: {threading.enumerate()}")
     if not hasattr(os, "pidfd_open"):
@@ -185,10 +186,8 @@ def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | N
     sel = selectors.DefaultSelector()
     sel.register(sys.stdin, selectors.EVENT_READ, "stdin")
     sel.register(listener, selectors.EVENT_READ, "listener")
-    pending: dict[socket.socket, bytes] = {}  # connections whose job is still arriving
-    fds_of: dict[socket.socket, list[int]] = {}
-    running: dict[socket.socket, tuple[int, int]] = {}  # connection -> (pid, pidfd)
-    watched: set[socket.socket] = set()  # connections read from
+    arriving: dict[socket.socket, tuple[bytearray, list[int]]] = {}  # connection -> its job so far, and the streams it sent
+    running: dict[socket.socket, tuple[int, int]] = {}  # connection -> its fork's (pid, pidfd)
     print(json.dumps({"ready": True, "preloaded": len(preload), "address": address, "python": python}), flush=True)
 
     def finish(conn: socket.socket) -> None:
@@ -200,7 +199,7 @@ def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | N
             conn.sendall((json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
         except OSError:  # the launcher went
             pass
-        if conn in watched:
+        if conn in sel.get_map():  # still read from (not when its launcher went first)
             sel.unregister(conn)
         conn.close()
 
@@ -218,40 +217,38 @@ def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | N
                     return None
             elif what == "listener":
                 conn, _ = listener.accept()
-                pending[conn], fds_of[conn] = b"", []
+                arriving[conn] = (bytearray(), [])
                 sel.register(conn, selectors.EVENT_READ, "conn")
-                watched.add(conn)
             elif what == "conn":
                 conn = key.fileobj
-                if conn not in watched:  # finished earlier in this round
+                if conn not in sel.get_map():  # finished earlier in this round
                     continue
                 if conn in running:  # the launcher went (or wrote what it should not): its fork goes too
                     sel.unregister(conn)
-                    watched.discard(conn)
                     os.kill(running[conn][0], signal.SIGKILL)
                     continue  # reaped through its pidfd
                 data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-                fds_of[conn] += fds
-                pending[conn] += data
-                if not data or not pending[conn].endswith(b"\n"):
-                    if not data:  # gone before it asked
-                        for fd in fds_of.pop(conn):
-                            os.close(fd)
-                        del pending[conn]
-                        sel.unregister(conn)
-                        watched.discard(conn)
-                        conn.close()
+                job, fds = arriving[conn][0] + data, arriving[conn][1] + fds
+                arriving[conn] = (job, fds)
+                if not data:  # gone before it asked
+                    for fd in arriving.pop(conn)[1]:
+                        os.close(fd)
+                    sel.unregister(conn)
+                    conn.close()
                     continue
-                job, fds = json.loads(pending.pop(conn)), fds_of.pop(conn)
+                if not job.endswith(b"\n"):
+                    continue
+                del arriving[conn]
+                job = json.loads(job)
                 pid = os.fork()
                 if pid == 0:
-                    for other in [listener, conn, *watched, *running]:  # the server's, not the program's
+                    for other in [listener, conn, *arriving, *running]:  # the server's, not the program's
                         other.close()
-                    for fd in [pidfd for _, pidfd in running.values()] + [fd for waiting in fds_of.values() for fd in waiting]:
+                    for fd in [pidfd for _, pidfd in running.values()] + [fd for _, waiting in arriving.values() for fd in waiting]:
                         os.close(fd)
                     sel.close()
-                    job["fresh"] = any(job["env"].get(k) != v for k, v in own_env.items() if v is not None) or \
-                        any(k not in own_env for k in _import_time_env(job["env"]))
+                    env = _import_time_env(job["env"])
+                    job["fresh"] = any(env.get(k) != v for k, v in own_env.items()) or bool(env.keys() - own_env.keys() - set_by_imports)
                     return job, fds
                 for fd in fds:
                     os.close(fd)
@@ -333,6 +330,7 @@ def _become(job: dict, fds: list[int]) -> None:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
         os._exit(code)
+
 
 if __name__ == "__main__":
     forked = _serve(sys.argv[1].split(","), sys.argv[2:])
