@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -31,6 +33,13 @@ def test_sigkill_mid_run_then_resume(tmp_path):
     with WebServer(latency=0.04) as web:
         feed, links = site.story_feed(web, N, seed=100)
         work = tmp_path / "work"
+        # The first run cannot finish before it is killed, however slow the machine is to notice
+        # its fifth article: once five are kept, its article pages hang until the re-run.
+        released = threading.Event()
+        for path in [p for (_, p) in web.routes if p.startswith("/a/")]:
+            page = web.routes[("127.0.0.1", path)]
+            web.add("127.0.0.1", path, lambda req, page=page: page if released.is_set() or len(_kept_lines(work)) < 5
+                    else dataclasses.replace(page, delay=60))
 
         proc = subprocess.Popen(_cli(feed, work), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
         deadline = time.monotonic() + 60
@@ -41,6 +50,7 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         killed_at = len(_kept_lines(work))
         assert 5 <= killed_at < N, proc.stderr.read().decode()[-2000:]
         kept_before = {a.source_url for a in read_articles(work)}
+        released.set()
         first_run_requests = len(web.requests)
 
         done = subprocess.run(_cli(feed, work), capture_output=True, text=True, timeout=120)
