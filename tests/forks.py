@@ -26,7 +26,8 @@ Two ways in:
   SIGINT, SIGTERM, SIGHUP and SIGQUIT, and exits as the fork did); anything else (``-c``, another
   script, ``-X importtime``) runs the real interpreter, fresh. A fork whose environment differs
   from the server's in a variable libraries read on import (``HF_*``, ``OMP_*``, ``PYTHON*``, ...)
-  runs the real interpreter as well.
+  runs the real interpreter as well (``VILBIAS_TESTS_FORKS_LOG=FILE``: a line in FILE for each,
+  naming the variables that differed).
 
 The server stops by itself when its client goes (its standard input closes); a fork whose
 launcher goes is killed; a run past its ``timeout`` is killed (``SIGALRM``) and reported as such.
@@ -248,7 +249,8 @@ def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | N
                         os.close(fd)
                     sel.close()
                     env = _import_time_env(job["env"])
-                    job["fresh"] = any(env.get(k) != v for k, v in own_env.items()) or bool(env.keys() - own_env.keys() - set_by_imports)
+                    job["fresh"] = sorted(k for k in (env.keys() | own_env.keys()) - set_by_imports
+                                          if env.get(k) != own_env.get(k))  # the variables that differ
                     return job, fds
                 for fd in fds:
                     os.close(fd)
@@ -275,7 +277,10 @@ def _become(job: dict, fds: list[int]) -> None:
         os.close(stream)
     os.chdir(job["cwd"])
     argv = ["-m", job["module"], *job["args"]] if "module" in job else [job["script"], *job["args"]]
-    if job.pop("fresh"):  # a library would have read another environment on import
+    if job["fresh"]:  # a library would have read another environment on import
+        if os.environ.get("VILBIAS_TESTS_FORKS_LOG"):  # why (a changed variable makes every later fork fresh)
+            with open(os.environ["VILBIAS_TESTS_FORKS_LOG"], "a", encoding="utf-8") as log:
+                log.write(json.dumps({"argv": argv, "differs": job["fresh"]}) + "\n")
         os.execve(sys.executable, [sys.executable, *argv], job["env"])
     atexit._clear()  # the server's exit handlers are the server's
     if "timeout" in job:

@@ -5,6 +5,7 @@ past its time is killed; its launcher stands in for ``python -m MODULE`` under `
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -45,8 +46,14 @@ MODULE = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def server():
-    forks = ForkServer(("json",), modules=("forked_module",))
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("forks") / "fresh.jsonl"
+    os.environ["VILBIAS_TESTS_FORKS_LOG"] = str(log)  # read by the server's forks
+    try:
+        forks = ForkServer(("json",), modules=("forked_module",))
+    finally:
+        del os.environ["VILBIAS_TESTS_FORKS_LOG"]
+    forks.fresh_log = log
     yield forks
     forks.close()
 
@@ -141,3 +148,6 @@ def test_the_rest_runs_fresh(server, module):
     done = subprocess.run([server.python, "-m", "forked_module", "0"], cwd=module, env={**os.environ, "HF_HUB_OFFLINE": "0"},
                           capture_output=True, text=True, timeout=60)
     assert done.stdout.startswith("fresh forked_module.py")
+    # and VILBIAS_TESTS_FORKS_LOG says which variable made it so
+    logged = [json.loads(line) for line in server.fresh_log.read_text(encoding="utf-8").splitlines()]
+    assert logged[-1] == {"argv": ["-m", "forked_module", "0"], "differs": ["HF_HUB_OFFLINE"]}

@@ -221,6 +221,16 @@ def test_a_page_without_an_image_is_labelled_by_the_text_only_model(space, web, 
     assert label["label"] == "not biased" and rationale.startswith("**Not biased**") and seen is None
 
 
+def test_building_the_space_changes_no_variable_libraries_read_on_import(space):
+    """gradio writes HF_HUB_DISABLE_TELEMETRY as it builds a Blocks; the suite sets the value it
+    writes, so a process that built a Space still starts its commands as forks (tests/forks.py)."""
+    import os
+
+    from tests.conftest import IMPORT_TIME_ENV_AT_START
+
+    assert {k: os.environ.get(k) for k in IMPORT_TIME_ENV_AT_START} == IMPORT_TIME_ENV_AT_START
+
+
 def test_a_model_still_loading_gets_its_sentence(monkeypatch):
     import threading
 
