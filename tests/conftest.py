@@ -21,7 +21,10 @@ for key, value in {
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
     "HF_HUB_DISABLE_XET": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
+    # "True", the value gradio writes here as it builds a Blocks with analytics off: with "1" every
+    # Space a test process built changed a variable libraries read on import, and every later
+    # command of that process ran in a fresh interpreter instead of a fork (tests/forks.py)
+    "HF_HUB_DISABLE_TELEMETRY": "True",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
@@ -52,6 +55,9 @@ os.environ["TMPDIR"] = os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "tmp")
 tempfile.tempdir = None  # read TMPDIR again
 os.makedirs(os.path.join(_CACHE, "home", "vilbias"))
 os.symlink(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), os.path.join(_CACHE, "home", "vilbias", "onnx"))
+IMPORT_TIME_ENV_AT_START = {k: v for k, v in os.environ.items() if k.startswith(("HF_", "GRADIO_", "OMP_", "MKL_", "TOKENIZERS_", "MPL"))}
+"""The variables above as this test process starts: a library that changes one of them later makes
+every later fork of the process's fork server a fresh interpreter (tests/forks.py)."""
 # A token from the developer's environment must never reach the loopback servers or logs.
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("OPENAI_API_KEY", None)
