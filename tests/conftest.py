@@ -72,6 +72,35 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 import pytest  # noqa: E402  (imported after the environment is set, on purpose)
 
 
+def _one_ssl_context_per_setting() -> None:
+    """httpx builds a new TLS context, loading certifi's CA bundle, for every client it makes
+    (47 ms of CPU on the 2-core AVX2 machine), and gradio_client makes a client for every request
+    (``httpx.post``, ``stream_messages``): ~500 in a run, 22 s of the test processes' CPU, for
+    servers on loopback that speak plain HTTP. Here each setting's context is built once and shared,
+    as vilbias's own fetcher does (``vilbias.ingest.net._ssl_context``); httpcore sets a context's
+    ALPN protocols before a TLS handshake, which these plain-HTTP servers never make. Settings that cannot be a cache key (a context object) are built as before."""
+    import functools
+
+    import httpx._config
+    import httpx._transports.default
+
+    build = httpx._config.create_ssl_context
+    cached = functools.lru_cache(maxsize=None)(build)
+
+    @functools.wraps(build)
+    def create_ssl_context(verify=True, cert=None, trust_env=True):
+        try:
+            return cached(verify, cert, trust_env)
+        except TypeError:  # unhashable
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+
+    httpx._config.create_ssl_context = httpx._transports.default.create_ssl_context = create_ssl_context
+    httpx.create_ssl_context = create_ssl_context
+
+
+_one_ssl_context_per_setting()
+
+
 @pytest.fixture(scope="session")
 def sample_dataset_dir(tmp_path_factory):
     """The embedded sample built once per session into a Hub-layout folder (66 rows; test split
@@ -87,10 +116,23 @@ def sample_dataset_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def _smollm2_loaded():
     """The embedded SmolLM2-135M-Instruct, loaded once per session as the product loads it
-    (:func:`vilbias.models.chat_local.smollm2_backend`: the GGUF dequantised, ~25 s on 2 cores)."""
+    (:func:`vilbias.models.chat_local.smollm2_backend`: the GGUF dequantised, ~25 s on 2 cores).
+
+    While it loads, two pure functions of the gguf library that transformers calls again and again
+    answer from a cache: ``GGUFReader`` (the config, the tokenizer and the weights each parse the
+    file's 49k-token vocabulary again, 6 s each on the AVX2 machine) and ``get_tensor_name_map``
+    (built anew for every submodule the weights' names are looked up in, 12 s). The model, its
+    tokenizer and its config are the ones the product gets; only the repeated parsing is left out."""
+    import functools
+
+    import gguf
+
     from vilbias.models.chat_local import smollm2_backend
 
-    backend = smollm2_backend()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "GGUFReader", functools.lru_cache(maxsize=None)(gguf.GGUFReader))
+        patch.setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map))
+        backend = smollm2_backend()
     return backend.model, backend.processor
 
 
