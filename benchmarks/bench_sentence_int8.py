@@ -83,8 +83,8 @@ def main() -> None:
     chosen = AutoModel.from_pretrained(folder)  # the shipped setting, auto
     print(f"CPU: {describe_cpu()}")
     print(f"auto chooses: {chosen.runtime_reason}")
-    articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:4 if args.smoke else 120] for a in speed.real_articles(args.articles)]
-    test = speed.babe_test_split()[:8 if args.smoke else None]
+    articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:2 if args.smoke else 120] for a in speed.real_articles(args.articles)]
+    test = speed.babe_test_split()[:4 if args.smoke else None]
 
     def load(runtime: str, precision: str):
         model = AutoModel.from_pretrained(folder, inference_runtime=runtime, inference_precision=precision)
