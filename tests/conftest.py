@@ -78,7 +78,8 @@ def _one_ssl_context_per_setting() -> None:
     (``httpx.post``, ``stream_messages``): ~500 in a run, 22 s of the test processes' CPU, for
     servers on loopback that speak plain HTTP. Here each setting's context is built once and shared,
     as vilbias's own fetcher does (``vilbias.ingest.net._ssl_context``); httpcore sets a context's
-    ALPN protocols before a TLS handshake, which these plain-HTTP servers never make. Settings that cannot be a cache key (a context object) are built as before."""
+    ALPN protocols before a TLS handshake, which these plain-HTTP servers never make. Settings that
+    cannot be a cache key (a context object) are built as before."""
     import functools
 
     import httpx._config
