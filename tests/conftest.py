@@ -55,8 +55,10 @@ os.environ["TMPDIR"] = os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "tmp")
 tempfile.tempdir = None  # read TMPDIR again
 os.makedirs(os.path.join(_CACHE, "home", "vilbias"))
 os.symlink(os.path.join(os.environ["VILBIAS_TESTS_SHARED"], "onnx"), os.path.join(_CACHE, "home", "vilbias", "onnx"))
-IMPORT_TIME_ENV_AT_START = {k: v for k, v in os.environ.items() if k.startswith(("HF_", "GRADIO_", "OMP_", "MKL_", "TOKENIZERS_", "MPL"))}
-"""The variables above as this test process starts: a library that changes one of them later makes
+from tests.forks import _import_time_env  # noqa: E402  (stdlib only)
+
+IMPORT_TIME_ENV_AT_START = _import_time_env(dict(os.environ))
+"""The variables libraries read on import as this test process starts: a library that changes one of them later makes
 every later fork of the process's fork server a fresh interpreter (tests/forks.py)."""
 # A token from the developer's environment must never reach the loopback servers or logs.
 os.environ.pop("HF_TOKEN", None)

@@ -36,9 +36,8 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         # The first run cannot finish before it is killed, however slow the machine is to notice
         # its fifth article: once five are kept, its article pages hang until the re-run.
         released = threading.Event()
-        for path in [p for (_, p) in web.routes if p.startswith("/a/")]:
-            page = web.routes[("127.0.0.1", path)]
-            web.add("127.0.0.1", path, lambda req, page=page: page if released.is_set() or len(_kept_lines(work)) < 5
+        for (host, path), page in [(key, page) for key, page in web.routes.items() if key[1].startswith("/a/")]:
+            web.add(host, path, lambda req, page=page: page if released.is_set() or len(_kept_lines(work)) < 5
                     else dataclasses.replace(page, delay=60))
 
         proc = subprocess.Popen(_cli(feed, work), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
