@@ -196,15 +196,19 @@ def smollm2_once(_smollm2_loaded, monkeypatch):
 
 # -- running in parallel (pytest-xdist; `make test` is `-n auto --dist loadfile`) ---------------------
 
-SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_annotators.py": "smollm2"}
-"""Files whose tests share a session fixture too costly to build in every test process (the loaded
-SmolLM2, ~25 s on 2 cores): they run in one process, as one unit."""
+SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_annotators.py": "smollm2",
+                **{f"tests/spaces/test_{name}.py": "space" for name in ("api", "app", "browser", "languages", "reading", "wording")}}
+"""Files whose tests share a fixture too costly to build in every test process: they run in one
+process, as one unit. The loaded SmolLM2 (~25 s on 2 cores); the running Space (its models
+warmed up; a server whose gradio queue polls every millisecond while idle, ~10% of a core, so it
+is closed as soon as the unit is done: ``tests/spaces/conftest.py``)."""
 SPREAD_FILES = {"tests/test_benchmarks.py", "tests/test_stops.py"}
 """Files of long, independent tests (a subprocess each, no module fixture): each test is its own unit."""
 HEAVY_FIRST = [
     "tests/training_classifier/test_default_model.py",
     "smollm2",
     "tests/audit/test_run.py",
+    "space",
     "tests/test_benchmarks.py::test_benchmark_runs[bench_babe]",
     "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_speed]",
     "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_reproduce]",

@@ -39,6 +39,15 @@ def test_a_file_is_one_unit_unless_shared_or_spread():
     assert conftest.xdist_unit(spread) == spread
 
 
+def test_the_files_using_the_running_space_are_one_unit():
+    """The Space's server is built once and closed when its package is done (tests/spaces/conftest.py):
+    every file whose tests ask for it runs in the one process that holds it."""
+    users = {f"tests/spaces/{p.name}" for p in (ROOT / "tests" / "spaces").glob("test_*.py")
+             if re.search(r"^def test_\w*\((.*\W)?(strict_)?space\W", p.read_text(encoding="utf-8"), re.M)}
+    assert len(users) >= 5
+    assert {conftest.xdist_unit(f"{file}::test_x") for file in users} == {"space"}
+
+
 def test_slow_marks_a_listed_function_with_all_its_parameters_and_nothing_beside_it():
     class Item:
         def __init__(self, nodeid, fixturenames=()):

@@ -68,9 +68,14 @@ def models_yaml(tmp_path_factory, tiny_fusion):
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def space(models_yaml):
-    """``(demo, client, stub)``: the app in test mode (URLs may reach 127.0.0.1)."""
+    """``(demo, client, stub)``: the app in test mode (URLs may reach 127.0.0.1).
+
+    Closed when the package's tests are done, not kept for the session: gradio's queue polls every
+    millisecond while it waits (``Queue.sleep_when_free``), ~10% of a core for each idle server,
+    ~60 s of CPU over the rest of a run. The files that use it run in one process, one after the
+    other (the ``space`` unit, ``SHARED_FILES`` in tests/conftest.py), so it is built once."""
     import torch
     from gradio_client import Client
     from vilbias.spaces.app import SpaceConfig, build_demo
@@ -90,9 +95,10 @@ def space(models_yaml):
         demo.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def strict_space(space):
-    """The app as deployed (no test mode), with a small image-size limit; shares the loaded models."""
+    """The app as deployed (no test mode), with a small image-size limit; shares the loaded models
+    (closed with :func:`space`)."""
     from gradio_client import Client
     from vilbias.spaces.app import DemoApp, SpaceConfig, build_demo
     from vilbias.spaces.inputs import Limits
