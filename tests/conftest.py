@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from pathlib import Path
 
 _CACHE = tempfile.mkdtemp(prefix="vilbias-tests-hf-")
 atexit.register(shutil.rmtree, _CACHE, True)  # hundreds of MB a run (graphs, datasets caches)
@@ -143,8 +144,10 @@ def _smollm2_loaded():
 def forks():
     """The fork server (:mod:`tests.forks`), one per test process, kept for the session: scripts
     and ``python -m vilbias.cli`` commands start in forks of a process that has imported the
-    libraries they share, instead of importing them again (4-8 s of CPU a process); ``None`` with
-    ``VILBIAS_TESTS_FRESH=1`` or where it cannot start: fresh interpreters."""
+    libraries they share, instead of importing them again (4-8 s of CPU a process); so do the
+    benchmarks' own children (``python benchmarks/SCRIPT``: the contenders a benchmark measures
+    in interpreters of their own; in the suite's smoke runs their figures mean nothing, so a fork
+    serves). ``None`` with ``VILBIAS_TESTS_FRESH=1`` or where it cannot start: fresh interpreters."""
     import warnings
 
     from tests.forks import ForkServer
@@ -152,7 +155,7 @@ def forks():
     server = None
     if not os.environ.get("VILBIAS_TESTS_FRESH"):
         try:
-            server = ForkServer()
+            server = ForkServer(scripts_under=(Path(__file__).resolve().parents[1] / "benchmarks",))
         except RuntimeError as e:  # e.g. a library that starts a thread on import: forks would be unsafe
             warnings.warn(f"each program runs in a new interpreter, the fork server did not start: {e}", stacklevel=1)
     yield server

@@ -22,7 +22,8 @@ Two ways in:
   :attr:`ForkServer.python`, so the ``vilbias`` commands the script starts are forks too.
 - :attr:`ForkServer.python` is a launcher (a shell script that runs a stdlib-only script with
   ``python -SI``: ~20 ms) that stands in for the interpreter: ``python -m
-  vilbias.cli ARGS`` becomes a fork (the launcher hands over its standard streams, relays
+  vilbias.cli ARGS``, and ``python SCRIPT ARGS`` of a script in one of the folders
+  ``scripts_under`` names, become forks (the launcher hands over its standard streams, relays
   SIGINT, SIGTERM, SIGHUP and SIGQUIT, and exits as the fork did); anything else (``-c``, another
   script, ``-X importtime``) runs the real interpreter, fresh. A fork whose environment differs
   from the server's in a variable libraries read on import (``HF_*``, ``OMP_*``, ``PYTHON*``, ...)
@@ -60,23 +61,27 @@ IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "DATASETS_", "TOKENIZ
 values differ from the server's runs in a fresh interpreter."""
 
 FORKED_MODULES = ("vilbias.cli",)
-"""``python -m MODULE`` the launcher forks (the rest runs fresh: the benchmarks' children measure
-imports and peak memory)."""
+"""``python -m MODULE`` the launcher forks (the rest runs fresh: tests that check what a command
+imports, or that a library prints nothing as it imports, start the real interpreter themselves)."""
 
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 LAUNCHER = '''# Stands in for {python} (tests/forks.py): "-m vilbias.cli ..." is forked by the fork server.
 import json, os, signal, socket, sys
-PYTHON, ADDRESS, MODULES = {python!r}, {address!r}, {modules!r}
+PYTHON, ADDRESS, MODULES, SCRIPTS_UNDER = {python!r}, {address!r}, {modules!r}, {scripts_under!r}
 argv = sys.argv[1:]
-if len(argv) < 2 or argv[0] != "-m" or argv[1] not in MODULES:
+if len(argv) >= 2 and argv[0] == "-m" and argv[1] in MODULES:
+    job = {{"module": argv[1], "args": argv[2:]}}
+elif argv and argv[0].endswith(".py") and os.path.dirname(os.path.abspath(argv[0])) in SCRIPTS_UNDER:
+    job = {{"script": os.path.abspath(argv[0]), "args": argv[1:]}}
+else:
     os.execv(PYTHON, [PYTHON, *argv])
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     sock.connect(ADDRESS)
 except OSError:  # the server is gone: run it fresh
     os.execv(PYTHON, [PYTHON, *argv])
-job = {{"module": argv[1], "args": argv[2:], "cwd": os.getcwd(), "env": dict(os.environ), "executable": PYTHON}}
+job.update({{"cwd": os.getcwd(), "env": dict(os.environ), "executable": PYTHON}})
 socket.send_fds(sock, [(json.dumps(job) + "\\n").encode()], [0, 1, 2])
 stream = sock.makefile("r")
 pid = json.loads(stream.readline())["pid"]
@@ -95,10 +100,12 @@ class ForkServer:
     """A server process that imports ``preload`` once, then forks a child per program it is asked
     to run (several at once: a script and the commands it starts)."""
 
-    def __init__(self, preload: tuple[str, ...] = PRELOAD, *, modules: tuple[str, ...] = FORKED_MODULES, startup_timeout: float = 300):
+    def __init__(self, preload: tuple[str, ...] = PRELOAD, *, modules: tuple[str, ...] = FORKED_MODULES,
+                 scripts_under: tuple[str | Path, ...] = (), startup_timeout: float = 300):
         self._log = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen([sys.executable, __file__, ",".join(modules), *preload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._log, text=True)
+        folders = os.pathsep.join(os.path.abspath(folder) for folder in scripts_under)
+        self._proc = subprocess.Popen([sys.executable, __file__, ",".join(modules), folders, *preload], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self._log, text=True)
         ready = self._reply(startup_timeout)  # once the libraries are imported
         self.address: str = ready["address"]
         self.python: str = ready["python"]
@@ -155,9 +162,9 @@ def _import_time_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_ENV)}
 
 
-def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | None:
+def _serve(modules: list[str], scripts_under: list[str], preload: list[str]) -> tuple[dict, list[int]] | None:
     """Import ``preload``, then serve until standard input closes (the launcher forks ``python -m``
-    of ``modules``). Returns ``None`` in the server (time to exit) and ``(job, its three standard
+    of ``modules`` and ``python SCRIPT`` of the scripts in the folders ``scripts_under``). Returns ``None`` in the server (time to exit) and ``(job, its three standard
     streams)`` in a fork, which then becomes the program: nothing of the server's own clean-up runs
     in a fork."""
     import importlib
@@ -180,7 +187,8 @@ def _serve(modules: list[str], preload: list[str]) -> tuple[dict, list[int]] | N
     listener.listen(16)
     python, launcher = os.path.join(home, "python"), os.path.join(home, "launcher.py")
     with open(launcher, "w", encoding="utf-8") as f:
-        f.write(LAUNCHER.format(python=sys.executable, address=address, modules=tuple(modules), relayed=tuple(int(s) for s in RELAYED)))
+        f.write(LAUNCHER.format(python=sys.executable, address=address, modules=tuple(modules), scripts_under=tuple(scripts_under),
+                                relayed=tuple(int(s) for s in RELAYED)))
     with open(python, "w", encoding="utf-8") as f:  # a shell script: a "#!" line has a length limit, a path has none
         f.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -SI {shlex.quote(launcher)} \"$@\"\n")
     os.chmod(python, 0o700)
@@ -338,6 +346,6 @@ def _become(job: dict, fds: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    forked = _serve(sys.argv[1].split(","), sys.argv[2:])
+    forked = _serve(sys.argv[1].split(","), [f for f in sys.argv[2].split(os.pathsep) if f], sys.argv[3:])
     if forked is not None:
         _become(*forked)

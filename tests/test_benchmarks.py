@@ -6,9 +6,11 @@ folder (the scripts' temporary folders, through ``TMPDIR``; their working direct
 Each runs in a process forked from one that has imported the third-party libraries they share
 (the ``forks`` fixture, :mod:`tests.forks`: half of the smoke runs' time was those imports), and
 so do the ``vilbias`` commands it starts (``python -m vilbias.cli``: a training run, a demo); its
-own imports, vilbias's among them, are fresh, and so is every other interpreter it starts (those
-that measure imports or peak memory). ``VILBIAS_TESTS_FRESH=1`` runs each in a new interpreter
-instead, and the scripts that check CUDA always do."""
+own imports, vilbias's among them, are fresh. So do the contenders a benchmark starts as
+``python SCRIPT --child...`` (peak memory of an import, a build, a training: meaningless in a fork,
+as every figure of a smoke run is); any other interpreter it starts is fresh.
+``VILBIAS_TESTS_FRESH=1`` runs each in a new interpreter instead, and the scripts that check CUDA
+always do."""
 
 from __future__ import annotations
 

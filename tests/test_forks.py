@@ -1,7 +1,7 @@
 """tests/forks.py: a forked run is a script run as ``python SCRIPT ARGS`` runs it (argv, path,
 environment, working directory, TMPDIR, streams, exit code and exit handlers its own), and a run
-past its time is killed; its launcher stands in for ``python -m MODULE`` under ``subprocess``
-(streams, signals, exit status), and runs the rest fresh."""
+past its time is killed; its launcher stands in for ``python -m MODULE`` and ``python SCRIPT`` of
+a named folder under ``subprocess`` (streams, signals, exit status), and runs the rest fresh."""
 
 from __future__ import annotations
 
@@ -50,10 +50,11 @@ def server(tmp_path_factory):
     log = tmp_path_factory.mktemp("forks") / "fresh.jsonl"
     os.environ["VILBIAS_TESTS_FORKS_LOG"] = str(log)  # read by the server's forks
     try:
-        forks = ForkServer(("json",), modules=("forked_module",))
+        scripts = tmp_path_factory.mktemp("forked_scripts")
+        forks = ForkServer(("json",), modules=("forked_module",), scripts_under=(scripts,))
     finally:
         del os.environ["VILBIAS_TESTS_FORKS_LOG"]
-    forks.fresh_log = log
+    forks.fresh_log, forks.scripts = log, scripts
     yield forks
     forks.close()
 
@@ -138,6 +139,15 @@ def _parent(pid: int) -> int | None:
             return int(f.read().rpartition(")")[2].split()[1])
     except (OSError, ValueError):
         return None
+
+
+def test_the_launcher_forks_a_script_in_a_named_folder_and_runs_others_fresh(server, module):
+    (server.scripts / "forked_module.py").write_text(MODULE)
+    done = subprocess.run([server.python, "forked_module.py", "4", "z"], cwd=server.scripts, env={**os.environ, "ONLY_HERE": "yes"},
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (4, f"preloaded forked_module.py ['4', 'z'] {server.scripts} yes\n", "to stderr\n")
+    elsewhere = subprocess.run([server.python, str(module / "forked_module.py"), "0"], cwd=module, capture_output=True, text=True, timeout=60)
+    assert elsewhere.stdout.startswith("fresh forked_module.py ['0']")
 
 
 def test_the_rest_runs_fresh(server, module):
