@@ -45,6 +45,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 PRELOAD = (
@@ -145,6 +146,23 @@ class ForkServer:
             out.seek(0), err.seek(0)
             return subprocess.CompletedProcess([sys.executable, str(script), *args], code,
                                                out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+    def running(self) -> list[int]:
+        """The process ids of the forks running now (the server's children)."""
+        try:
+            with open(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children", encoding="ascii") as f:
+                return [int(pid) for pid in f.read().split()]
+        except FileNotFoundError:  # the server is gone
+            return []
+
+    def wait_until_idle(self, timeout: float = 30) -> None:
+        """Wait until no fork runs: a launcher killed with SIGKILL cannot pass the signal on, its
+        fork is killed as the server notices it is gone, a moment later."""
+        deadline = time.monotonic() + timeout
+        while self.running():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"forks still running after {timeout} s: {self.running()}")
+            time.sleep(0.01)
 
     def close(self) -> None:
         """Stop the server (it holds nothing to save: killed rather than left to unload its libraries)."""

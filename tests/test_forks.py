@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -124,21 +123,11 @@ def test_a_killed_launcher_takes_its_fork_along(server, module):
     proc = subprocess.Popen([server.python, "-m", "forked_module", "0", "--wait"], cwd=module, stdout=subprocess.PIPE, text=True)
     while "waiting" not in proc.stdout.readline():
         pass
-    forks = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == server._proc.pid]
+    forks = server.running()
     proc.kill()
     proc.wait(30)
-    deadline = time.monotonic() + 30
-    while any(_parent(p) == server._proc.pid for p in forks) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert forks and not any(_parent(p) == server._proc.pid for p in forks)
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rpartition(")")[2].split()[1])
-    except (OSError, ValueError):
-        return None
+    server.wait_until_idle(30)
+    assert len(forks) == 1 and not server.running()
 
 
 def test_the_launcher_forks_a_script_in_a_named_folder_and_runs_others_fresh(server, module):

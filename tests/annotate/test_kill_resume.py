@@ -37,7 +37,8 @@ def answered(db):
         con.close()
 
 
-def test_kill_9_then_resume(tmp_path):
+def test_kill_9_then_resume(tmp_path, forks):
+    """``vilbias annotate`` killed with SIGKILL (a fork of the suite's fork server, or fresh: tests/forks.py)."""
     workdir = make_workdir(tmp_path / "w", n=ITEMS)
     # A text-only annotator: the text prompt only (ITEMS × K calls).
     everything = {(f"item-{i}", "text", k) for i in range(ITEMS) for k in range(K)}
@@ -48,7 +49,7 @@ def test_kill_9_then_resume(tmp_path):
             "concurrency: 4, params: {seed: 0, temperature: 0.7}}\n"
         )
         proc = subprocess.Popen(
-            [sys.executable, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), "--annotators", str(annotators), "--samples", str(K), "--no-progress"],
+            [forks.python if forks is not None else sys.executable, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), "--annotators", str(annotators), "--samples", str(K), "--no-progress"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         db = workdir / "annotations.sqlite"
@@ -61,6 +62,8 @@ def test_kill_9_then_resume(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         proc.stderr.close()
+        if forks is not None:  # the launcher was killed: its fork goes a moment later
+            forks.wait_until_idle()
 
         before = answered(db)
         asked_first = {k for b in server.requests for k in keys_of(b)}

@@ -100,11 +100,12 @@ KILLED_AT = 20
 KILL_CALLS = 2 * KILL_LIMIT * 12
 
 
-def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path):
+def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path, forks):
+    """``vilbias audit run`` killed with SIGKILL (a fork of the suite's fork server, or fresh: tests/forks.py)."""
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vilbias.audit.cli", "run", "--model", str(tiny_vlm_dir), "--limit", str(KILL_LIMIT),
-         "--output", str(out), "--no-progress", "--no-metrics"],
+        [forks.python if forks is not None else sys.executable, "-m", "vilbias.cli", "audit", "run", "--model", str(tiny_vlm_dir),
+         "--limit", str(KILL_LIMIT), "--output", str(out), "--no-progress", "--no-metrics"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     db = out / "audit.sqlite"
@@ -117,6 +118,8 @@ def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     proc.stderr.close()
+    if forks is not None:  # the launcher was killed: its fork goes a moment later
+        forks.wait_until_idle()
 
     before = answered_rows(db)
     assert KILLED_AT <= len(before) < KILL_CALLS
