@@ -73,8 +73,8 @@ def space(models_yaml):
     """``(demo, client, stub)``: the app in test mode (URLs may reach 127.0.0.1).
 
     Closed when the package's tests are done, not kept for the session: gradio's queue polls every
-    millisecond while it waits (``Queue.sleep_when_free``), ~10% of a core for each idle server,
-    ~60 s of CPU over the rest of a run. The files that use it run in one process, one after the
+    millisecond while it waits (``Queue.sleep_when_free``): 10% of a core for each idle server,
+    for the rest of the run. The files that use it run in one process, one after the
     other (the ``space`` unit, ``SHARED_FILES`` in tests/conftest.py), so it is built once."""
     import torch
     from gradio_client import Client
