@@ -164,6 +164,13 @@ def forks():
 
 
 @pytest.fixture
+def command_python(forks) -> str:
+    """The interpreter a test starts ``[command_python, "-m", "vilbias.cli", ...]`` with: the fork
+    server's launcher (the command forks from it), or the real one without a server."""
+    return forks.python if forks is not None else sys.executable
+
+
+@pytest.fixture
 def cpu_with(monkeypatch):
     """``cpu_with("avx512_vnni", ...)``: the sentence model's runtime sees a CPU with these
     instruction-set flags (``vilbias.models.sentence_runtime.cpu_flags``), whatever this one has,

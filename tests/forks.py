@@ -71,10 +71,11 @@ LAUNCHER = '''# Stands in for {python} (tests/forks.py): "-m vilbias.cli ..." is
 import json, os, signal, socket, sys
 PYTHON, ADDRESS, MODULES, SCRIPTS_UNDER = {python!r}, {address!r}, {modules!r}, {scripts_under!r}
 argv = sys.argv[1:]
+script = os.path.abspath(argv[0]) if argv and argv[0].endswith(".py") else ""
 if len(argv) >= 2 and argv[0] == "-m" and argv[1] in MODULES:
     job = {{"module": argv[1], "args": argv[2:]}}
-elif argv and argv[0].endswith(".py") and os.path.dirname(os.path.abspath(argv[0])) in SCRIPTS_UNDER:
-    job = {{"script": os.path.abspath(argv[0]), "args": argv[1:]}}
+elif os.path.dirname(script) in SCRIPTS_UNDER:
+    job = {{"script": script, "args": argv[1:]}}
 else:
     os.execv(PYTHON, [PYTHON, *argv])
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -159,9 +160,9 @@ class ForkServer:
         """Wait until no fork runs: a launcher killed with SIGKILL cannot pass the signal on, its
         fork is killed as the server notices it is gone, a moment later."""
         deadline = time.monotonic() + timeout
-        while self.running():
+        while running := self.running():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"forks still running after {timeout} s: {self.running()}")
+                raise TimeoutError(f"forks still running after {timeout} s: {running}")
             time.sleep(0.01)
 
     def close(self) -> None:
@@ -170,6 +171,15 @@ class ForkServer:
         self._proc.kill()
         self._proc.wait(30)
         self._log.close()
+
+
+def sigkill(proc: subprocess.Popen, server: ForkServer | None) -> None:
+    """Kill a program started with ``server.python`` (or fresh, without a server) with SIGKILL and
+    return once it is gone, its fork included (:meth:`ForkServer.wait_until_idle`)."""
+    proc.kill()
+    proc.wait(10)
+    if server is not None:
+        server.wait_until_idle()
 
 
 # -- the server --------------------------------------------------------------------------------------
@@ -182,9 +192,9 @@ def _import_time_env(env: dict[str, str]) -> dict[str, str]:
 
 def _serve(modules: list[str], scripts_under: list[str], preload: list[str]) -> tuple[dict, list[int]] | None:
     """Import ``preload``, then serve until standard input closes (the launcher forks ``python -m``
-    of ``modules`` and ``python SCRIPT`` of the scripts in the folders ``scripts_under``). Returns ``None`` in the server (time to exit) and ``(job, its three standard
-    streams)`` in a fork, which then becomes the program: nothing of the server's own clean-up runs
-    in a fork."""
+    of ``modules`` and ``python SCRIPT`` of the scripts in the folders ``scripts_under``). Returns
+    ``None`` in the server (time to exit) and ``(job, its three standard streams)`` in a fork, which
+    then becomes the program: nothing of the server's own clean-up runs in a fork."""
     import importlib
     import selectors
     import threading

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tests.forks import ForkServer
+from tests.forks import ForkServer, sigkill
 
 SCRIPT = textwrap.dedent("""
     import atexit, os, sys, tempfile
@@ -124,9 +124,7 @@ def test_a_killed_launcher_takes_its_fork_along(server, module):
     while "waiting" not in proc.stdout.readline():
         pass
     forks = server.running()
-    proc.kill()
-    proc.wait(30)
-    server.wait_until_idle(30)
+    sigkill(proc, server)
     assert len(forks) == 1 and not server.running()
 
 

@@ -35,13 +35,12 @@ STOP_S = 2.0
 
 
 @pytest.fixture
-def vilbias(forks):
+def vilbias(command_python):
     """``vilbias("build", ...)``: the command line of ``vilbias -q build ...``, started as a fork of
     the suite's fork server (its libraries already imported: ~5-8 s of CPU less a command), or
     fresh. A fork's exit leaves out the modules' teardown (tests/forks.py), ~0.1-0.17 s of a
     fresh command's exit; the stops measured fresh took 0.03-0.22 s in all, of :data:`STOP_S`."""
-    python = forks.python if forks is not None else sys.executable
-    return lambda *args: [python, "-m", "vilbias.cli", "-q", *args]
+    return lambda *args: [command_python, "-m", "vilbias.cli", "-q", *args]
 
 
 def stop(cmd: list[str], ready: Callable[[], bool], sig: int, log: Path, stage: str) -> str:

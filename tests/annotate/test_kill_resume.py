@@ -3,17 +3,15 @@ call lost and none of the recorded ones asked again. Each request asks for an it
 (``n``), so what is in flight is at most ``concurrency`` requests of K samples each."""
 
 import json
-import os
 import re
-import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 from tests.annotate.conftest import answer
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.workdirs import make_workdir
+from tests.forks import sigkill
 from vilbias.annotate.pipeline import AnnotateConfig, annotate
 
 ITEMS, K = 24, 6
@@ -37,7 +35,7 @@ def answered(db):
         con.close()
 
 
-def test_kill_9_then_resume(tmp_path, forks):
+def test_kill_9_then_resume(tmp_path, forks, command_python):
     """``vilbias annotate`` killed with SIGKILL (a fork of the suite's fork server, or fresh: tests/forks.py)."""
     workdir = make_workdir(tmp_path / "w", n=ITEMS)
     # A text-only annotator: the text prompt only (ITEMS × K calls).
@@ -49,7 +47,7 @@ def test_kill_9_then_resume(tmp_path, forks):
             "concurrency: 4, params: {seed: 0, temperature: 0.7}}\n"
         )
         proc = subprocess.Popen(
-            [forks.python if forks is not None else sys.executable, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), "--annotators", str(annotators), "--samples", str(K), "--no-progress"],
+            [command_python, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), "--annotators", str(annotators), "--samples", str(K), "--no-progress"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         db = workdir / "annotations.sqlite"
@@ -59,11 +57,8 @@ def test_kill_9_then_resume(tmp_path, forks):
                 break
             time.sleep(0.02)
         assert proc.poll() is None, proc.stderr.read().decode()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        sigkill(proc, forks)
         proc.stderr.close()
-        if forks is not None:  # the launcher was killed: its fork goes a moment later
-            forks.wait_until_idle()
 
         before = answered(db)
         asked_first = {k for b in server.requests for k in keys_of(b)}

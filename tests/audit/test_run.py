@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from tests.audit.conftest import row
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.forks import sigkill
 from vilbias.audit import cli
 from vilbias.audit.runner import AuditConfig, run_audit
 
@@ -100,11 +99,11 @@ KILLED_AT = 20
 KILL_CALLS = 2 * KILL_LIMIT * 12
 
 
-def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path, forks):
+def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path, forks, command_python):
     """``vilbias audit run`` killed with SIGKILL (a fork of the suite's fork server, or fresh: tests/forks.py)."""
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        [forks.python if forks is not None else sys.executable, "-m", "vilbias.cli", "audit", "run", "--model", str(tiny_vlm_dir),
+        [command_python, "-m", "vilbias.cli", "audit", "run", "--model", str(tiny_vlm_dir),
          "--limit", str(KILL_LIMIT), "--output", str(out), "--no-progress", "--no-metrics"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
@@ -115,11 +114,8 @@ def test_kill_9_then_resume(full_run, tiny_vlm_dir, tmp_path, forks):
             break
         time.sleep(0.05)
     assert proc.poll() is None, proc.stderr.read().decode()
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    sigkill(proc, forks)
     proc.stderr.close()
-    if forks is not None:  # the launcher was killed: its fork goes a moment later
-        forks.wait_until_idle()
 
     before = answered_rows(db)
     assert KILLED_AT <= len(before) < KILL_CALLS

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from tests.fakes.web_server import WebServer
+from tests.forks import sigkill
 from tests.ingest import site
 from vilbias.workdir import read_articles
 
@@ -28,9 +27,8 @@ def _kept_lines(workdir: Path) -> list[str]:
     return [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()] if path.exists() else []
 
 
-def test_sigkill_mid_run_then_resume(tmp_path, forks):
+def test_sigkill_mid_run_then_resume(tmp_path, forks, command_python):
     """``vilbias ingest`` killed with SIGKILL (a fork of the suite's fork server, or fresh: tests/forks.py)."""
-    python = forks.python if forks is not None else sys.executable
     # 127.0.0.1 literally (a subprocess cannot take the resolver hook), one host, slow pages.
     with WebServer(latency=0.04) as web:
         feed, links = site.story_feed(web, N, seed=100)
@@ -42,21 +40,18 @@ def test_sigkill_mid_run_then_resume(tmp_path, forks):
             web.add(host, path, lambda req, page=page: page if released.is_set() or len(_kept_lines(work)) < 5
                     else dataclasses.replace(page, delay=60))
 
-        proc = subprocess.Popen(_cli(python, feed, work), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
+        proc = subprocess.Popen(_cli(command_python, feed, work), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
         deadline = time.monotonic() + 60
         while len(_kept_lines(work)) < 5 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        if forks is not None:  # the launcher was killed: its fork goes a moment later
-            forks.wait_until_idle()
+        sigkill(proc, forks)
         killed_at = len(_kept_lines(work))
         assert 5 <= killed_at < N, proc.stderr.read().decode()[-2000:]
         kept_before = {a.source_url for a in read_articles(work)}
         released.set()
         first_run_requests = len(web.requests)
 
-        done = subprocess.run(_cli(python, feed, work), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(_cli(command_python, feed, work), capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
 
         lines = _kept_lines(work)
