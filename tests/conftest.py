@@ -206,51 +206,68 @@ def smollm2_once(_smollm2_loaded, monkeypatch):
 
 # -- running in parallel (pytest-xdist; `make test` is `-n auto --dist loadfile`) ---------------------
 
+FORK_USERS = ("tests/test_benchmarks.py", "tests/test_stops.py", "tests/annotate/test_kill_resume.py", "tests/audit/test_run.py",
+              "tests/ingest/test_resume.py")
+"""Files whose tests start programs as forks of the fork server (the ``forks`` fixture): one unit, so
+that one test process starts a server (importing what it preloads is ~20 s of CPU on 2 cores)."""
 SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_annotators.py": "smollm2",
-                **{f"tests/spaces/test_{name}.py": "space" for name in ("api", "app", "browser", "languages", "reading", "wording")}}
+                **{f"tests/spaces/test_{name}.py": "space" for name in ("api", "app", "browser", "languages", "reading", "wording")},
+                **{file: "forks" for file in FORK_USERS}}
 """Files whose tests share a fixture too costly to build in every test process: they run in one
 process, as one unit. The loaded SmolLM2 (~25 s on 2 cores); the running Space (its models
 warmed up; a server whose gradio queue polls every millisecond while idle, ~10% of a core, so it
-is closed as soon as the unit is done: ``tests/spaces/conftest.py``)."""
-SPREAD_FILES = {"tests/test_benchmarks.py", "tests/test_stops.py"}
-"""Files of long, independent tests (a subprocess each, no module fixture): each test is its own unit."""
-HEAVY_FIRST = [
-    "tests/training_classifier/test_default_model.py",
-    "smollm2",
-    "tests/audit/test_run.py",
-    "space",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_babe]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_speed]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_reproduce]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_space]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_sentence_int8]",
-    "tests/test_stops.py::test_annotate_offline_stops_and_resumes_every_article_once",
-    "tests/test_stops.py::test_train_classifier_stop_saves_a_checkpoint_the_rerun_resumes_exactly",
-    "tests/corpus/test_one_split.py",
-    "tests/models/test_sentence_precision.py",
-    "tests/test_writers.py",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_import]",
-    "tests/test_benchmarks.py::test_benchmark_runs[bench_peft_memory]",
-    "tests/models/test_sentence_doors.py",
-    "tests/test_progress_flag.py",
-    "tests/publish/test_publish_dataset.py",
-]
-"""The costliest units (by ``--durations``), handed out first so that no long unit starts last; a
-stale list only balances the two processes less well."""
+is closed as soon as the unit is done: ``tests/spaces/conftest.py``); the fork server
+(:data:`FORK_USERS`)."""
+DURATIONS = Path(__file__).with_name("durations.json")
+"""Each test's seconds (setup, call and teardown) in a whole run on 2 cores, written by ``pytest
+--store-durations FILE`` (CONTRIBUTING.md): the units are handed out costliest first, so that no
+long unit starts last while the other process has nothing left. A stale file only balances the
+two processes less well; a test it does not name counts :data:`UNKNOWN_DURATION`."""
+UNKNOWN_DURATION = 0.5
 
 
 def xdist_unit(nodeid: str) -> str:
     """The unit of work a test belongs to: its file (so a file's tests run in one process, in order,
-    and its module fixtures are built once, as in a serial run), its shared group, or itself."""
+    and its module fixtures are built once, as in a serial run) or its shared group."""
     file = nodeid.split("::", 1)[0]
-    return nodeid if file in SPREAD_FILES else SHARED_FILES.get(file, file)
+    return SHARED_FILES.get(file, file)
+
+
+def unit_costs(nodeids: list[str], durations: dict[str, float]) -> dict[str, float]:
+    """Each unit's recorded seconds: the sum of its tests' (:data:`UNKNOWN_DURATION` for a test the
+    record does not name)."""
+    costs: dict[str, float] = collections.defaultdict(float)
+    for nodeid in nodeids:
+        costs[xdist_unit(nodeid)] += durations.get(nodeid, UNKNOWN_DURATION)
+    return dict(costs)
+
+
+def _recorded_durations() -> dict[str, float]:
+    import json
+
+    try:
+        return json.loads(DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store-durations", metavar="FILE", help="write each test's seconds (setup, call and teardown) to FILE as "
+                     "JSON, the record the parallel run orders its units by (tests/durations.json)")
+
+
+_took: dict[str, float] = collections.defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    _took[report.nodeid] += report.duration
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile`` with :func:`xdist_unit` as its unit and the units in collection order (the
-    workers put :data:`HEAVY_FIRST` first). pytest-xdist's own ``loadgroup`` cannot be used: the
-    group it appends to a test id is not seen by pytest 9's ``Node.nodeid``."""
+    workers put the costliest first: :data:`DURATIONS`). pytest-xdist's own ``loadgroup`` cannot be
+    used: the group it appends to a test id is not seen by pytest 9's ``Node.nodeid``."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -388,13 +405,13 @@ def _is_slow(item) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Marks the tests in :data:`SLOW` (before ``-m`` selects); in an xdist worker, puts the
-    costliest units first (:data:`HEAVY_FIRST`), each unit's tests in their order."""
+    costliest units first (by :data:`DURATIONS`), each unit's tests in their order."""
     for item in items:
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
     if hasattr(config, "workerinput"):
-        rank = {unit: i for i, unit in enumerate(HEAVY_FIRST)}
-        items.sort(key=lambda item: rank.get(xdist_unit(item.nodeid), len(rank)))
+        cost = unit_costs([item.nodeid for item in items], _recorded_durations())
+        items.sort(key=lambda item: -cost[xdist_unit(item.nodeid)])  # stable: a unit's tests stay in their order
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -432,8 +449,15 @@ def pytest_runtest_teardown(item, nextitem):
         _modules_when_frozen = len(sys.modules)
 
 def pytest_sessionfinish(session, exitstatus):
-    """In CI, a skipped real-data test fails the run: the tier must have run."""
+    """With ``--store-durations FILE``, the run's durations to FILE (from the process that reports:
+    under xdist, the controller). In CI, a skipped real-data test fails the run: the tier must have run."""
     from tests.real_data import in_ci
+
+    store = session.config.getoption("store_durations")
+    if store and not hasattr(session.config, "workerinput") and _took:
+        import json
+
+        Path(store).write_text(json.dumps({k: round(v, 2) for k, v in sorted(_took.items())}, indent=0) + "\n", encoding="utf-8")
 
     if not in_ci():
         return

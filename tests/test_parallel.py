@@ -23,7 +23,7 @@ def _defined(entry: str) -> bool:
     return not function or re.search(rf"^def {re.escape(function)}\(", path.read_text(encoding="utf-8"), re.M) is not None
 
 
-@pytest.mark.parametrize("table", ["SLOW", "HEAVY_FIRST", "SHARED_FILES", "SPREAD_FILES"])
+@pytest.mark.parametrize("table", ["SLOW", "SHARED_FILES"])
 def test_every_entry_names_a_test_that_exists(table):
     entries = [e for e in getattr(conftest, table) if e not in conftest.SHARED_FILES.values()]
     assert entries
@@ -31,12 +31,34 @@ def test_every_entry_names_a_test_that_exists(table):
     assert not missing, f"{table} in tests/conftest.py names tests that are not there: {missing}"
 
 
-def test_a_file_is_one_unit_unless_shared_or_spread():
+def test_a_file_is_one_unit_unless_shared():
     assert conftest.xdist_unit("tests/corpus/test_build.py::test_a[x]") == "tests/corpus/test_build.py"
     assert conftest.xdist_unit("tests/corpus/test_build.py::test_b") == "tests/corpus/test_build.py"
     assert conftest.xdist_unit("tests/annotate/test_smollm2.py::test_a") == conftest.xdist_unit("tests/audit/test_annotators.py::test_b")
-    spread = "tests/test_stops.py::test_ingest_stops_and_resumes_without_a_torn_or_repeated_line"
-    assert conftest.xdist_unit(spread) == spread
+
+
+def test_the_files_using_the_fork_server_are_one_unit():
+    """One test process starts the fork server (tests/forks.py): every file whose tests ask for it
+    (``forks``, or ``command_python``, which uses it) runs in the process that holds it."""
+    users = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
+             if re.search(r"^def (test_)?\w*\((.*\W)?(forks|command_python)\W", p.read_text(encoding="utf-8"), re.M)}
+    assert len(users) >= 5
+    assert {conftest.xdist_unit(f"{file}::test_x") for file in users} == {"forks"}
+
+
+def test_units_are_costed_by_their_tests_recorded_seconds():
+    durations = {"tests/a.py::test_1": 2.0, "tests/a.py::test_2": 3.0, "tests/test_stops.py::test_x": 40.0,
+                 "tests/test_benchmarks.py::test_y[z]": 30.0}
+    nodeids = [*durations, "tests/b.py::test_new"]
+    assert conftest.unit_costs(nodeids, durations) == {"tests/a.py": 5.0, "forks": 70.0, "tests/b.py": conftest.UNKNOWN_DURATION}
+
+
+def test_the_recorded_durations_name_most_of_the_tests():
+    """tests/durations.json is refreshed when it no longer describes the suite (CONTRIBUTING.md)."""
+    recorded = conftest._recorded_durations()
+    assert len(recorded) > 1000
+    stale = [nodeid for nodeid in recorded if not _defined(nodeid.split("[")[0])]
+    assert len(stale) < 0.05 * len(recorded), f"refresh tests/durations.json: {len(stale)} of its tests are gone, e.g. {stale[:3]}"
 
 
 def test_the_files_using_the_running_space_are_one_unit():
