@@ -212,3 +212,15 @@ def test_an_import_whose_rationales_mostly_fail_says_so_first(tmp_path):
     card = (tmp_path / "out/README.md").read_text(encoding="utf-8")
     assert "**5 of 12 rows pass (41.7%)**; 1 has no rationale, 6 rationales fail." in card
     assert contradictions(card, report, str(tmp_path / "out")) == []
+
+
+@pytest.mark.parametrize("build_name", ["sample", "sentences", "nmb-plus-v1", "nmb-plus-2025", "vilbias-paper"])
+def test_both_yaml_parsers_read_the_card_alike(cards, build_name):
+    """The suite's processes parse YAML with PyYAML's LibYAML parser (tests/conftest.py); a user's
+    huggingface_hub may run the pure-Python one: on every kind of card a build writes, both read
+    the same values."""
+    import yaml
+
+    card = cards[build_name][0]
+    header = card.split("---\n")[1]
+    assert yaml.load(header, Loader=yaml.SafeLoader) == yaml.load(header, Loader=yaml.CSafeLoader) != {}
