@@ -164,6 +164,28 @@ def _smollm2_loaded():
 
 
 @pytest.fixture(scope="session")
+def real_pages_annotated(tmp_path_factory) -> Path:
+    """The real news pages of ``../shared/data/news`` (the ones ``tests/ingest/test_real_pages.py``
+    names) ingested and annotated with the default offline model, once a test process: a workdir
+    to copy (:func:`copy_workdir`), never to change. The real-data tier (skips without ``../shared``)."""
+    from tests.ingest.real_pages import ingest_pages
+    from tests.ingest.test_real_pages import NEWS, NOT_NEWS, _pages
+    from tests.real_data import shared_data
+    from vilbias.annotate import AnnotateConfig, annotate
+
+    workdir = tmp_path_factory.mktemp("real_pages") / "work"
+    ingest_pages(_pages(shared_data("news"), [*NEWS, *NOT_NEWS]), workdir, min_sentences=1)
+    annotate(AnnotateConfig(workdir=workdir, progress=False))
+    return workdir
+
+
+def copy_workdir(workdir: Path, to: Path) -> Path:
+    """A copy of ``workdir`` at ``to`` (a shared fixture's, for a test that changes it)."""
+    shutil.copytree(workdir, to)
+    return to
+
+
+@pytest.fixture(scope="session")
 def forks():
     """The fork server (:mod:`tests.forks`), one per test process, kept for the session: scripts
     and ``python -m vilbias.cli`` commands start in forks of a process that has imported the
@@ -235,12 +257,13 @@ FORK_USERS = ("tests/test_benchmarks.py", "tests/test_stops.py", "tests/annotate
 that one test process starts a server (importing what it preloads is ~20 s of CPU on 2 cores)."""
 SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_annotators.py": "smollm2",
                 **{f"tests/spaces/test_{name}.py": "space" for name in ("api", "app", "browser", "languages", "reading", "wording")},
+                "tests/corpus/test_offline_real.py": "real_pages", "tests/review/test_review_real_pages.py": "real_pages",
                 **{file: "forks" for file in FORK_USERS}}
 """Files whose tests share a fixture too costly to build in every test process: they run in one
 process, as one unit. The loaded SmolLM2 (~25 s on 2 cores); the running Space (its models
 warmed up; a server whose gradio queue polls every millisecond while idle, ~10% of a core, so it
-is closed as soon as the unit is done: ``tests/spaces/conftest.py``); the fork server
-(:data:`FORK_USERS`)."""
+is closed as soon as the unit is done: ``tests/spaces/conftest.py``); the real pages ingested and
+annotated (``real_pages_annotated``, ~9 s); the fork server (:data:`FORK_USERS`)."""
 DURATIONS = Path(__file__).with_name("durations.json")
 """Each test's seconds (setup, call and teardown) in a whole run on 2 cores, written by ``pytest
 --store-durations FILE`` (CONTRIBUTING.md): the units are handed out costliest first, so that no

@@ -18,6 +18,7 @@ from collections import defaultdict
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import copy_workdir
 from tests.fakes.workdirs import png_bytes
 from tests.real_data import shared_data
 from vilbias.annotate import AnnotateConfig, annotate
@@ -84,13 +85,8 @@ def test_held_out_babe_articles_annotated_offline_and_built_match_the_experts(tm
     assert not any(QUOTE_NOT_IN_ARTICLE in r["rationale_problems"] for r in rows)
 
 
-def test_real_pages_ingested_annotated_and_built_quote_only_their_articles(tmp_path):
-    from tests.ingest.real_pages import ingest_pages
-    from tests.ingest.test_real_pages import NEWS, NOT_NEWS, _pages
-
-    workdir = tmp_path / "work"
-    ingest_pages(_pages(shared_data("news"), [*NEWS, *NOT_NEWS]), workdir, min_sentences=1)
-    annotate(AnnotateConfig(workdir=workdir, progress=False))
+def test_real_pages_ingested_annotated_and_built_quote_only_their_articles(tmp_path, real_pages_annotated):
+    workdir = copy_workdir(real_pages_annotated, tmp_path / "work")  # ingested, then annotated offline
     report = build(BuildConfig(workdir=workdir, output=tmp_path / "out"))
     rows = built_rows(tmp_path / "out")
     # of the 18 articles kept, the English model labels the 9 English ones; it reads neither the 8

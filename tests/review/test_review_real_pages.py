@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.real_data import shared_data
+from tests.conftest import copy_workdir
 from tests.review.test_review import read, write
 from tests.review.test_review_columns import all_rows
-from vilbias.annotate import AnnotateConfig, annotate
 from vilbias.corpus import BuildConfig, build
 from vilbias.languages import describe_languages
 from vilbias.review import ExportConfig, ImportConfig, export_sheets, import_verdicts
@@ -24,13 +23,8 @@ from vilbias.workdir import read_articles
 pytestmark = [pytest.mark.real_data, pytest.mark.slow]
 
 
-def test_real_pages_reviewed_after_offline_annotation(tmp_path):
-    from tests.ingest.real_pages import ingest_pages
-    from tests.ingest.test_real_pages import NEWS, NOT_NEWS, _pages
-
-    workdir = tmp_path / "work"
-    ingest_pages(_pages(shared_data("news"), [*NEWS, *NOT_NEWS]), workdir, min_sentences=1)
-    annotate(AnnotateConfig(workdir=workdir, progress=False))
+def test_real_pages_reviewed_after_offline_annotation(tmp_path, real_pages_annotated):
+    workdir = copy_workdir(real_pages_annotated, tmp_path / "work")  # ingested, then annotated offline
     language = {a.unique_id: a.language for a in read_articles(workdir)}
     export_sheets(ExportConfig(workdir=workdir, output=tmp_path / "s"))
     path = tmp_path / "s" / "sheet_reviewer_1.csv"
