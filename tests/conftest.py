@@ -111,8 +111,8 @@ def _yaml_parsed_by_libyaml() -> None:
     a card's YAML with ``yaml.safe_load`` every time ``datasets.load_dataset`` opens a corpus folder
     and every time a card is made (a built corpus's card is ~750 lines of YAML: 68 ms of CPU pure,
     14 ms in C, 2-core AVX2 machine), ~40 s of the test processes' CPU in a run. That both parsers
-    read the cards the suite builds to the same values is checked on the sample's card
-    (tests/corpus/test_card_truth.py); the commands the suite starts parse as a user's do."""
+    read every kind of card a build writes to the same values is checked in
+    tests/corpus/test_card_truth.py; the commands the suite starts parse as a user's do."""
     import yaml
 
     if not getattr(yaml, "__with_libyaml__", False):
@@ -167,7 +167,7 @@ def _smollm2_loaded():
 def real_pages_annotated(tmp_path_factory) -> Path:
     """The real news pages of ``../shared/data/news`` (the ones ``tests/ingest/test_real_pages.py``
     names) ingested and annotated with the default offline model, once a test process: a workdir
-    to copy (:func:`copy_workdir`), never to change. The real-data tier (skips without ``../shared``)."""
+    to copy (``shutil.copytree``), never to change. The real-data tier (skips without ``../shared``)."""
     from tests.ingest.real_pages import ingest_pages
     from tests.ingest.test_real_pages import NEWS, NOT_NEWS, _pages
     from tests.real_data import shared_data
@@ -177,12 +177,6 @@ def real_pages_annotated(tmp_path_factory) -> Path:
     ingest_pages(_pages(shared_data("news"), [*NEWS, *NOT_NEWS]), workdir, min_sentences=1)
     annotate(AnnotateConfig(workdir=workdir, progress=False))
     return workdir
-
-
-def copy_workdir(workdir: Path, to: Path) -> Path:
-    """A copy of ``workdir`` at ``to`` (a shared fixture's, for a test that changes it)."""
-    shutil.copytree(workdir, to)
-    return to
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ tests together: a renamed test or file must not silently leave the fast tier or 
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -13,14 +14,28 @@ from tests import conftest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.cache
+def _source(file: str) -> str | None:
+    """A test file's text (read once: the durations record names each file's tests)."""
+    path = ROOT / file
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
 def _defined(entry: str) -> bool:
     """Whether ``file`` or ``file::function[param]`` names a file, and a test function in it."""
     file, _, rest = entry.partition("::")
-    path = ROOT / file
-    if not path.is_file():
+    source = _source(file)
+    if source is None:
         return False
     function = rest.split("[")[0]
-    return not function or re.search(rf"^def {re.escape(function)}\(", path.read_text(encoding="utf-8"), re.M) is not None
+    return not function or re.search(rf"^def {re.escape(function)}\(", source, re.M) is not None
+
+
+def _files_asking_for(fixtures: str, under: str = "tests") -> set[str]:
+    """The test files under ``under`` with a test or fixture function that takes one of the
+    fixtures the regular expression ``fixtures`` matches."""
+    return {str(p.relative_to(ROOT)) for p in (ROOT / under).rglob("test_*.py")
+            if re.search(rf"^def \w*\((.*\W)?({fixtures})\W", p.read_text(encoding="utf-8"), re.M)}
 
 
 @pytest.mark.parametrize("table", ["SLOW", "SHARED_FILES"])
@@ -40,8 +55,7 @@ def test_a_file_is_one_unit_unless_shared():
 def test_the_files_using_the_fork_server_are_one_unit():
     """One test process starts the fork server (tests/forks.py): every file whose tests ask for it
     (``forks``, or ``command_python``, which uses it) runs in the process that holds it."""
-    users = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
-             if re.search(r"^def (test_)?\w*\((.*\W)?(forks|command_python)\W", p.read_text(encoding="utf-8"), re.M)}
+    users = _files_asking_for("forks|command_python")
     assert len(users) >= 5
     assert {conftest.xdist_unit(f"{file}::test_x") for file in users} == {"forks"}
 
@@ -64,8 +78,7 @@ def test_the_recorded_durations_name_most_of_the_tests():
 def test_the_files_using_the_running_space_are_one_unit():
     """The Space's server is built once and closed when its package is done (tests/spaces/conftest.py):
     every file whose tests ask for it runs in the one process that holds it."""
-    users = {f"tests/spaces/{p.name}" for p in (ROOT / "tests" / "spaces").glob("test_*.py")
-             if re.search(r"^def test_\w*\((.*\W)?(strict_)?space\W", p.read_text(encoding="utf-8"), re.M)}
+    users = _files_asking_for("(strict_)?space", under="tests/spaces")
     assert len(users) >= 5
     assert {conftest.xdist_unit(f"{file}::test_x") for file in users} == {"space"}
 

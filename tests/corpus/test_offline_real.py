@@ -13,12 +13,12 @@ Real-data tier: skips on a bare clone without ``../shared``, fails in CI when it
 
 from __future__ import annotations
 
+import shutil
 from collections import defaultdict
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import copy_workdir
 from tests.fakes.workdirs import png_bytes
 from tests.real_data import shared_data
 from vilbias.annotate import AnnotateConfig, annotate
@@ -86,7 +86,7 @@ def test_held_out_babe_articles_annotated_offline_and_built_match_the_experts(tm
 
 
 def test_real_pages_ingested_annotated_and_built_quote_only_their_articles(tmp_path, real_pages_annotated):
-    workdir = copy_workdir(real_pages_annotated, tmp_path / "work")  # ingested, then annotated offline
+    workdir = shutil.copytree(real_pages_annotated, tmp_path / "work")  # ingested, then annotated offline
     report = build(BuildConfig(workdir=workdir, output=tmp_path / "out"))
     rows = built_rows(tmp_path / "out")
     # of the 18 articles kept, the English model labels the 9 English ones; it reads neither the 8

@@ -10,9 +10,10 @@ Real-data tier: skips on a bare clone without ``../shared``, fails in CI when it
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
-from tests.conftest import copy_workdir
 from tests.review.test_review import read, write
 from tests.review.test_review_columns import all_rows
 from vilbias.corpus import BuildConfig, build
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.real_data, pytest.mark.slow]
 
 
 def test_real_pages_reviewed_after_offline_annotation(tmp_path, real_pages_annotated):
-    workdir = copy_workdir(real_pages_annotated, tmp_path / "work")  # ingested, then annotated offline
+    workdir = shutil.copytree(real_pages_annotated, tmp_path / "work")  # ingested, then annotated offline
     language = {a.unique_id: a.language for a in read_articles(workdir)}
     export_sheets(ExportConfig(workdir=workdir, output=tmp_path / "s"))
     path = tmp_path / "s" / "sheet_reviewer_1.csv"
