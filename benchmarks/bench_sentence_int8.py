@@ -75,6 +75,7 @@ def main() -> None:
         onnx_graph,
         quantize_static,
         read_evidence,
+        weight_scales,
     )
     from vilbias.task import Item
 
@@ -83,7 +84,7 @@ def main() -> None:
     chosen = AutoModel.from_pretrained(folder)  # the shipped setting, auto
     print(f"CPU: {describe_cpu()}")
     print(f"auto chooses: {chosen.runtime_reason}")
-    articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:2 if args.smoke else 120] for a in speed.real_articles(args.articles)]
+    articles = [item_sentences(Item("", a["headline"], a["text"], -1, None))[:2 if args.smoke else 120] for a in speed.real_articles(args.articles, pages=1 if args.smoke else None)]
     test = speed.babe_test_split()[:4 if args.smoke else None]
 
     def load(runtime: str, precision: str):
@@ -109,7 +110,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-int8-") as tmp:
         (Path(tmp) / "fp32.onnx").write_bytes(graph)
         quantize_dynamic(Path(tmp) / "fp32.onnx", Path(tmp) / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
-                         nodes_to_exclude=[n for n in matmuls if not INT8_LAYERS.fullmatch(n)], extra_options={"DefaultTensorType": 1})
+                         nodes_to_exclude=[n for n in matmuls if not INT8_LAYERS.fullmatch(n)],
+                         extra_options={"DefaultTensorType": 1, "TensorQuantOverrides": weight_scales(graph, [n for n in matmuls if INT8_LAYERS.fullmatch(n)])})
         dynamic_graph = (Path(tmp) / "dynamic.onnx").read_bytes()
 
     def with_session(graph_bytes: bytes):

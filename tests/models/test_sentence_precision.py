@@ -336,3 +336,59 @@ def test_the_shipped_model_says_what_runs_it_and_why(folder):
     evidence = read_evidence(folder)  # computed by runtime_evidence on the test split the card reports
     assert evidence["rows"] == 308 and evidence["reference"]["macro_f1"] > 0.79
     assert {"torch/bfloat16", "onnxruntime/int8"} <= set(evidence["paths"])
+
+
+def test_weight_scales_are_onnx_runtime_s_own_so_its_quantiser_writes_the_same_graph(tmp_path):
+    """``weight_scales`` hands ONNX Runtime's quantiser the per-channel scales it would work out one
+    channel at a time: static (from calibration) and dynamic quantisation write the same bytes with
+    them as without, on weights with an all-zero channel, an all-negative one and a tiny one."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
+
+    from vilbias.models.sentence_runtime import weight_scales
+
+    rng = np.random.default_rng(0)
+    first = rng.normal(0, 0.05, (16, 24)).astype(np.float32)
+    first[:, 0], first[:, 1], first[:, 2] = 0.0, -np.abs(first[:, 1]), 1e-39  # zero, negative, below float32's normal range
+    second = rng.normal(0, 1.0, (24, 8)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="first"), helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["y"], name="second")],
+        "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [numpy_helper.from_array(first, "w1"), numpy_helper.from_array(second, "w2")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    source = tmp_path / "float32.onnx"
+    onnx.save(model, source)
+    scales = weight_scales(model.SerializeToString(), ["first", "second"])
+    assert sorted(scales) == ["w1", "w2"] and len(scales["w1"]) == 24 and scales["w1"][0]["axis"] == 1
+    assert scales["w1"][0]["scale"] == 1.0  # an all-zero channel: ONNX Runtime's scale of 1
+
+    class Batches(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"x": rng_batches.normal(size=(4, 16)).astype(np.float32)} for _ in range(3)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    doubled = {**scales, "w2": [{**c, "scale": c["scale"] * 2} for c in scales["w2"]]}  # shows the quantiser reads them
+    written = {}
+    for name, extra in (("own", {}), ("given", {"TensorQuantOverrides": scales}), ("doubled", {"TensorQuantOverrides": doubled})):
+        rng_batches = np.random.default_rng(1)
+        quantize_static(source, tmp_path / f"static-{name}.onnx", Batches(), quant_format=QuantFormat.QOperator, per_channel=True,
+                        weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, op_types_to_quantize=["MatMul"],
+                        extra_options={"DefaultTensorType": TensorProto.FLOAT, **extra})
+        quantize_dynamic(source, tmp_path / f"dynamic-{name}.onnx", weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": TensorProto.FLOAT, **extra})
+        written[name] = [(tmp_path / f"{kind}-{name}.onnx").read_bytes() for kind in ("static", "dynamic")]
+    assert written["given"] == written["own"]
+    assert all(a != b for a, b in zip(written["doubled"], written["own"], strict=True))
+    assert b"QLinearMatMul" in written["own"][0] and b"MatMulInteger" in written["own"][1]

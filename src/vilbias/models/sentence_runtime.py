@@ -536,8 +536,10 @@ def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales, layers: re
         def get_next(self):
             return next(self.batches, None)
 
+    scales = weight_scales(graph, [n for n in nodes if n not in keep])
     options = dict(quant_format=QuantFormat.QOperator, per_channel=True, weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8,
-                   op_types_to_quantize=["MatMul"], nodes_to_exclude=keep, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+                   op_types_to_quantize=["MatMul"], nodes_to_exclude=keep,
+                   extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT, "TensorQuantOverrides": scales})
     with tempfile.TemporaryDirectory(prefix="vilbias-int8-") as tmp:
         source, target, cache = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx", Path(tmp) / "ranges.json"
         source.write_bytes(graph)
@@ -561,6 +563,41 @@ def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales, layers: re
             ort_quantize_static(source, target, Sentences(sentences), **options)
         ranges = json.loads(cache.read_text(encoding="utf-8")) if cache.is_file() else None
         return target.read_bytes(), ranges
+
+
+def weight_scales(graph: bytes, nodes: Sequence[str]) -> dict[str, list[dict]]:
+    """ONNX Runtime's per-channel int8 scales and zero points of the weights of the MatMul
+    ``nodes`` of ``graph``, as ``TensorQuantOverrides``: what its quantiser computes for symmetric
+    int8 weights (``compute_scale_zp``: the channel's largest magnitude, zero included, over 127,
+    float64 then stored as the weight's float32; zero point 0; a scale under float32's smallest
+    normal number becomes 1), for every channel at once. Given these, the quantiser only rounds
+    each channel instead of also working out its range one channel at a time in Python (18,432
+    channels in the shipped model: 3.3 s of the 4.3 s a static quantisation took, AVX2 machine);
+    the graph it writes is the same bytes (``tests/models/test_sentence_precision.py``)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load_from_string(graph)
+    initializers = {i.name: i for i in proto.graph.initializer}
+    wanted = set(nodes)
+    overrides: dict[str, list[dict]] = {}
+    for node in proto.graph.node:
+        if node.name not in wanted or node.op_type != "MatMul" or node.input[1] not in initializers:
+            continue
+        weights = numpy_helper.to_array(initializers[node.input[1]])
+        if weights.dtype != np.float32 or weights.ndim < 2:
+            continue
+        axis = weights.ndim - 1  # ONNX Runtime's channel axis for a MatMul weight: its last
+        flat = weights.reshape(-1, weights.shape[axis])
+        absmax = np.maximum(np.abs(np.minimum(flat.min(axis=0), np.float32(0))), np.abs(np.maximum(flat.max(axis=0), np.float32(0))))
+        scale = (absmax.astype(np.float64) * 2) / np.float64(254)  # (rmax - rmin) / (qmax - qmin), in float64 as ONNX Runtime does
+        stored = scale.astype(np.float32)
+        stored[scale < np.finfo(np.float32).tiny] = np.float32(1.0)
+        zero = np.int8(0)
+        overrides[node.input[1]] = [{"axis": axis, "scale": s, "zero_point": zero} if i == 0 else {"scale": s, "zero_point": zero}
+                                    for i, s in enumerate(stored)]
+    return overrides
 
 
 def _int8_products(graph: bytes) -> int:
