@@ -26,7 +26,6 @@ for key, value in {
     # Space a test process built changed a variable libraries read on import, and every later
     # command of that process ran in a fresh interpreter instead of a fork (tests/forks.py)
     "HF_HUB_DISABLE_TELEMETRY": "True",
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "TOKENIZERS_PARALLELISM": "false",
@@ -37,6 +36,10 @@ for key, value in {
     "HF_HUB_CACHE": os.path.join(_CACHE, "hub"),
 }.items():
     os.environ[key] = value
+# The hub's progress bars as a user has them (on): the progress-flag tests run `vilbias annotate`
+# without HF_HUB_DISABLE_PROGRESS_BARS, and a fork of the fork server serves them only when the
+# server imported the libraries under the same setting (tests/forks.py).
+os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
 # What the test processes of one run share (pytest-xdist's workers inherit the folder from the
 # process that starts them), removed by the process that made it, last out:
 # - onnx/: the sentence model's ONNX graphs, $HF_HOME/vilbias/onnx. Each is keyed by weights, config
@@ -126,6 +129,42 @@ def _yaml_parsed_by_libyaml() -> None:
 
 
 _yaml_parsed_by_libyaml()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _card_figure_drawn_once_per_count():
+    """The card's figure (``vilbias.corpus.card.plot_label_by_outlet``: rows per outlet and label)
+    drawn once a test process for each count of rows per outlet and label, and written again as
+    those bytes when a later build has the same counts. It is a function of those counts alone,
+    and drawing it costs 0.3-0.4 s of CPU a build (2-core AVX2 machine), ~25 s of a run that
+    builds the same sample and fake corpora dozens of times; every distinct figure is still drawn
+    by matplotlib, and the commands the suite starts draw their own."""
+    import functools
+    from collections import Counter
+
+    from vilbias.corpus import card, importer, plan
+
+    draw = card.plot_label_by_outlet
+    drawn: dict[tuple, bytes] = {}
+
+    @functools.wraps(draw)
+    def plot_label_by_outlet(rows, path, top=15):
+        rows = list(rows)
+        counts = Counter()  # outlets in the order the rows name them first: it orders ties in the figure
+        for r in rows:
+            counts[r.outlet or "(unknown)", r.label == 1] += 1
+        key = (top, tuple(counts.items()))
+        if key not in drawn:
+            draw(rows, path, top)
+            drawn[key] = path.read_bytes()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(drawn[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (card, importer, plan):
+            patch.setattr(module, "plot_label_by_outlet", plot_label_by_outlet)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -246,7 +285,7 @@ def smollm2_once(_smollm2_loaded, monkeypatch):
 # -- running in parallel (pytest-xdist; `make test` is `-n auto --dist loadfile`) ---------------------
 
 FORK_USERS = ("tests/test_benchmarks.py", "tests/test_stops.py", "tests/annotate/test_kill_resume.py", "tests/audit/test_run.py",
-              "tests/ingest/test_resume.py")
+              "tests/ingest/test_resume.py", "tests/test_progress_flag.py")
 """Files whose tests start programs as forks of the fork server (the ``forks`` fixture): one unit, so
 that one test process starts a server (importing what it preloads is ~20 s of CPU on 2 cores)."""
 SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_annotators.py": "smollm2",
