@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 from datasets.utils import are_progress_bars_disabled as datasets_off
@@ -29,7 +28,7 @@ OFF = (False, True, True)
 
 
 def test_the_libraries_bars_are_off_inside_and_as_they_were_after():
-    before = _switches()  # the suite's environment turns huggingface_hub's off (tests/conftest.py)
+    before = _switches()
     with progress_bars(False):
         assert _switches() == OFF
         with progress_bars(True):  # a nested stage with bars on changes nothing
@@ -61,13 +60,14 @@ def test_the_decorator_reads_the_configs_flag_for_plain_and_async_stages():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("flags", [[], ["--no-progress"]], ids=["bars", "no-progress"])
-def test_annotate_no_progress_prints_no_bar_at_all(tmp_path, flags):
-    """``vilbias annotate`` as a user runs it (no HF_HUB_DISABLE_PROGRESS_BARS): the default
-    annotator loads the shipped model (transformers' "Loading weights" bars) and asks its items
-    (the ledger's bar); with --no-progress stderr holds neither."""
+def test_annotate_no_progress_prints_no_bar_at_all(tmp_path, flags, command_python):
+    """``vilbias annotate`` as a user runs it (no HF_HUB_DISABLE_PROGRESS_BARS, which the suite
+    leaves unset so that this runs as a fork of its fork server): the default annotator loads the
+    shipped model (transformers' "Loading weights" bars) and asks its items (the ledger's bar);
+    with --no-progress stderr holds neither."""
     workdir = make_workdir(tmp_path / "work", n=2)
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
-    run = subprocess.run([sys.executable, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), *flags],
+    run = subprocess.run([command_python, "-m", "vilbias.cli", "annotate", "--workdir", str(workdir), *flags],
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     if flags:

@@ -20,8 +20,9 @@ Use it from a test::
 for the loopback endpoint only), restoring every patched setting on exit. ``run_hub_server``
 starts the server alone and :func:`use_hub` does the pointing, for callers that want them apart.
 
-Gated repos: ``hub.repos[("dataset", "org/name")].gated = True`` makes file downloads answer
-403 with ``X-Error-Code: GatedRepo``, as the Hub does before the user accepts the conditions.
+Gated repos: ``hub.repos[("dataset", "org/name")].gated = True`` makes file downloads and
+``auth-check`` answer 403 with ``X-Error-Code: GatedRepo``, as the Hub does before the user accepts
+the conditions.
 
 Failure injection: ``hub.drop_next_commits = 1`` makes the next commit POST read half of its
 body and drop the connection without answering, as a network failure mid-commit would.
@@ -372,6 +373,10 @@ class _Handler(BaseHTTPRequestHandler):
             rev = rest[1] if rest else "main"
             return self._repo_info(repo, rev)
         action, args = rest[0], rest[1:]
+        if action == "auth-check" and method == "GET":  # HfApi.auth_check: may this token read the repo's files?
+            if repo.gated:
+                raise HubError(403, f"Access to {repo_type} {repo_id} is restricted. You must have access to it and be authenticated to access it. Please log in.", "GatedRepo")
+            return self._json({})
         if action == "preupload" and method == "POST":
             return self._preupload(repo, args[0])
         if action == "commit" and method == "POST":

@@ -217,7 +217,9 @@ def _hub_source(spec: str, images_dir: Path | None, token: str | None, scratch: 
     repo_id, _, revision = spec.partition("@")
     page = f"{constants.ENDPOINT}/datasets/{repo_id}"
     try:
-        info = HfApi().dataset_info(repo_id, revision=revision or None, token=token)
+        api = HfApi()
+        info = api.dataset_info(repo_id, revision=revision or None, token=token)
+        api.auth_check(repo_id, repo_type="dataset", token=token)  # a gated repo's metadata is public, its files not: refused before a download starts
         files = [s.rfilename for s in info.siblings or []]
         wanted = [
             f for f in files
