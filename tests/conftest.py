@@ -182,23 +182,10 @@ def sample_dataset_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def _smollm2_loaded():
     """The embedded SmolLM2-135M-Instruct, loaded once per session as the product loads it
-    (:func:`vilbias.models.chat_local.smollm2_backend`: the GGUF dequantised, ~25 s on 2 cores).
-
-    While it loads, two pure functions of the gguf library that transformers calls again and again
-    answer from a cache: ``GGUFReader`` (the config, the tokenizer and the weights each parse the
-    file's 49k-token vocabulary again, 6 s each on the AVX2 machine) and ``get_tensor_name_map``
-    (built anew for every submodule the weights' names are looked up in, 12 s). The model, its
-    tokenizer and its config are the ones the product gets; only the repeated parsing is left out."""
-    import functools
-
-    import gguf
-
+    (:func:`vilbias.models.chat_local.smollm2_backend`: the GGUF dequantised to fp32)."""
     from vilbias.models.chat_local import smollm2_backend
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gguf, "GGUFReader", functools.lru_cache(maxsize=None)(gguf.GGUFReader))
-        patch.setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map))
-        backend = smollm2_backend()
+    backend = smollm2_backend()
     return backend.model, backend.processor
 
 

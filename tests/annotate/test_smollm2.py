@@ -14,7 +14,7 @@ from vilbias.annotate.store import AnnotationStore
 @pytest.mark.slow
 def test_default_annotator_gives_a_valid_answer(tmp_path, smollm2_once):
     workdir = make_workdir(tmp_path / "w", n=1)
-    # The default annotator as shipped (loaded once per session: ~25 s on 2 cores; one constrained answer ~30-60 s).
+    # The default annotator as shipped (loaded once per session; one constrained answer ~30-60 s).
     default = smollm2_annotator()
     spec = AnnotatorSpec(name=default.name, kind="smollm2", model=default.model, params={**default.params, "seed": 0})
     summary = annotate(AnnotateConfig(workdir=workdir, annotator_specs=[spec], samples=1, progress=False))

@@ -96,3 +96,32 @@ def test_n_samples_are_drawn_over_one_prefill(tiny, monkeypatch):
     calls.clear()
     [greedy] = backend.chat([ChatRequest(req("the news").messages, {}, n=3)])
     assert calls == [(1, 1)] and len({s.text for s in greedy.per_sample(3)}) == 1 and len(greedy.samples) == 3
+
+
+def test_a_gguf_is_parsed_once_while_it_loads_and_the_library_is_as_it_was_after(tmp_path):
+    """:func:`~vilbias.models.chat_local.gguf_parsed_once`: inside, the same file gives the same
+    reader and the same architecture the same name map (transformers asks for each again and
+    again); after, the gguf library's own functions are back and nothing is cached."""
+    import gguf
+    import numpy as np
+
+    from vilbias.models.chat_local import gguf_parsed_once
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with gguf_parsed_once():
+        first = gguf.GGUFReader(str(path))
+        assert gguf.GGUFReader(str(path)) is first and first.tensors[0].name == "token_embd.weight"
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 1) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 1)
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader, name_map)
+    assert gguf.GGUFReader(str(path)) is not first
+    with pytest.raises(RuntimeError), gguf_parsed_once():
+        raise RuntimeError("a load that fails")
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader, name_map)
