@@ -356,9 +356,13 @@ def test_a_second_build_on_a_nearly_full_tmpfs(tmp_path):
 
 @needs_tmpfs
 def test_ingest_on_a_small_tmpfs(tmp_path):
+    """40 stories, each an image (under 4 KB: one 4 KB page of the tmpfs) and a line of ~2.8 KB in
+    articles.jsonl: 272 KB in all. The images are fetched and saved in worker threads while the
+    lines are written in order, so on a busy machine every image can land before the first line:
+    224 KB holds all 40 images and at least 20 lines whatever the order, and never all 40 lines."""
     with WebServer() as web:
         feed, _ = site.story_feed(web, 40, seed=3, host="127.0.0.1")
-        (result,) = in_tmpfs(tmp_path, "160k", [["ingest", "--feed", feed, "--workdir", "work", "--allow-private-addresses",
+        (result,) = in_tmpfs(tmp_path, "224k", [["ingest", "--feed", feed, "--workdir", "work", "--allow-private-addresses",
                                                   "--rate", "0", "--no-progress", "--timeout", "5"]])
     lines = [ln for ln in result["err"].strip().splitlines() if ln.startswith("vilbias ingest")]
     assert result["rc"] == 1 and len(lines) == 1, result["err"]
