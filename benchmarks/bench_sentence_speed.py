@@ -72,13 +72,14 @@ from demo_process import cpu_seconds, load_average, running_demo  # noqa: E402  
 
 
 def real_articles(n: int, seed: int = 0, pages: int | None = None) -> list[dict]:
-    """``{"headline", "text"}`` of real-length articles (see the module docstring); ``pages``: at
-    most this many of them from the news pages (``--smoke``: one, the pages' extraction is seconds)."""
+    """``{"headline", "text"}`` of real-length articles (see the module docstring); ``pages``: read
+    at most this many news pages (``--smoke``: one; reading them all until n are articles takes
+    seconds), the rest from BABE's sentences."""
     from vilbias.ingest.extract import extract_article
 
     articles = []
-    for page in sorted((SHARED / "news").glob("*.html")):
-        if len(articles) >= min(n, n if pages is None else pages):
+    for page in sorted((SHARED / "news").glob("*.html"))[:pages]:
+        if len(articles) >= n:
             break  # the first n in this order, as articles[:n] below would keep
         got = extract_article(page.read_text(encoding="utf-8", errors="replace"), f"https://{page.stem}.example/")
         if got.language == "en" and got.page_kind == "article" and len(got.text) > 1500:
