@@ -292,7 +292,7 @@ def gguf_parsed_once():
     calls again and again answer from a cache: ``GGUFReader`` (the config, the tokenizer and the
     weights each parse the whole file again, its vocabulary included) and ``get_tensor_name_map``
     (built anew for every submodule whose weights' names are looked up). The embedded SmolLM2 loads
-    in 4.9 s instead of 17.0 s (Intel Xeon, AVX-512), ~45 s before on the 2-core AVX2 machine.
+    in 6.3 s instead of 16.8 s (``benchmarks/bench_gguf_load.py``: fresh interpreters, Intel Xeon AVX-512).
     The caches, and the files the readers map, are dropped when the block ends; one load at a time."""
     import gguf
 
