@@ -5,9 +5,10 @@ does for every ``gguf_file``).
     .venv/bin/python benchmarks/bench_gguf_load.py [--rounds 3] [--gguf FILE]
 
 Each load runs in a fresh interpreter (``python bench_gguf_load.py --child plain|once``), so that
-no cache carries from one to the next; the libraries are imported before the clock starts. A
-load is what the product does: the config, the tokenizer, then the model from that config, all
-from the GGUF file (dequantised to float32); ``--gguf`` names another file (a local path).
+no cache carries from one to the next; vilbias is imported before the clock starts. A load is the
+product's (``TransformersBackend.from_pretrained``: the config, the tokenizer, then the model from
+that config, all from the GGUF file, dequantised to float32), ``plain`` with the cache taken out;
+``--gguf`` names another file (a local path).
 Rounds alternate the two contenders; printed: the CPU, each contender's best wall and CPU seconds,
 and the ratio plain / once. ``--smoke`` (the test suite): one round on a tiny random Llama GGUF
 written in a temporary folder (a 32-token vocabulary: what makes SmolLM2's parse slow is its 49,152).
@@ -27,15 +28,17 @@ from pathlib import Path
 
 
 def child(mode: str, gguf: Path) -> None:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    import torch  # noqa: F401  (what the load imports, imported before the clock starts)
+    import transformers.integrations.ggml  # noqa: F401
+    import transformers.modeling_gguf_pytorch_utils  # noqa: F401
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
-    from vilbias.models.chat_local import gguf_parsed_once
+    from vilbias.models import chat_local
 
+    if mode == "plain":
+        chat_local.gguf_parsed_once = contextlib.nullcontext  # the product's load, without the cache
     wall, cpu = time.perf_counter(), time.process_time()
-    with gguf_parsed_once() if mode == "once" else contextlib.nullcontext():
-        config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, config=config, dtype="float32")
+    chat_local.TransformersBackend.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32", device="cpu")
     print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
 
 

@@ -109,9 +109,10 @@ def main() -> None:
     all_int8 = quantize_static(graph, plain, Int8Scales(sentences=lambda: calibration), every_linear)[0]
     with tempfile.TemporaryDirectory(prefix="bench-int8-") as tmp:
         (Path(tmp) / "fp32.onnx").write_bytes(graph)
+        int8_nodes = [n for n in matmuls if INT8_LAYERS.fullmatch(n)]
         quantize_dynamic(Path(tmp) / "fp32.onnx", Path(tmp) / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
-                         nodes_to_exclude=[n for n in matmuls if not INT8_LAYERS.fullmatch(n)],
-                         extra_options={"DefaultTensorType": 1, "TensorQuantOverrides": weight_scales(graph, [n for n in matmuls if INT8_LAYERS.fullmatch(n)])})
+                         nodes_to_exclude=[n for n in matmuls if n not in int8_nodes],
+                         extra_options={"DefaultTensorType": 1, "TensorQuantOverrides": weight_scales(graph, int8_nodes)})
         dynamic_graph = (Path(tmp) / "dynamic.onnx").read_bytes()
 
     def with_session(graph_bytes: bytes):

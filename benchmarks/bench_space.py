@@ -145,7 +145,7 @@ def main() -> None:
         print(f"cold start to first label: {cold:.1f} s (target <= 20 s)")
 
     config = SpaceConfig(threads=args.threads)
-    # --smoke: the rationale written by a stand-in, not the embedded SmolLM2 (its load alone is ~6 s
+    # --smoke: the rationale written by a stand-in, not the embedded SmolLM2 (its load alone is ~8 s
     # of CPU on an AVX-512 Xeon, more elsewhere); every step of the benchmark still runs.
     demo = build_demo(config, rationale_backend=_stub_rationale() if args.smoke else None)
     app = demo.vilbias_app

@@ -280,7 +280,7 @@ SHARED_FILES = {"tests/annotate/test_smollm2.py": "smollm2", "tests/audit/test_a
                 "tests/corpus/test_offline_real.py": "real_pages", "tests/review/test_review_real_pages.py": "real_pages",
                 **{file: "forks" for file in FORK_USERS}}
 """Files whose tests share a fixture too costly to build in every test process: they run in one
-process, as one unit. The loaded SmolLM2 (~6 s of CPU, AVX-512); the running Space (its models
+process, as one unit. The loaded SmolLM2 (~8 s of CPU, AVX-512); the running Space (its models
 warmed up; a server whose gradio queue polls every millisecond while idle, ~10% of a core, so it
 is closed as soon as the unit is done: ``tests/spaces/conftest.py``); the real pages ingested and
 annotated (``real_pages_annotated``, ~9 s); the fork server (:data:`FORK_USERS`)."""

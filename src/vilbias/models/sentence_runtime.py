@@ -590,7 +590,7 @@ def weight_scales(graph: bytes, nodes: Sequence[str]) -> dict[str, list[dict]]:
             continue
         axis = weights.ndim - 1  # ONNX Runtime's channel axis for a MatMul weight: its last
         flat = weights.reshape(-1, weights.shape[axis])
-        absmax = np.maximum(np.abs(np.minimum(flat.min(axis=0), np.float32(0))), np.abs(np.maximum(flat.max(axis=0), np.float32(0))))
+        absmax = np.abs(flat).max(axis=0)  # the channel's range with zero in it, made symmetric
         scale = (absmax.astype(np.float64) * 2) / np.float64(254)  # (rmax - rmin) / (qmax - qmin), in float64 as ONNX Runtime does
         stored = scale.astype(np.float32)
         stored[scale < np.finfo(np.float32).tiny] = np.float32(1.0)
