@@ -24,7 +24,8 @@ setup: $(VENV)/.installed
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
-# The suite runs in parallel (pytest-xdist, one process a core: `make test WORKERS=0` runs it in one);
+# The suite runs in parallel (pytest-xdist, one process a core and one more, tests/conftest.py's
+# EXTRA_WORKERS: `make test WORKERS=0` runs it in one);
 # --dist loadfile keeps each file's tests, and the tests sharing a costly fixture, in one process
 # (tests/conftest.py). CI prints the slowest tests.
 WORKERS ?= auto
