@@ -333,7 +333,7 @@ EXTRA_WORKERS = 1
 """``-n auto`` starts a worker per core and this many more: some tests wait (a stopped command's
 exit, a retry's back-off, a loopback server's timeout, a Space coming up) and leave their core
 idle; one more worker runs while they wait. On 2 cores (AMX Xeon, 2026-12-07, the same commit
-alternated): 2 workers 219 s with 43 core-seconds idle, 3 workers 208 s and 199 s with 9 idle,
+alternated): 2 workers 219 s with 43 core-seconds idle, 3 workers 199-211 s with 9 idle,
 4 workers 235 s (they crowd each other). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still
 sets the count."""
 
