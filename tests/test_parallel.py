@@ -93,3 +93,17 @@ def test_slow_marks_a_listed_function_with_all_its_parameters_and_nothing_beside
     assert not conftest._is_slow(Item(entry + "_and_more"))
     assert conftest._is_slow(Item("tests/test_task.py::test_x", fixturenames=("tmp_path", "_smollm2_loaded")))
     assert not conftest._is_slow(Item("tests/test_task.py::test_x", fixturenames=("tmp_path",)))
+
+
+def test_auto_starts_a_worker_per_core_and_one_more_unless_told(monkeypatch):
+    """``-n auto``: the cores this process may use plus EXTRA_WORKERS; the variable pytest-xdist
+    reads, and ``-n logical``, are left to pytest-xdist's own hook (None: the next hook answers)."""
+    from types import SimpleNamespace
+
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr(conftest.os, "sched_getaffinity", lambda pid: {0, 1})
+    auto = SimpleNamespace(option=SimpleNamespace(numprocesses="auto"))
+    assert conftest.pytest_xdist_auto_num_workers(auto) == 2 + conftest.EXTRA_WORKERS == 3
+    assert conftest.pytest_xdist_auto_num_workers(SimpleNamespace(option=SimpleNamespace(numprocesses="logical"))) is None
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
+    assert conftest.pytest_xdist_auto_num_workers(auto) is None
