@@ -102,7 +102,8 @@ def main() -> None:
     options.intra_op_num_threads, options.inter_op_num_threads, options.log_severity_level = 1, 1, 3
     graph = onnx_graph(plain)  # the float32 graph loading onnx_fp32 made (the same weights), from the ONNX cache
     graph = graph.read_bytes() if isinstance(graph, Path) else graph
-    matmuls = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
+    proto = onnx.load_from_string(graph)
+    matmuls = [n.name for n in proto.graph.node if n.op_type in ("MatMul", "Gemm")]
     every_linear = re.compile(INT8_LAYERS.pattern.replace("|intermediate/dense)", "|intermediate/dense|output/dense)"))
     calibration = calibration_sentences(folder)
     calibration = calibration[:4] if args.smoke and calibration else calibration  # smoke: calibrated on a few
@@ -112,7 +113,7 @@ def main() -> None:
         int8_nodes = [n for n in matmuls if INT8_LAYERS.fullmatch(n)]
         quantize_dynamic(Path(tmp) / "fp32.onnx", Path(tmp) / "dynamic.onnx", weight_type=QuantType.QInt8, per_channel=True,
                          nodes_to_exclude=[n for n in matmuls if n not in int8_nodes],
-                         extra_options={"DefaultTensorType": 1, "TensorQuantOverrides": weight_scales(graph, int8_nodes)})
+                         extra_options={"DefaultTensorType": 1, "TensorQuantOverrides": weight_scales(proto, int8_nodes)})
         dynamic_graph = (Path(tmp) / "dynamic.onnx").read_bytes()
 
     def with_session(graph_bytes: bytes):

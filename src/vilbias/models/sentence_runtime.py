@@ -36,9 +36,13 @@ from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    import onnx
 
 logger = logging.getLogger(__name__)
 
@@ -521,7 +525,8 @@ def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales, layers: re
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
     from onnxruntime.quantization import quantize_static as ort_quantize_static
 
-    nodes = [n.name for n in onnx.load_from_string(graph).graph.node if n.op_type in ("MatMul", "Gemm")]
+    proto = onnx.load_from_string(graph)
+    nodes = [n.name for n in proto.graph.node if n.op_type in ("MatMul", "Gemm")]
     keep = [n for n in nodes if not layers.fullmatch(n)]
     if len(keep) == len(nodes):
         raise ValueError("the exported graph has none of the layers int8 quantises (INT8_LAYERS): load with inference_precision='float32'")
@@ -536,7 +541,7 @@ def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales, layers: re
         def get_next(self):
             return next(self.batches, None)
 
-    scales = weight_scales(graph, [n for n in nodes if n not in keep])
+    scales = weight_scales(proto, [n for n in nodes if n not in keep])
     options = dict(quant_format=QuantFormat.QOperator, per_channel=True, weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8,
                    op_types_to_quantize=["MatMul"], nodes_to_exclude=keep,
                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT, "TensorQuantOverrides": scales})
@@ -565,9 +570,9 @@ def quantize_static(graph: bytes, model: nn.Module, int8: Int8Scales, layers: re
         return target.read_bytes(), ranges
 
 
-def weight_scales(graph: bytes, nodes: Sequence[str]) -> dict[str, list[dict]]:
+def weight_scales(graph: bytes | onnx.ModelProto, nodes: Sequence[str]) -> dict[str, list[dict]]:
     """ONNX Runtime's per-channel int8 scales and zero points of the weights of the MatMul
-    ``nodes`` of ``graph``, as ``TensorQuantOverrides``: what its quantiser computes for symmetric
+    ``nodes`` of ``graph`` (its bytes, or the graph parsed already), as ``TensorQuantOverrides``: what its quantiser computes for symmetric
     int8 weights (``compute_scale_zp``: the channel's largest magnitude, zero included, over 127,
     float64 then stored as the weight's float32; zero point 0; a scale under float32's smallest
     normal number becomes 1), for every channel at once. Given these, the quantiser only rounds
@@ -578,7 +583,7 @@ def weight_scales(graph: bytes, nodes: Sequence[str]) -> dict[str, list[dict]]:
     import onnx
     from onnx import numpy_helper
 
-    proto = onnx.load_from_string(graph)
+    proto = onnx.load_from_string(graph) if isinstance(graph, bytes) else graph
     initializers = {i.name: i for i in proto.graph.initializer}
     wanted = set(nodes)
     overrides: dict[str, list[dict]] = {}
