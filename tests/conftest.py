@@ -135,12 +135,12 @@ _yaml_parsed_by_libyaml()
 def _card_figure_drawn_once_per_count():
     """The card's figure (``vilbias.corpus.card.plot_label_by_outlet``: rows per outlet and label)
     drawn once a test process for each count of rows per outlet and label, and written again as
-    those bytes when a later build has the same counts. It is a function of those counts alone,
+    those bytes when a later build has the same counts. It is a function of those counts alone
+    (``card.label_share_by_outlet``),
     and drawing it costs 0.3-0.4 s of CPU a build (2-core AVX2 machine), ~25 s of a run that
     builds the same sample and fake corpora dozens of times; every distinct figure is still drawn
     by matplotlib, and the commands the suite starts draw their own."""
     import functools
-    from collections import Counter
 
     from vilbias.corpus import card, importer, plan
 
@@ -150,10 +150,7 @@ def _card_figure_drawn_once_per_count():
     @functools.wraps(draw)
     def plot_label_by_outlet(rows, path, top=15):
         rows = list(rows)
-        counts = Counter()  # outlets in the order the rows name them first: it orders ties in the figure
-        for r in rows:
-            counts[r.outlet or "(unknown)", r.label == 1] += 1
-        key = (top, tuple(counts.items()))
+        key = tuple(map(tuple, card.label_share_by_outlet(rows, top)))
         if key not in drawn:
             draw(rows, path, top)
             drawn[key] = path.read_bytes()

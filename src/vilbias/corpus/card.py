@@ -264,20 +264,27 @@ CODE_TEXT = {
 """How the card words each problem code of :data:`vilbias.rationale.CODES`."""
 
 
-def plot_label_by_outlet(rows: Iterable[PlannedRow], path: Path, top: int = 15) -> None:
-    """Horizontal stacked bars: rows per outlet split by label (the card's figure)."""
-    # matplotlib's Figure drawn on its Agg canvas, without pyplot: pyplot's import and backend
-    # set-up cost ~1 s of every build, for a figure that is only ever written to a file.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
+def label_share_by_outlet(rows: Iterable[PlannedRow], top: int = 15) -> tuple[list[str], list[int], list[int]]:
+    """What the card's figure shows: the ``top`` outlets by rows (ties in the order the rows name
+    them first), fewest first as the bars run bottom up, and each one's biased and not-biased rows."""
     counts, biased_counts = Counter(), Counter()
     for r in rows:
         counts[r.outlet or "(unknown)"] += 1
         biased_counts[r.outlet or "(unknown)"] += r.label == 1
     outlets = [o for o, _ in counts.most_common(top)][::-1]
     biased = [biased_counts[o] for o in outlets]
-    not_biased = [counts[o] - b for o, b in zip(outlets, biased, strict=True)]
+    return outlets, biased, [counts[o] - b for o, b in zip(outlets, biased, strict=True)]
+
+
+def plot_label_by_outlet(rows: Iterable[PlannedRow], path: Path, top: int = 15) -> None:
+    """Horizontal stacked bars: rows per outlet split by label (the card's figure,
+    :func:`label_share_by_outlet`'s figures)."""
+    # matplotlib's Figure drawn on its Agg canvas, without pyplot: pyplot's import and backend
+    # set-up cost ~1 s of every build, for a figure that is only ever written to a file.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    outlets, biased, not_biased = label_share_by_outlet(rows, top)
     fig = Figure(figsize=(8, 0.45 * len(outlets) + 1.4), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.subplots()
@@ -289,7 +296,7 @@ def plot_label_by_outlet(rows: Iterable[PlannedRow], path: Path, top: int = 15) 
     ax.set_title("Label share by outlet")
     ax.legend(loc="lower right", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
-    ax.set_xlim(0, max(counts[o] for o in outlets) * 1.25 if outlets else 1)
+    ax.set_xlim(0, max(b + nb for b, nb in zip(biased, not_biased, strict=True)) * 1.25 if outlets else 1)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
